@@ -1,0 +1,75 @@
+"""Shared helpers for the benchmarks in bench/: timing, peak memory, and bench/RESULTS.md sections.
+
+Each benchmark owns one section of bench/RESULTS.md between ``<!-- NAME:start -->`` and
+``<!-- NAME:end -->`` markers and rewrites only that section, so benchmarks run in any order.
+Every benchmark prints one JSON line last, with ``ratio`` = seqlab's figure over the peer's,
+oriented so that above 1 means seqlab is better (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+HEADER = "# Benchmark results\n\nEach section is rewritten by the benchmark named in its heading. Figures within one\nsection come from one run; never compare figures across sections or runs (this machine's speed\nswings by about 25% from minute to minute).\n"
+
+
+def machine() -> str:
+    """A one-line description of the machine and library versions."""
+    import torch
+
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def write_section(name: str, markdown: str) -> None:
+    """Replace the section ``name`` of bench/RESULTS.md with ``markdown`` (atomic write)."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
+    block = f"{start}\n{markdown.rstrip()}\n\n_Recorded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}._\n{end}"
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        _, after = rest.split(end, 1)
+        text = before + block + after
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, RESULTS)
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_json_subprocess(code: str, *args: str, timeout: float = 1800) -> dict:
+    """Run ``python -c code args...`` in a fresh process and parse the last stdout line as JSON.
+
+    Used to measure each side's peak RSS on its own.
+    """
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         timeout=timeout, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+class Timer:
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0

@@ -1,0 +1,90 @@
+"""The command line: one verb per job. Thin: parse arguments, call the library, print.
+
+Each verb lives in its own module under ``seqlab/commands/`` with two functions:
+``add(subparsers)`` registers the verb's parser (help text with an example) and
+``run(args)`` does the work and returns an exit code. Modules import heavy libraries
+(torch, matplotlib) inside ``run`` so that ``seqlab --help`` stays fast.
+
+Errors (DESIGN.md): bad input is one line on stderr starting ``error:`` and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from seqlab import __version__
+from seqlab.errors import SeqlabError
+
+# The verbs, in the order `seqlab --help` lists them; each is a module in seqlab/commands.
+COMMANDS = [
+    "demo",
+    "presets",
+    "train",
+    "generate",
+    "eval",
+    "predict",
+    "attention",
+    "bleu",
+    "explain",
+    "data",
+]
+
+EXAMPLES = """\
+examples:
+  seqlab demo                                   train a small Transformer LM, report perplexity, generate
+  seqlab presets                                list the ready configs
+  seqlab train lm-char --set train.max_steps=500 --out runs/char
+  seqlab generate runs/char --prompt "def " --max-new-tokens 200 --temperature 0.8 --top-p 0.95
+  seqlab eval runs/char --split test
+  seqlab predict runs/ner < sentences.txt
+  seqlab attention runs/char --text "def main():" --out attention.png
+  seqlab bleu hyp.txt ref.txt --tokenize 13a
+  seqlab explain                                the worked example of the notes, every tensor named
+  seqlab data list
+  seqlab data get tinyshakespeare
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors follow the contract: one `error:` line, exit 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="seqlab",
+        description="Sequence models from AR(p) to the Transformer: train, evaluate, inspect.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"seqlab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="VERB", parser_class=_Parser)
+    for name in COMMANDS:
+        importlib.import_module(f"seqlab.commands.{name}").add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args) or 0)
+    except SeqlabError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `seqlab generate ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
