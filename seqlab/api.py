@@ -1,0 +1,105 @@
+"""The Python API behind the command line: ``seqlab.train(config)`` and ``seqlab.load(run)``.
+
+Run directories (DESIGN.md): an existing run is never overwritten without ``force``; ``resume``
+continues it, and only ``train.max_steps`` / ``train.epochs`` (and ``train.max_minutes``, the wall-clock
+budget, and the cosmetic ``train.progress``) may differ from the config it was started with. Under ``torchrun`` only rank 0 writes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+from seqlab import checkpoint, config as config_mod
+from seqlab.config import RunConfig
+from seqlab.errors import SeqlabError
+from seqlab.tasks import task_module
+
+class Interrupted(Exception):
+    """Training stopped by SIGINT after saving a checkpoint (the CLI exits 130)."""
+
+
+RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress"}
+
+
+def _flatten(doc: dict) -> dict[str, object]:
+    return {f"{section}.{key}": value for section, values in doc.items() for key, value in values.items()}
+
+
+def config_differences(old: dict, new: dict) -> list[str]:
+    a, b = _flatten(old), _flatten(new)
+    return sorted(k for k in set(a) | set(b) if _norm(a.get(k)) != _norm(b.get(k)))
+
+
+def _norm(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def read_run_config(run_dir: str | Path) -> RunConfig:
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise SeqlabError(f"run directory {run_dir} not found; train one with `seqlab train PRESET --out {run_dir}`")
+    if not run_dir.is_dir():
+        raise SeqlabError(f"{run_dir} is a file, not a run directory; give the folder `seqlab train` wrote")
+    path = run_dir / "config.toml"
+    if not path.exists():
+        raise SeqlabError(f"{run_dir} is not a run directory (no config.toml); give the folder `seqlab train` wrote")
+    return config_mod.from_dict(tomllib.loads(path.read_text(encoding="utf-8")))
+
+
+def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool) -> None:
+    """Create, reuse (resume) or replace (force) the run directory, and write the resolved config."""
+    has_content = run_dir.exists() and any(run_dir.iterdir())
+    if run_dir.exists() and not run_dir.is_dir():
+        raise SeqlabError(f"--out {run_dir} is a file; give a folder path")
+    if has_content and resume:
+        if (run_dir / "config.toml").exists():
+            old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
+            changed = [k for k in config_differences(old, cfg.to_dict()) if k not in RESUMABLE_CHANGES]
+            if changed:
+                raise SeqlabError(f"cannot resume {run_dir}: {', '.join(changed)} differ from the run's config.toml; "
+                                  "on resume only train.max_steps and train.epochs may change")
+    elif has_content and not force:
+        raise SeqlabError(f"run directory {run_dir} already exists; continue it with --resume or replace it with --force")
+    elif has_content and force:
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint.atomic_write_text(run_dir / "config.toml", cfg.to_toml())
+
+
+def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
+          resume: bool = False, force: bool = False, log=print) -> Path:
+    """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory."""
+    from seqlab.train import init_distributed
+
+    name = cfg if isinstance(cfg, str) else None
+    if not isinstance(cfg, RunConfig):
+        cfg = config_mod.resolve(cfg, overrides)
+    run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
+    dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
+    if dist.main:
+        prepare_run_dir(cfg, run_dir, resume=resume, force=force)
+    if dist.world > 1:
+        import torch.distributed as torch_dist
+
+        torch_dist.barrier()
+    state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
+                                             log=log if dist.main else (lambda *a, **k: None))
+    if dist.main:
+        from seqlab.viz import plot_loss
+
+        plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png")
+    if state.get("interrupted"):
+        raise Interrupted(f"interrupted: checkpoint saved at step {state['step']} in {run_dir}; "
+                          "continue with --resume")
+    return run_dir
+
+
+def load(run_dir: str | Path, device: str | None = None):
+    """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``."""
+    run_dir = Path(run_dir)
+    cfg = read_run_config(run_dir)
+    if not checkpoint.exists(run_dir):
+        raise SeqlabError(f"{run_dir} has no checkpoint yet; train it with `seqlab train ... --out {run_dir}`")
+    return task_module(cfg.task.kind).load(run_dir, cfg, device=device)

@@ -1,0 +1,33 @@
+"""`seqlab generate RUN --prompt TEXT`: the prompt followed by its continuation."""
+
+from seqlab.commands import add_parser
+
+
+def add(sub):
+    p = add_parser(sub, "generate", "continue a prompt with a trained language model",
+                   'seqlab generate runs/demo --prompt "The " --max-new-tokens 200 --temperature 0.8 --top-p 0.95',
+                   description="Greedy when --temperature is 0, sampling otherwise; stops at <eos> where the "
+                               "tokenizer has one; uses the KV cache. Prints the prompt and its continuation.")
+    p.add_argument("run_dir", metavar="RUN")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1.0)")
+    p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (0 = off)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (1 = off)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from seqlab.api import load
+
+    lm = load(args.run_dir, device=args.device)
+    if not hasattr(lm, "generate"):
+        from seqlab.errors import SeqlabError
+
+        raise SeqlabError(f"{args.run_dir} is a {lm.config.task.kind} run; `seqlab generate` needs a language model")
+    text = lm.generate(args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                       top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    print(args.prompt + text)
+    return 0

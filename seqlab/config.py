@@ -1,0 +1,339 @@
+"""Run configuration: dataclass sections, TOML files and presets, ``--set section.key=value`` overrides.
+
+A run config has four sections (DESIGN.md, "Config conventions"):
+
+- ``task``  -- :class:`TaskConfig`: what is being learned (``kind``).
+- ``data``  -- :class:`DataConfig`: where the text comes from and how it is tokenised.
+- ``model`` -- the model's own frozen dataclass, chosen by ``model.arch`` (and ``task.kind``); the keys a
+  user may set are that dataclass's fields minus the ones derived from the data (``vocab_size``).
+- ``train`` -- :class:`TrainConfig`: the optimiser, schedule, precision and bookkeeping.
+
+Every key is validated: an unknown key, a wrong type or an out-of-range value raises
+:class:`~seqlab.errors.SeqlabError` naming the key and listing the valid keys or range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from seqlab.errors import SeqlabError
+
+SECTIONS = ("task", "data", "model", "train")
+TASK_KINDS = ("lm", "tag", "classify", "translate", "forecast", "embed")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    kind: str = "lm"  # lm | tag | classify | translate | forecast | embed
+
+    def __post_init__(self):
+        _choice("task.kind", self.kind, TASK_KINDS)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    source: str = "pydocs"  # embedded corpus (pydocs, pystdlib), downloadable dataset name, or a file path
+    train: str = ""  # explicit training file; overrides `source`
+    valid: str = ""  # explicit validation file (else cut from train by `split`)
+    test: str = ""  # explicit test file (else cut from train by `split`)
+    split: tuple[float, float, float] = (0.9, 0.05, 0.05)  # train, valid, test fractions (contiguous)
+    tokenizer: str = "char"  # char | word | bpe
+    vocab_size: int = 4096  # BPE target vocabulary size (char/word: bounded by max_size)
+    lowercase: bool = False  # word tokenizer: lowercase before splitting
+    min_freq: int = 1  # char/word: drop tokens seen fewer times (they map to <unk>)
+    max_size: int = 0  # char/word: cap on vocabulary size including specials; 0 = no cap
+    src: str = ""  # parallel text: source-language suffix (data.train=PREFIX reads PREFIX.src)
+    tgt: str = ""  # parallel text: target-language suffix
+
+    def __post_init__(self):
+        _choice("data.tokenizer", self.tokenizer, ("char", "word", "bpe"))
+        if len(self.split) != 3 or any(f < 0 for f in self.split) or abs(sum(self.split) - 1) > 1e-6:
+            raise SeqlabError(f"data.split must be three non-negative fractions summing to 1, got {list(self.split)}; "
+                              "e.g. --set data.split=[0.9,0.05,0.05]")
+        if self.split[0] <= 0:
+            raise SeqlabError("data.split: the train fraction must be > 0")
+        _at_least("data.vocab_size", self.vocab_size, 8)
+        _at_least("data.min_freq", self.min_freq, 1)
+        _at_least("data.max_size", self.max_size, 0)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    max_steps: int = 1000  # optimiser steps; training stops at max_steps or epochs, whichever comes first
+    epochs: float = 0.0  # passes over the training tokens (0 = no limit from epochs)
+    max_minutes: float = 0.0  # wall-clock budget for this invocation (0 = none); stops early, resumable
+    batch_size: int = 32  # sequences per optimiser step (global, over all processes and accumulation)
+    grad_accum: int = 1  # micro-batches per optimiser step (batch_size must be divisible by it)
+    lr: float = 1e-3  # peak learning rate after warm-up
+    min_lr: float = 1e-4  # learning rate at the end of the cosine decay
+    warmup_steps: int = 100  # linear warm-up from 0 to lr
+    weight_decay: float = 0.1  # AdamW decay on weight matrices only (not norms, biases, embeddings)
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0  # max global gradient norm (0 = off)
+    seed: int = 1337
+    precision: str = "auto"  # auto | fp32 | bf16 | fp16 (fp16 on CUDA only, with a gradient scaler)
+    compile: bool = False  # torch.compile the model for training
+    device: str = "auto"  # auto | cpu | cuda
+    threads: int = 0  # torch intra-op threads (0 = leave PyTorch's default)
+    eval_every: int = 250  # steps between validations (0 = only at the end)
+    eval_batches: int = 20  # validation batches per periodic validation
+    save_every: int = 250  # steps between checkpoints (0 = only at the end)
+    log_every: int = 10  # steps between metrics.jsonl training rows
+    keep_best: bool = False  # keep the best-validation checkpoint in best/
+    progress: bool = True  # progress bar on stderr
+
+    def __post_init__(self):
+        _at_least("train.max_steps", self.max_steps, 1)
+        _at_least("train.batch_size", self.batch_size, 1)
+        _at_least("train.grad_accum", self.grad_accum, 1)
+        if self.batch_size % self.grad_accum:
+            raise SeqlabError(f"train.batch_size ({self.batch_size}) must be divisible by train.grad_accum "
+                              f"({self.grad_accum})")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise SeqlabError(f"train.lr must be a positive number, got {self.lr}")
+        for name in ("epochs", "max_minutes", "min_lr", "weight_decay", "grad_clip"):
+            _at_least(f"train.{name}", getattr(self, name), 0)
+        for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every"):
+            _at_least(f"train.{name}", getattr(self, name), 0)
+        _at_least("train.eval_batches", self.eval_batches, 1)
+        _choice("train.precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
+        _choice("train.device", self.device, ("auto", "cpu", "cuda"))
+
+
+# Keys of a model config that come from the data, not from the user.
+DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size", "n_labels", "n_classes"})
+
+
+def model_config_class(kind: str, arch: str) -> type:
+    """The frozen dataclass that holds ``model.*`` for a task kind and architecture."""
+    from seqlab.tasks import model_config_class as lookup
+
+    return lookup(kind, arch)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A whole run: the four sections, each validated."""
+
+    task: TaskConfig = field(default_factory=TaskConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    model: Any = None  # the model's dataclass (with derived keys at their defaults)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    arch: str = "transformer"
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        model = {k: v for k, v in dataclasses.asdict(self.model).items() if k not in DERIVED_MODEL_KEYS}
+        return {
+            "task": dataclasses.asdict(self.task),
+            "data": dataclasses.asdict(self.data),
+            "model": {"arch": self.arch, **model},
+            "train": dataclasses.asdict(self.train),
+        }
+
+    def to_toml(self) -> str:
+        return dumps_toml(self.to_dict())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# building a config from dicts, TOML files, presets and overrides
+
+
+def from_dict(raw: dict[str, Any]) -> RunConfig:
+    """Validate a nested dict {section: {key: value}} into a :class:`RunConfig`."""
+    unknown = set(raw) - set(SECTIONS)
+    if unknown:
+        raise SeqlabError(f"unknown config section(s) {sorted(unknown)}; valid sections: {', '.join(SECTIONS)}")
+    task = _build(TaskConfig, raw.get("task", {}), "task")
+    data = _build(DataConfig, raw.get("data", {}), "data")
+    train = _build(TrainConfig, raw.get("train", {}), "train")
+    model_raw = dict(raw.get("model", {}))
+    arch = model_raw.pop("arch", "transformer")
+    if not isinstance(arch, str):
+        raise SeqlabError(f"model.arch must be a string, got {arch!r}")
+    cls = model_config_class(task.kind, arch)
+    derived = DERIVED_MODEL_KEYS & set(model_raw)
+    if derived:
+        raise SeqlabError(f"model.{sorted(derived)[0]} is derived from the data and cannot be set; "
+                          f"valid model keys: {', '.join(['arch', *_user_keys(cls)])}")
+    model = _build(cls, model_raw, "model", extra_valid=("arch",))
+    return RunConfig(task=task, data=data, model=model, train=train, arch=arch)
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if path.is_dir():
+        raise SeqlabError(f"{path} is a directory; give a preset name or a .toml file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SeqlabError(f"config file {path} not found; give a preset name (see `seqlab presets`) "
+                          "or the path of a .toml file") from None
+    except UnicodeDecodeError as e:
+        raise SeqlabError(f"{path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SeqlabError(f"{path} is not valid TOML ({e}); fix the file") from None
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files("seqlab.presets").iterdir() if p.name.endswith(".toml"))
+
+
+def preset_summary(name: str) -> str:
+    """The first comment line of a preset file (its one-line description)."""
+    text = resources.files("seqlab.presets").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+    return ""
+
+
+def load_preset_or_file(name_or_path: str) -> dict[str, Any]:
+    """A preset name (``lm-char``) or the path of a TOML file with the same shape."""
+    if name_or_path in preset_names():
+        text = resources.files("seqlab.presets").joinpath(f"{name_or_path}.toml").read_text(encoding="utf-8")
+        return tomllib.loads(text)
+    if name_or_path.endswith(".toml") or Path(name_or_path).exists():
+        return load_toml(name_or_path)
+    raise SeqlabError(f"unknown preset {name_or_path!r}; valid presets: {', '.join(preset_names())} "
+                      "(or give the path of a .toml file)")
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``section.key=value`` strings; values are parsed as TOML values (bare words are strings)."""
+    raw = {k: dict(v) for k, v in raw.items()}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not sep or not dot or not name:
+            raise SeqlabError(f"--set {item!r} must look like section.key=value, e.g. --set train.max_steps=500")
+        if section not in SECTIONS:
+            raise SeqlabError(f"--set {item!r}: unknown section {section!r}; valid sections: {', '.join(SECTIONS)}")
+        raw.setdefault(section, {})[name] = parse_value(value.strip())
+    return raw
+
+
+def parse_value(text: str) -> Any:
+    """A TOML value (``3``, ``0.1``, ``true``, ``[0.9, 0.1, 0]``, ``"x"``) or else the bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def resolve(name_or_path: str, overrides: list[str] | None = None) -> RunConfig:
+    """Preset or file, then ``--set`` overrides, validated."""
+    return from_dict(apply_overrides(load_preset_or_file(name_or_path), overrides or []))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# validation helpers
+
+
+def _user_keys(cls: type, section: str = "model") -> list[str]:
+    return [f.name for f in fields(cls) if section != "model" or f.name not in DERIVED_MODEL_KEYS]
+
+
+def _build(cls: type, values: dict[str, Any], section: str, extra_valid: tuple[str, ...] = ()):
+    hints = typing.get_type_hints(cls)
+    valid = _user_keys(cls, section)
+    kwargs = {}
+    for key, value in values.items():
+        if key not in valid:
+            raise SeqlabError(f"unknown key {section}.{key}; valid {section} keys: {', '.join([*extra_valid, *valid])}")
+        kwargs[key] = _coerce(f"{section}.{key}", value, hints[key])
+    for f in fields(cls):  # sizes derived from the data: a placeholder until the data is read
+        if section == "model" and f.name in DERIVED_MODEL_KEYS and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kwargs[f.name] = 1
+    try:
+        return cls(**kwargs)
+    except SeqlabError:
+        raise
+    except (TypeError, ValueError) as e:  # a model config's own validation
+        raise SeqlabError(f"invalid {section} config: {e}") from None
+
+
+def _coerce(key: str, value: Any, hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None or (type(None) in typing.get_args(hint) and value == ""):
+            return None
+        hint = options[0]
+        origin = typing.get_origin(hint)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, (list, tuple)):
+            raise SeqlabError(f"{key} must be a list like [0.9, 0.05, 0.05], got {value!r}")
+        inner = args[0] if args else Any
+        if len(args) == 2 and args[1] is Ellipsis or len(args) <= 1:
+            return tuple(_coerce(key, v, inner) for v in value)
+        if len(value) != len(args):
+            raise SeqlabError(f"{key} must have {len(args)} entries, got {len(value)}")
+        return tuple(_coerce(key, v, a) for v, a in zip(value, args))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise SeqlabError(f"{key} must be true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise SeqlabError(f"{key} must be an integer, got {value!r}")
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise SeqlabError(f"{key} must be a number, got {value!r}")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise SeqlabError(f"{key} must be a string, got {value!r}")
+    return value
+
+
+def _choice(key: str, value: Any, options: tuple[str, ...]) -> None:
+    if value not in options:
+        raise SeqlabError(f"{key} must be one of {', '.join(options)}; got {value!r}")
+
+
+def _at_least(key: str, value: float, low: float) -> None:
+    if value < low:
+        raise SeqlabError(f"{key} must be >= {low}, got {value}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# writing TOML (the resolved config in a run directory); the subset we need: tables of scalars and lists
+
+
+def dumps_toml(doc: dict[str, dict[str, Any]]) -> str:
+    lines = []
+    for section, values in doc.items():
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            if value is None:
+                continue
+            lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")

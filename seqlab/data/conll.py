@@ -1,0 +1,137 @@
+"""CoNLL-2003 reader for the tagging task of seed 004 (NER, many-to-many: one tag per token).
+
+File layout (../shared/data/README.md §3): one token per line, whitespace-separated columns
+``word POS chunk NE``; the NER tag is the *last* column, so files with only ``word NE`` (or any
+2+ columns) read the same way. Blank lines end a sentence; ``-DOCSTART-`` lines start a document
+and are not sentences.
+
+Tagging schemes: the original ``eng.*`` files use IOB1 (``I-X`` inside entities, ``B-X`` only where
+two entities of type X touch); most tools expect IOB2 (``B-X`` at the start of every entity).
+:func:`detect_scheme` tells them apart (an ``I-`` tag that starts an entity means IOB1) and
+:func:`to_iob2` converts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqlab.errors import SeqlabError
+
+DOCSTART = "-DOCSTART-"
+TAG = re.compile(r"O|[BIESLU]-\S+")  # O, or a prefix (IOB1/IOB2/IOBES/BILOU) and a type
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of a CoNLL file."""
+
+    tokens: tuple[str, ...]  # the words (first column)
+    tags: tuple[str, ...]  # the NER tags (last column), one per token
+    columns: tuple[tuple[str, ...], ...]  # the columns in between, each one value per token (CoNLL-2003: POS, chunk)
+    doc: int  # 0-based index of the document (counted by -DOCSTART- lines; 0 when the file has none)
+    line: int  # 1-based line number of the first token, for messages
+
+
+def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline) for a UTF-8 text file; bad input -> SeqlabError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SeqlabError(f"{path}: no such file; check the path (data.train / data.valid / data.test)") from None
+    except IsADirectoryError:
+        raise SeqlabError(f"{path}: is a folder, not a file; point at the data file itself") from None
+    for number, raw in enumerate(data.splitlines(), start=1):
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise SeqlabError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte {err.start}); "
+                              "re-encode the file as UTF-8") from None
+
+
+def read_conll(path: str | Path, *, iob2: bool = False) -> list[Sentence]:
+    """Sentences of a CoNLL file, tags as written; with ``iob2=True`` IOB1 tags are converted to IOB2."""
+    sentences: list[Sentence] = []
+    rows: list[list[str]] = []
+    first_line, n_columns, doc = 0, 0, -1
+
+    def flush() -> None:
+        if rows:
+            fields = list(zip(*rows))
+            sentences.append(Sentence(tokens=fields[0], tags=fields[-1], columns=tuple(fields[1:-1]),
+                                      doc=max(doc, 0), line=first_line))
+            rows.clear()
+
+    for number, line in numbered_lines(path):
+        fields = [field for field in line.replace("\t", " ").split(" ") if field]  # ASCII blanks only
+        if not fields:
+            flush()
+            continue
+        if fields[0] == DOCSTART:
+            flush()
+            doc += 1
+            continue
+        if len(fields) < 2:
+            raise SeqlabError(f"{path}:{number}: expected at least 2 columns (token ... NER tag), found {len(fields)} "
+                              f"in {line!r}; separate the columns with spaces and put the NER tag last")
+        if n_columns and len(fields) != n_columns:
+            raise SeqlabError(f"{path}:{number}: {len(fields)} columns, but earlier lines have {n_columns}; "
+                              "every token line needs the same columns")
+        if not TAG.fullmatch(fields[-1]):
+            raise SeqlabError(f"{path}:{number}: {fields[-1]!r} is not a NER tag; the last column must be 'O' or "
+                              "a prefix B/I/E/S/L/U, '-' and a type, e.g. 'B-PER'")
+        n_columns = len(fields)
+        if not rows:
+            first_line = number
+        rows.append(fields)
+    flush()
+    if not sentences:
+        raise SeqlabError(f"{path}: no sentences found; expected token lines ('word ... TAG') separated by blank lines")
+    if iob2 and detect_scheme(s.tags for s in sentences) == "IOB1":
+        sentences = [dataclasses.replace(s, tags=to_iob2(s.tags)) for s in sentences]
+    return sentences
+
+
+def _split(tag: str) -> tuple[str, str]:
+    """(prefix, type); ``O`` has type ''."""
+    return (tag, "") if tag == "O" else (tag[0], tag[2:])
+
+
+def _starts_entity_iob1(prev: str, tag: str) -> bool:
+    """Is ``tag`` an ``I-`` that opens an entity (after O, another type, or at the sentence start)?"""
+    prefix, type_ = _split(tag)
+    prev_prefix, prev_type = _split(prev)
+    return prefix == "I" and (prev_prefix == "O" or prev_type != type_)
+
+
+def detect_scheme(tag_sequences: Iterator[Sequence[str]] | Sequence[Sequence[str]]) -> str:
+    """'IOBES' if any E-/S- tag, 'BILOU' if any L-/U- tag, else 'IOB1' if some I- tag opens an entity, else 'IOB2'."""
+    prefixes: set[str] = set()
+    iob1 = False
+    for tags in tag_sequences:
+        prev = "O"
+        for tag in tags:
+            prefixes.add(_split(tag)[0])
+            iob1 = iob1 or _starts_entity_iob1(prev, tag)
+            prev = tag
+    if prefixes & set("ES") and prefixes & set("LU"):
+        raise SeqlabError(f"tags mix IOBES (E-, S-) and BILOU (L-, U-) prefixes: {sorted(prefixes)}; use one scheme")
+    if prefixes & set("ES"):
+        return "IOBES"
+    if prefixes & set("LU"):
+        return "BILOU"
+    return "IOB1" if iob1 else "IOB2"
+
+
+def to_iob2(tags: Sequence[str]) -> tuple[str, ...]:
+    """IOB1 -> IOB2: every ``I-X`` that opens an entity becomes ``B-X``; IOB2 input is returned unchanged."""
+    out = []
+    prev = "O"
+    for tag in tags:
+        out.append("B" + tag[1:] if _starts_entity_iob1(prev, tag) else tag)
+        prev = tag
+    return tuple(out)

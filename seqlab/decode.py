@@ -1,0 +1,130 @@
+"""Decoding for autoregressive models: greedy, temperature / top-k / top-p sampling.
+
+Each step draws the next token from p(x_t | x_<t) = softmax(logits_t / temperature):
+
+- greedy (temperature 0): x_t = argmax logits_t;
+- top-k: keep the k largest logits, the rest get probability 0;
+- top-p (nucleus, Holtzman et al. 2019): keep the smallest set of most probable tokens whose total
+  probability reaches p (the most probable token is always kept);
+- generation stops at ``<eos>`` (per sequence) or after ``max_new_tokens``.
+
+The model sees at most ``max_len`` tokens, the most recent ones (DESIGN.md). With a KV cache the
+prompt is encoded once and each step feeds one token; once prompt + generated reaches ``max_len``,
+every position's absolute position would shift, so each further step recomputes the window of the
+last ``max_len`` tokens: cached output then equals uncached output token for token.
+
+Prompts of different lengths are decoded in groups of equal length (each group batched), so a
+prompt's output never depends on what else is in the batch or on padding.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import torch
+
+from seqlab.errors import SeqlabError
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 1.0  # 0 = greedy
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0  # 1 = off
+
+    def __post_init__(self):
+        if self.temperature < 0:
+            raise SeqlabError(f"--temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if self.top_k < 0:
+            raise SeqlabError(f"--top-k must be >= 0 (0 = off), got {self.top_k}")
+        if not 0 < self.top_p <= 1:
+            raise SeqlabError(f"--top-p must be in (0, 1], got {self.top_p}")
+
+
+def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Set the logits outside the top-k and the top-p nucleus to -inf. logits (batch, vocab)."""
+    if top_k and top_k < logits.size(-1):
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # (batch, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (batch, vocab)
+        probs = torch.softmax(sorted_logits, dim=-1)
+        # drop a token when the tokens before it already reach top_p (so the top token always stays)
+        drop_sorted = (torch.cumsum(probs, dim=-1) - probs) >= top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+def next_token(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator | None) -> torch.Tensor:
+    """Choose the next token of each row. logits (batch, vocab) -> (batch,)."""
+    if sampling.temperature == 0:
+        return torch.argmax(logits, dim=-1)
+    logits = filter_logits(logits.float() / sampling.temperature, sampling.top_k, sampling.top_p)
+    probs = torch.softmax(logits, dim=-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+@torch.inference_mode()
+def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sampling = Sampling(),
+             seed: int | None = None, eos_id: int | None = None, use_cache: bool = True,
+             device: torch.device | None = None) -> list[list[int]]:
+    """Continue each prompt; returns the new tokens of each (the ``<eos>`` that stopped it included).
+
+    ``model(ids (batch, seq), cache=None) -> logits (batch, seq, vocab)`` with ``model.cfg.max_len``
+    and ``model.new_cache(batch, device, dtype)`` (seqlab.models.transformer.TransformerLM).
+    """
+    if max_new_tokens < 0:
+        raise SeqlabError(f"--max-new-tokens must be >= 0, got {max_new_tokens}")
+    if any(len(p) == 0 for p in prompts):
+        raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
+    device = device or next(model.parameters()).device
+    generator = torch.Generator(device=device)
+    generator.manual_seed(0 if seed is None else seed)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, p in enumerate(prompts):
+        groups[len(p)].append(i)
+    out: list[list[int]] = [[] for _ in prompts]
+    for length in sorted(groups):
+        index = groups[length]
+        ids = torch.tensor([prompts[i] for i in index], dtype=torch.long, device=device)  # (batch, seq)
+        new = _generate_group(model, ids, max_new_tokens, sampling, generator, eos_id, use_cache)
+        for row, i in enumerate(index):
+            out[i] = new[row]
+    return out
+
+
+def _generate_group(model, ids: torch.Tensor, max_new_tokens: int, sampling: Sampling,
+                    generator: torch.Generator, eos_id: int | None, use_cache: bool) -> list[list[int]]:
+    max_len = model.cfg.max_len
+    batch = ids.size(0)
+    finished = torch.zeros(batch, dtype=torch.bool, device=ids.device)
+    generated: list[torch.Tensor] = []
+    cache = None
+    window = ids[:, -max_len:]  # (batch, seq<=max_len): the most recent tokens
+    if use_cache:
+        cache = model.new_cache(batch, device=ids.device, dtype=next(model.parameters()).dtype)
+    logits = model(window, cache=cache)[:, -1]  # (batch, vocab)
+    for _ in range(max_new_tokens):
+        token = next_token(logits, sampling, generator)  # (batch,)
+        if eos_id is not None:
+            token = torch.where(finished, torch.full_like(token, eos_id), token)
+        generated.append(token)
+        if eos_id is not None:
+            finished |= token == eos_id
+            if bool(finished.all()):
+                break
+        if len(generated) == max_new_tokens:
+            break
+        window = torch.cat([window, token[:, None]], dim=1)[:, -max_len:]  # (batch, seq<=max_len)
+        if cache is not None and cache.pos < max_len:
+            logits = model(token[:, None], cache=cache)[:, -1]
+        else:  # no cache, or the window slid: recompute on the last max_len tokens
+            logits = model(window)[:, -1]
+    if not generated:
+        return [[] for _ in range(batch)]
+    tokens = torch.stack(generated, dim=1).tolist()  # (batch, new)
+    if eos_id is None:
+        return tokens
+    return [row[: row.index(eos_id) + 1] if eos_id in row else row for row in tokens]

@@ -1,0 +1,68 @@
+"""Language-model metrics: token-level negative log-likelihood and perplexity.
+
+Seed 003: the loss is the average token-level negative log-likelihood, L = (1/N) sum_t -log p(x_t | x_<t).
+Perplexity is exp of the *token-weighted* mean NLL over the whole evaluation set (specs/metrics.md §4.1):
+padding positions are excluded from both the sum and the count (§4.2), and sums are accumulated over
+batches before dividing, never averaged per batch (§4.3).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, int]:
+    """Sum of -log p(target) over the real (mask True) positions, and their count.
+
+    logits (batch, seq, vocab) score the targets (batch, seq) at the same positions (already shifted:
+    logits at position i predict the token at i + 1 of the input). The log-softmax runs in float32 at least.
+    """
+    vocab = logits.size(-1)
+    flat_logits = logits.reshape(-1, vocab)  # (batch * seq, vocab)
+    flat_targets = targets.reshape(-1)  # (batch * seq,)
+    if flat_logits.dtype in (torch.float16, torch.bfloat16):
+        flat_logits = flat_logits.float()
+    if mask is None:
+        return F.cross_entropy(flat_logits, flat_targets, reduction="sum"), flat_targets.numel()
+    keep = mask.reshape(-1)
+    losses = F.cross_entropy(flat_logits, flat_targets, reduction="none")  # (batch * seq,)
+    return (losses * keep).sum(), int(keep.sum())
+
+
+def perplexity(total_nll: float, count: int) -> float:
+    """exp(token-weighted mean NLL); NaN when nothing was scored (0/0, as the references give)."""
+    if count == 0:
+        return math.nan
+    return math.exp(total_nll / count)
+
+
+def ngram_nll(train: "np.ndarray", tokens: "np.ndarray", order: int, vocab_size: int,
+              alpha: float = 1.0) -> tuple[float, int]:
+    """(sum of NLL, count) of an add-alpha smoothed unigram (order 1) or bigram (order 2) model.
+
+    Estimated on the ``train`` stream, it scores the same targets as the neural model's evaluation:
+    every token of ``tokens`` but the first. Unigram P(b) = (c(b) + a) / (N + aV); bigram
+    P(b | a') = (c(a' b) + a) / (c(a') + aV), with c(a') counted as a left context.
+    """
+    import numpy as np
+
+    train = np.asarray(train, dtype=np.int64)
+    tokens = np.asarray(tokens, dtype=np.int64)
+    targets = tokens[1:]
+    if order == 1:
+        counts = np.bincount(train, minlength=vocab_size).astype(np.float64)
+        logp = np.log((counts[targets] + alpha) / (len(train) + alpha * vocab_size))
+    elif order == 2:
+        pairs = train[:-1] * vocab_size + train[1:]
+        keys, pair_counts = np.unique(pairs, return_counts=True)
+        context = np.bincount(train[:-1], minlength=vocab_size).astype(np.float64)
+        query = tokens[:-1] * vocab_size + targets
+        at = np.clip(np.searchsorted(keys, query), 0, len(keys) - 1)
+        c = np.where(keys[at] == query, pair_counts[at], 0).astype(np.float64)
+        logp = np.log((c + alpha) / (context[tokens[:-1]] + alpha * vocab_size))
+    else:
+        raise ValueError(f"order must be 1 or 2, got {order}")
+    return float(-logp.sum()), int(targets.size)

@@ -1,0 +1,494 @@
+"""Entity-level precision, recall and F1 for sequence tagging, identical to seqeval 1.2.2.
+
+The tagger of seed 004 ("Named Entity Representation", many-to-many) emits one tag per token;
+it is scored on *entities*, spans of tokens with a type, not on tokens. An entity counts as found
+only when its type, start and end all match a gold entity exactly.
+
+Two ways of reading entities out of a tag sequence (../shared/specs/metrics.md §2):
+
+* default mode (§2.3): the conlleval-compatible chunker. It handles IOB1, IOB2, IOE and IOBES
+  without being told the scheme and repairs ill-formed input (an ``I-`` after ``O`` opens an entity).
+* strict mode (§2.4): a scheme (IOB1, IOB2, IOE1, IOE2, IOBES, BILOU) says which prefix pairs start,
+  continue and end an entity; spans that do not start and end legally are dropped, and prefixes
+  foreign to the scheme are an error.
+
+Scoring (§2.6), per entity type t with tp = |gold_t ∩ pred_t|:
+    P_t = tp / |pred_t|        R_t = tp / |gold_t|        F_t = (1 + β²)·P_t·R_t / (β²·P_t + R_t)
+micro averages sum tp, |pred| and |gold| over types before dividing; macro is the unweighted mean
+of the per-type scores, weighted the mean weighted by support. The arithmetic follows seqeval's
+numpy expressions operation for operation (including numpy's pairwise summation in the means), so
+every number is bit-identical.
+
+Deliberate deviations from seqeval, all on inputs seqeval mishandles:
+* ``mode='strict'`` without a scheme raises :class:`SeqlabError` (seqeval's score functions silently
+  fall back to default mode, and its ``classification_report`` silently auto-detects). Pass
+  ``scheme='auto'`` to auto-detect the scheme from ``y_true`` as seqeval's report does.
+* Bad input (mismatched lengths, an unparsable tag) raises :class:`SeqlabError` naming the
+  sentence, instead of TypeError/KeyError/IndexError.
+* Default mode does not warn about tags that do not look like NE tags.
+
+Schemes may be given by name (``"IOB2"``) or as seqeval's scheme classes (their ``__name__`` is used).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seqlab.errors import SeqlabError
+
+Tags = Sequence[str]  # one tag per token of one sentence
+Entity = tuple  # default mode: (type, start, end_inclusive); strict: (sentence, type, start, end_exclusive)
+
+AVERAGES = (None, "micro", "macro", "weighted")
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A precision or recall had a zero denominator and was set by ``zero_division`` ('warn' -> 0.0)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Tag parsing (§2.2)
+
+
+def _split_default(tag: str, suffix: bool) -> tuple[str, str]:
+    """(prefix, type) as default mode reads a tag: ``B-PER-X`` -> (B, PER-X), ``O`` -> (O, _)."""
+    if not tag:
+        raise SeqlabError("empty tag string; every token needs a tag such as 'O' or 'B-PER'")
+    if suffix:
+        return tag[-1], tag[:-1].rsplit("-", maxsplit=1)[0] or "_"
+    return tag[0], tag[1:].split("-", maxsplit=1)[-1] or "_"
+
+
+def _split_strict(tag: str, suffix: bool) -> tuple[str, str]:
+    """(prefix, type) as strict mode reads a tag: the type is the rest with '-' stripped, or '_'."""
+    if not tag:
+        raise SeqlabError("empty tag string; every token needs a tag such as 'O' or 'B-PER'")
+    if suffix:
+        return tag[-1], tag[:-1].strip("-") or "_"
+    return tag[0], tag[1:].strip("-") or "_"
+
+
+# --------------------------------------------------------------------------------------------
+# Default mode (§2.3): the conlleval chunker
+
+
+def _end_of_chunk(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
+    """Did a chunk end between the previous token and this one?"""
+    return (
+        prev_tag in ("E", "S")
+        or (prev_tag in ("B", "I") and tag in ("B", "S", "O"))
+        or (prev_tag != "O" and prev_tag != "." and prev_type != type_)
+    )
+
+
+def _start_of_chunk(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
+    """Did a chunk start at this token?"""
+    return (
+        tag in ("B", "S")
+        or (prev_tag in ("E", "S", "O") and tag in ("E", "I"))
+        or (tag != "O" and tag != "." and prev_type != type_)
+    )
+
+
+def get_entities(seq: Sequence[str] | Sequence[Tags], suffix: bool = False) -> list[tuple[str, int, int]]:
+    """Entities of ``seq`` in default mode as ``(type, start, end_inclusive)``, in order of their end.
+
+    ``seq`` is one tag sequence, or a list of sentences; sentences are joined with an ``'O'`` after
+    every one, and offsets are positions in that joined sequence (seqeval's ``get_entities``).
+    """
+    if any(not isinstance(s, str) for s in seq):
+        seq = [tag for sentence in seq for tag in [*sentence, "O"]]
+    prev_tag, prev_type, begin = "O", "", 0
+    chunks = []
+    for i, tag_string in enumerate([*seq, "O"]):
+        tag, type_ = _split_default(tag_string, suffix)
+        if _end_of_chunk(prev_tag, tag, prev_type, type_):
+            chunks.append((prev_type, begin, i - 1))
+        if _start_of_chunk(prev_tag, tag, prev_type, type_):
+            begin = i
+        prev_tag, prev_type = tag, type_
+    return chunks
+
+
+# --------------------------------------------------------------------------------------------
+# Strict mode (§2.4): schemes as prefix patterns
+
+ANY_PREFIX = "IOBESUL"
+Pattern = tuple[str, str, str]  # (previous token's prefixes, current token's prefixes, type condition)
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A tagging scheme as seqeval's ``seqeval.scheme`` defines it."""
+
+    name: str  # IOB1, IOB2, IOE1, IOE2, IOBES or BILOU
+    allowed: str  # prefixes a tag may carry under this scheme
+    start: tuple[Pattern, ...]  # (prev, cur) pairs at which cur starts an entity
+    inside: tuple[Pattern, ...]  # (prev, cur) pairs at which cur continues prev's entity
+    end: tuple[Pattern, ...]  # (last, next) pairs at which the entity ending at last is well-formed
+
+
+SCHEMES: dict[str, Scheme] = {
+    s.name: s
+    for s in (
+        Scheme(
+            "IOB1", "IOB",
+            start=(("O", "I", "any"), ("I", "I", "diff"), ("B", "I", "any"), ("I", "B", "same"), ("B", "B", "same")),
+            inside=(("B", "I", "same"), ("I", "I", "same")),
+            end=(("I", "I", "diff"), ("I", "O", "any"), ("I", "B", "any"), ("B", "O", "any"), ("B", "I", "diff"),
+                 ("B", "B", "same")),
+        ),
+        # seqeval's own source says IOE1 "hasn't yet been able to handle some cases"; kept for parity
+        Scheme(
+            "IOE1", "IOE",
+            start=(("O", "I", "any"), ("I", "I", "diff"), ("E", "I", "any"), ("E", "E", "same")),
+            inside=(("I", "I", "same"), ("I", "E", "same")),
+            end=(("I", "I", "diff"), ("I", "O", "any"), ("I", "E", "diff"), ("E", "I", "same"), ("E", "E", "same")),
+        ),
+        Scheme(
+            "IOB2", "IOB",
+            start=((ANY_PREFIX, "B", "any"),),
+            inside=(("B", "I", "same"), ("I", "I", "same")),
+            end=(("I", "O", "any"), ("I", "I", "diff"), ("I", "B", "any"), ("B", "O", "any"), ("B", "I", "diff"),
+                 ("B", "B", "any")),
+        ),
+        Scheme(
+            "IOE2", "IOE",
+            start=(("O", "I", "any"), ("O", "E", "any"), ("E", "I", "any"), ("E", "E", "any"), ("I", "I", "diff"),
+                   ("I", "E", "diff")),
+            inside=(("I", "E", "same"), ("I", "I", "same")),
+            end=(("E", ANY_PREFIX, "any"),),
+        ),
+        Scheme(
+            "IOBES", "IOBES",
+            start=((ANY_PREFIX, "B", "any"), (ANY_PREFIX, "S", "any")),
+            inside=(("B", "I", "same"), ("B", "E", "same"), ("I", "I", "same"), ("I", "E", "same")),
+            end=(("S", ANY_PREFIX, "any"), ("E", ANY_PREFIX, "any")),
+        ),
+        Scheme(
+            "BILOU", "BILOU",
+            start=((ANY_PREFIX, "B", "any"), (ANY_PREFIX, "U", "any")),
+            inside=(("B", "I", "same"), ("B", "L", "same"), ("I", "I", "same"), ("I", "L", "same")),
+            end=(("U", ANY_PREFIX, "any"), ("L", ANY_PREFIX, "any")),
+        ),
+    )
+}
+
+
+def _matches(patterns: tuple[Pattern, ...], prev: tuple[str, str], cur: tuple[str, str]) -> bool:
+    """Does the pair (prev, cur) of (prefix, type) tokens match any of the patterns?"""
+    for prev_prefixes, cur_prefixes, condition in patterns:
+        if prev[0] in prev_prefixes and cur[0] in cur_prefixes:
+            if condition == "any" or (condition == "same") == (prev[1] == cur[1]):
+                return True
+    return False
+
+
+def _strict_tokens(tags: Tags, scheme: Scheme, suffix: bool, sentence: int) -> list[tuple[str, str]]:
+    """Parse one sentence for strict mode, refusing prefixes the scheme does not allow."""
+    tokens = []
+    for tag in tags:
+        token = _split_strict(tag, suffix)
+        if token[0] not in scheme.allowed:
+            raise SeqlabError(
+                f"invalid tag {tag!r} in sentence {sentence} for scheme {scheme.name}: "
+                f"allowed prefixes are {'|'.join(scheme.allowed)}; fix the tag or choose another scheme"
+            )
+        tokens.append(token)
+    return tokens
+
+
+def get_entities_strict(
+    sequences: Sequence[Tags], scheme: Any, suffix: bool = False
+) -> list[tuple[int, str, int, int]]:
+    """Entities in strict mode as ``(sentence, type, start, end_exclusive)`` (seqeval's ``Entities``).
+
+    Walk each sentence (plus a sentinel ``O``): at a token that starts an entity after ``prev``,
+    extend it while tokens are inside, and keep the span only if its last token and the next one
+    form a legal end. The tokens are consumed either way.
+    """
+    scheme = resolve_scheme(scheme, sequences, suffix)
+    entities = []
+    outside = ("O", "_")
+    for sentence, tags in enumerate(sequences):
+        tokens = [*_strict_tokens(tags, scheme, suffix, sentence), outside]
+        i, prev = 0, outside
+        while i < len(tokens):
+            if _matches(scheme.start, prev, tokens[i]):
+                j = i + 1
+                while _matches(scheme.inside, tokens[j - 1], tokens[j]):  # the sentinel O is never inside
+                    j += 1
+                if _matches(scheme.end, tokens[j - 1], tokens[j]):
+                    entities.append((sentence, tokens[i][1], i, j))
+                i = j
+            else:
+                i += 1
+            prev = tokens[i - 1]
+    return entities
+
+
+# prefix sets seqeval's auto_detect accepts, per scheme, in the order it tries them
+_DETECTABLE: dict[str, tuple[str, ...]] = {
+    "IOB2": ("IOB", "IB", "BO", "B"),
+    "IOE2": ("IOE", "IE", "EO", "E"),
+    "IOBES": ("IOBES", "IBES", "IOBE", "OBES", "IBE", "BES", "OBE", "BE", "S"),
+    "BILOU": ("IOBLU", "IBLU", "IOBL", "OBLU", "IBL", "BLU", "OBL", "BL", "U"),
+}
+
+
+def detect_scheme(y_true: Sequence[Tags], suffix: bool = False) -> Scheme:
+    """The scheme seqeval's ``auto_detect`` picks from the set of prefixes in ``y_true``.
+
+    IOB2, IOE2, IOBES or BILOU; IOB1 is never detected (its prefix set is IOB2's or {I, O}).
+    """
+    prefixes = {_split_strict(tag, suffix)[0] for tags in y_true for tag in tags}
+    for name, accepted in _DETECTABLE.items():
+        if any(prefixes == set(s) for s in accepted):
+            return SCHEMES[name]
+    raise SeqlabError(f"cannot detect the tagging scheme from the gold tags' prefixes {sorted(prefixes)}; "
+                      f"name the scheme ({', '.join(SCHEMES)})")
+
+
+def resolve_scheme(scheme: Any, y_true: Sequence[Tags] = (), suffix: bool = False) -> Scheme:
+    """A :class:`Scheme` from a name, a seqeval scheme class, a Scheme, or ``'auto'`` (detect from y_true)."""
+    if isinstance(scheme, Scheme):
+        return scheme
+    name = getattr(scheme, "__name__", scheme)
+    if name == "auto":
+        return detect_scheme(y_true, suffix)
+    if not isinstance(name, str) or name.upper() not in SCHEMES:
+        raise SeqlabError(f"unknown tagging scheme {scheme!r}; use one of {', '.join(SCHEMES)} or 'auto'")
+    return SCHEMES[name.upper()]
+
+
+# --------------------------------------------------------------------------------------------
+# Counting and scoring (§2.6)
+
+
+def _check_inputs(y_true: Sequence[Tags], y_pred: Sequence[Tags]) -> None:
+    """Refuse anything but two equally shaped lists of tag sequences."""
+    for name, y in (("y_true", y_true), ("y_pred", y_pred)):
+        if isinstance(y, str) or any(isinstance(tags, str) for tags in y):
+            raise SeqlabError(f"{name} must be a list of tag sequences, one per sentence, not a flat list of "
+                              "tags; wrap a single sentence in a list")
+    if len(y_true) != len(y_pred):
+        raise SeqlabError(f"y_true has {len(y_true)} sentences but y_pred has {len(y_pred)}; "
+                          "pass one predicted tag sequence per gold sentence")
+    for i, (gold, pred) in enumerate(zip(y_true, y_pred)):
+        if len(gold) != len(pred):
+            raise SeqlabError(f"sentence {i} has {len(gold)} gold tags but {len(pred)} predicted tags; "
+                              "predict exactly one tag per token")
+
+
+def _strict_scheme(mode: str | None, scheme: Any, y_true: Sequence[Tags], suffix: bool) -> Scheme | None:
+    """The scheme strict mode runs with, or None for default mode."""
+    if mode in (None, "default"):
+        if scheme is not None and getattr(scheme, "__name__", scheme) != "auto":
+            resolve_scheme(scheme)  # refuse a misspelt name; default mode itself needs no scheme (as in seqeval)
+        return None
+    if mode != "strict":
+        raise SeqlabError(f"unknown mode {mode!r}; use 'default' (conlleval-compatible, also None) or 'strict'")
+    if scheme is None:
+        raise SeqlabError("mode='strict' needs a scheme; pass scheme= one of "
+                          f"{', '.join(SCHEMES)}, or 'auto' to detect it from y_true")
+    return resolve_scheme(scheme, y_true, suffix)
+
+
+@dataclass(frozen=True)
+class EntityCounts:
+    """Per-type entity counts, types in sorted order (the rows of the report)."""
+
+    types: list[str]  # entity types seen in gold or predicted entities, sorted
+    pred_sum: np.ndarray  # (types,) number of predicted entities
+    tp_sum: np.ndarray  # (types,) predicted entities that exactly match a gold one
+    true_sum: np.ndarray  # (types,) number of gold entities (the support)
+
+
+def count_entities(
+    y_true: Sequence[Tags], y_pred: Sequence[Tags], *, mode: str | None = None, scheme: Any = None,
+    suffix: bool = False,
+) -> EntityCounts:
+    """Extract gold and predicted entities (same mode and scheme) and count them per type."""
+    _check_inputs(y_true, y_pred)
+    strict = _strict_scheme(mode, scheme, y_true, suffix)
+    sets: list[dict[str, set]] = []
+    for y in (y_true, y_pred):
+        by_type: dict[str, set] = defaultdict(set)
+        if strict is None:
+            for type_, start, end in get_entities(y, suffix):
+                by_type[type_].add((start, end))
+        else:
+            for sentence, type_, start, end in get_entities_strict(y, strict, suffix):
+                by_type[type_].add((sentence, start, end))
+        sets.append(by_type)
+    true, pred = sets
+    types = sorted(set(true) | set(pred))
+    return EntityCounts(
+        types=types,
+        pred_sum=np.array([len(pred.get(t, ())) for t in types], dtype=np.int64),
+        tp_sum=np.array([len(true.get(t, set()) & pred.get(t, set())) for t in types], dtype=np.int64),
+        true_sum=np.array([len(true.get(t, ())) for t in types], dtype=np.int64),
+    )
+
+
+def _zero_division_value(zero_division: Any) -> float:
+    if zero_division not in ("warn", 0, 1):
+        raise SeqlabError(f"zero_division must be 'warn', 0 or 1, got {zero_division!r}")
+    return 0.0 if zero_division in ("warn", 0) else 1.0
+
+
+def _warn_prf(average: str | None, modifier: str, msg_start: str, result_size: int) -> None:
+    """sklearn's / seqeval's UndefinedMetricWarning text."""
+    where = "due to" if result_size == 1 else "in labels with"
+    warnings.warn(f"{msg_start} ill-defined and being set to 0.0 {where} no {modifier} samples. "
+                  "Use `zero_division` parameter to control this behavior.", UndefinedMetricWarning, stacklevel=3)
+
+
+def _prf_divide(numerator: np.ndarray, denominator: np.ndarray, metric: str, modifier: str,
+                average: str | None, warn_for: Sequence[str], zero_division: Any) -> np.ndarray:
+    """numerator / denominator elementwise; 0/0 becomes the zero_division value (seqeval ``_prf_divide``)."""
+    mask = denominator == 0.0
+    denominator = denominator.copy()
+    denominator[mask] = 1
+    result = numerator / denominator
+    if not np.any(mask):
+        return result
+    result[mask] = _zero_division_value(zero_division)
+    if zero_division == "warn" and metric in warn_for:
+        msg_start = f"{metric.title()} and F-score are" if "f-score" in warn_for else f"{metric.title()} is"
+        _warn_prf(average, modifier, msg_start, len(result))
+    return result
+
+
+def scores_from_counts(
+    counts: EntityCounts, *, average: str | None = None, warn_for: Sequence[str] = ("precision", "recall", "f-score"),
+    beta: float = 1.0, zero_division: Any = "warn",
+) -> tuple[Any, Any, Any, Any]:
+    """(precision, recall, f_beta, support), per type (arrays) or averaged; seqeval's arithmetic exactly."""
+    if beta < 0:
+        raise SeqlabError(f"beta must be >= 0, got {beta}")
+    if average not in AVERAGES:
+        raise SeqlabError(f"average must be one of {AVERAGES}, got {average!r}")
+    _zero_division_value(zero_division)
+    pred_sum, tp_sum, true_sum = counts.pred_sum, counts.tp_sum, counts.true_sum
+    if average == "micro":  # sum the counts over types first, then divide once
+        tp_sum, pred_sum, true_sum = (np.array([a.sum()]) for a in (tp_sum, pred_sum, true_sum))
+    beta2 = beta**2
+    precision = _prf_divide(tp_sum, pred_sum, "precision", "predicted", average, warn_for, zero_division)
+    recall = _prf_divide(tp_sum, true_sum, "recall", "true", average, warn_for, zero_division)
+    if zero_division == "warn" and tuple(warn_for) == ("f-score",) and (pred_sum[true_sum == 0] == 0).any():
+        _warn_prf(average, "true nor predicted", "F-score is", len(true_sum))
+    if np.isposinf(beta):
+        f_score = recall
+    else:
+        denom = beta2 * precision + recall
+        denom[denom == 0.0] = 1  # P = R = 0 gives F = 0
+        f_score = (1 + beta2) * precision * recall / denom  # F_beta = (1+β²)·P·R / (β²·P + R)
+    weights = None
+    if average == "weighted":
+        weights = true_sum
+        if weights.sum() == 0:  # no gold entities at all: seqeval's special case
+            zd = 0.0 if zero_division in ("warn", 0) else 1.0
+            no_pred = pred_sum.sum() == 0
+            return (zd if no_pred else 0.0, zd, zd if no_pred else 0.0, sum(true_sum))
+    if average is None:
+        return precision, recall, f_score, true_sum
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # macro over zero types is nan, as in seqeval
+        return (np.average(precision, weights=weights), np.average(recall, weights=weights),
+                np.average(f_score, weights=weights), sum(true_sum))
+
+
+# --------------------------------------------------------------------------------------------
+# seqeval-compatible entry points
+
+
+def precision_recall_fscore_support(
+    y_true: Sequence[Tags], y_pred: Sequence[Tags], *, average: str | None = None,
+    warn_for: Sequence[str] = ("precision", "recall", "f-score"), beta: float = 1.0, sample_weight: Any = None,
+    zero_division: Any = "warn", suffix: bool = False, mode: str | None = None, scheme: Any = None,
+) -> tuple[Any, Any, Any, Any]:
+    """(precision, recall, f_beta, support) as seqeval returns them; ``sample_weight`` has no effect there either."""
+    counts = count_entities(y_true, y_pred, mode=mode, scheme=scheme, suffix=suffix)
+    return scores_from_counts(counts, average=average, warn_for=warn_for, beta=beta, zero_division=zero_division)
+
+
+def f1_score(y_true: Sequence[Tags], y_pred: Sequence[Tags], *, average: str | None = "micro", suffix: bool = False,
+             mode: str | None = None, sample_weight: Any = None, zero_division: Any = "warn",
+             scheme: Any = None) -> Any:
+    """Entity F1 (micro by default), seqeval's ``f1_score``."""
+    return precision_recall_fscore_support(y_true, y_pred, average=average, warn_for=("f-score",), beta=1,
+                                           zero_division=zero_division, suffix=suffix, mode=mode, scheme=scheme)[2]
+
+
+def precision_score(y_true: Sequence[Tags], y_pred: Sequence[Tags], *, average: str | None = "micro",
+                    suffix: bool = False, mode: str | None = None, sample_weight: Any = None,
+                    zero_division: Any = "warn", scheme: Any = None) -> Any:
+    """Entity precision (micro by default), seqeval's ``precision_score``."""
+    return precision_recall_fscore_support(y_true, y_pred, average=average, warn_for=("precision",),
+                                           zero_division=zero_division, suffix=suffix, mode=mode, scheme=scheme)[0]
+
+
+def recall_score(y_true: Sequence[Tags], y_pred: Sequence[Tags], *, average: str | None = "micro",
+                 suffix: bool = False, mode: str | None = None, sample_weight: Any = None,
+                 zero_division: Any = "warn", scheme: Any = None) -> Any:
+    """Entity recall (micro by default), seqeval's ``recall_score``."""
+    return precision_recall_fscore_support(y_true, y_pred, average=average, warn_for=("recall",),
+                                           zero_division=zero_division, suffix=suffix, mode=mode, scheme=scheme)[1]
+
+
+def accuracy_score(y_true: Sequence[Tags] | Tags, y_pred: Sequence[Tags] | Tags) -> float:
+    """Token-level accuracy, ``O`` tags included (seqeval's ``accuracy_score``)."""
+    if any(not isinstance(tags, str) for tags in y_true):
+        _check_inputs(y_true, y_pred)
+        y_true = [tag for tags in y_true for tag in tags]
+        y_pred = [tag for tags in y_pred for tag in tags]
+    if len(y_true) != len(y_pred):
+        raise SeqlabError(f"{len(y_true)} gold tags but {len(y_pred)} predicted; predict exactly one tag per token")
+    if not y_true:
+        raise SeqlabError("accuracy of an empty tag list is undefined; pass at least one tagged token")
+    return sum(t == p for t, p in zip(y_true, y_pred)) / len(y_true)
+
+
+def classification_report(
+    y_true: Sequence[Tags], y_pred: Sequence[Tags], digits: int = 2, suffix: bool = False, output_dict: bool = False,
+    mode: str | None = None, sample_weight: Any = None, zero_division: Any = "warn", scheme: Any = None,
+) -> str | dict[str, dict[str, Any]]:
+    """Per-type rows then micro, macro and weighted averages, laid out exactly as seqeval prints them."""
+    counts = count_entities(y_true, y_pred, mode=mode, scheme=scheme, suffix=suffix)
+    rows = list(zip(counts.types, *scores_from_counts(counts, average=None, zero_division=zero_division)))
+    averages = [(f"{average} avg", *scores_from_counts(counts, average=average, zero_division=zero_division))
+                for average in ("micro", "macro", "weighted")]
+    if output_dict:
+        return {name: {"precision": p, "recall": r, "f1-score": f, "support": s} for name, p, r, f, s in rows + averages}
+    width = max(max((len(t) for t in counts.types), default=0), len("weighted avg"), digits)
+    row_fmt = "{:>{width}s} " + " {:>9.{digits}f}" * 3 + " {:>9}"
+    lines = [row_fmt.format(*row, width=width, digits=digits) for row in rows] + [""]
+    lines += [row_fmt.format(*row, width=width, digits=digits) for row in averages] + [""]
+    header = ("{:>{width}s} " + " {:>9}" * 4).format("", "precision", "recall", "f1-score", "support", width=width)
+    return header + "\n\n" + "\n".join(lines)
+
+
+def entity_scores(y_true: Sequence[Tags], y_pred: Sequence[Tags], mode: str | None = None,
+                  scheme: Any = None) -> dict[str, Any]:
+    """What ``seqlab eval`` prints for a tagger: micro precision, recall, f1, and per-type scores.
+
+    ``mode``: None or 'default' (conlleval-compatible) or 'strict' (needs ``scheme``). Undefined ratios
+    (no predicted or no gold entities) are 0.0, without a warning. Values are Python floats, bit-equal
+    to seqeval's.
+    """
+    counts = count_entities(y_true, y_pred, mode=mode, scheme=scheme)
+    precision, recall, f1, _ = scores_from_counts(counts, average="micro", zero_division=0)
+    per_p, per_r, per_f, support = scores_from_counts(counts, average=None, zero_division=0)
+    per_type = {
+        name: {"precision": float(per_p[i]), "recall": float(per_r[i]), "f1": float(per_f[i]),
+               "support": int(support[i])}
+        for i, name in enumerate(counts.types)
+    }
+    return {"precision": float(precision), "recall": float(recall), "f1": float(f1), "per_type": per_type}

@@ -1,0 +1,411 @@
+"""The Transformer: encoder, decoder, encoder-decoder and decoder-only language model.
+
+Equations (seed 001 "Transformer", with the norm placement of :mod:`seqlab.nn.norm`):
+    X^0 = embed(I) = E·I (· sqrt(d_model) if scale_embeddings) + P       (seed 001 "Position Encoding")
+    T^l = Residual(MHA)(X^(l-1)),  X^l = Residual(FFN)(T^l)               (seed 001; "sublayer" is its form)
+    O   = softmax(W · X^L)                                                (logits returned; softmax in the loss)
+Attention: :mod:`seqlab.nn.attention` (seed 001 "Masked Attention", seed 000 eqs 8-14, seed 002);
+positions: :mod:`seqlab.nn.positions` (seed 000 eq 15); FFN: :mod:`seqlab.nn.feedforward`
+(seed 000 eq 18). Masks: boolean, True = may attend (:mod:`seqlab.nn.masks`); a padding argument is
+(batch, seq) with True = real token.
+
+Shapes: batch; seq (src, tgt: source and target lengths); d_model; head; vocab.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.errors import SeqlabError
+from seqlab.nn.attention import KVCache, MultiHeadAttention, check_heads
+from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
+from seqlab.nn.masks import key_padding_to_attn
+from seqlab.nn.norm import PLACEMENTS, Residual
+from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
+
+POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerConfig:
+    """The fields every Transformer shares; layers and stacks take any config derived from it."""
+
+    n_layers: int = 6  # layers per stack (the encoder-decoder has n_layers in each)
+    n_heads: int = 8  # attention heads; depth = d_model / n_heads
+    d_model: int = 512  # width of the residual stream
+    d_ff: int = 2048  # hidden width of the feed-forward network
+    max_len: int = 512  # most positions a forward pass may see (cache included)
+    dropout: float = 0.1  # on embeddings, attention weights, FFN hidden units and residual branches
+    norm: str = "pre"  # LayerNorm placement: "pre" x+f(LN(x)), "post" LN(x+f(x)), "sublayer" LN(f(x))+x
+    positions: str = "sinusoidal"  # "sinusoidal" (seed 000 eq 15) or "learned"
+    activation: str = "gelu"  # FFN activation: "gelu" or "relu"
+    bias: bool = True  # biases in the attention and FFN projections
+    tie_embeddings: bool = True  # the output projection shares the (target) token embedding matrix
+    scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (seed 001; seed 002 does not)
+    layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm
+
+    def __post_init__(self) -> None:
+        for name in ("n_layers", "n_heads", "d_model", "d_ff", "max_len"):
+            _check_positive(name, getattr(self, name))
+        check_heads(self.d_model, self.n_heads)
+        _check_choice("norm", self.norm, PLACEMENTS)
+        _check_choice("positions", self.positions, POSITIONS)
+        _check_choice("activation", self.activation, ACTIVATIONS)
+        if not 0.0 <= self.dropout < 1.0:
+            raise SeqlabError(f"dropout={self.dropout} is outside [0, 1); use e.g. 0.1, or 0 to turn it off")
+        if not self.layer_norm_eps > 0:
+            raise SeqlabError(f"layer_norm_eps={self.layer_norm_eps} must be > 0; use e.g. 1e-5")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerLMConfig(TransformerConfig):
+    """Decoder-only language model (GPT-style)."""
+
+    vocab_size: int  # tokens in the vocabulary
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_positive("vocab_size", self.vocab_size)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderDecoderConfig(TransformerConfig):
+    """Encoder-decoder (translation). Separate source and target vocabularies; a joint vocabulary is
+    the same size twice, with ``share_embeddings`` to use one matrix for both."""
+
+    src_vocab_size: int  # tokens in the source vocabulary
+    tgt_vocab_size: int  # tokens in the target vocabulary
+    share_embeddings: bool = False  # source and target token embeddings are one matrix (needs equal sizes)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_positive("src_vocab_size", self.src_vocab_size)
+        _check_positive("tgt_vocab_size", self.tgt_vocab_size)
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise SeqlabError(
+                f"share_embeddings needs src_vocab_size == tgt_vocab_size (got {self.src_vocab_size} and "
+                f"{self.tgt_vocab_size}); use a joint vocabulary or share_embeddings=false"
+            )
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
+
+
+def _check_choice(name: str, value: str, choices) -> None:
+    if value not in choices:
+        raise SeqlabError(f"unknown {name} {value!r}; use one of {', '.join(choices)}")
+
+
+def _check_positions(n: int, max_len: int, cached: int = 0) -> None:
+    """A forward pass may see at most max_len positions (cached ones included)."""
+    if n > max_len:
+        held = f" ({cached} cached + {n - cached} new)" if cached else ""
+        raise SeqlabError(
+            f"{n} positions{held} exceed max_len={max_len}; feed at most the last {max_len} tokens "
+            f"or raise model.max_len"
+        )
+
+
+class Embedding(nn.Module):
+    """embed(I) = E·I (· sqrt(d_model)) + P, then dropout (seed 001 "Position Encoding"; seed 002 step (1))."""
+
+    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, cfg.d_model)  # E: vocab, d_model
+        self.positions = POSITIONS[cfg.positions](cfg.d_model, cfg.max_len)  # P: max_len, d_model
+        self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else None
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, ids: Tensor, positions: Tensor) -> Tensor:
+        """ids (batch, seq), positions (seq,) -> (batch, seq, d_model)."""
+        e = self.tokens(ids)  # batch, seq, d_model
+        if self.scale is not None:
+            e = e * self.scale
+        return self.dropout(e + self.positions(positions))  # batch, seq, d_model
+
+
+def _attention_sublayer(res: Residual, attn: MultiHeadAttention, x: Tensor, need_weights: bool, **kw):
+    """x joined with attn(enter(x)); returns (x, weights or None)."""
+    y = attn(res.enter(x), need_weights=need_weights, **kw)  # batch, seq, d_model
+    y, weights = y if need_weights else (y, None)
+    return res.leave(x, y), weights
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each a residual sublayer (seed 001 "Transformer")."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias)
+        self.self_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
+        self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False):
+        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model)
+        [, weights (batch, head, seq, seq)]."""
+        x, weights = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask)
+        x = self.ff_res(x, self.ff)  # batch, seq, d_model
+        return (x, weights) if need_weights else x
+
+
+class DecoderLayer(nn.Module):
+    """Masked (causal) self-attention, cross-attention over the encoder's memory, feed-forward.
+    With ``cross_attention=False`` it is a decoder-only (GPT) block."""
+
+    def __init__(self, cfg: TransformerConfig, cross_attention: bool = True) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, causal=True)
+        self.self_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
+        if cross_attention:
+            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, cross=True)
+            self.cross_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
+        else:
+            self.cross_attn = self.cross_res = None
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
+        self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None = None,
+        mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache=None,
+        need_weights: bool = False,
+    ):
+        """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model)
+        [, {"self": (batch, head, tgt, tgt|max_len), "cross": (batch, head, tgt, src)}].
+
+        ``mask`` is added to the causal mask of self-attention; ``memory_mask`` masks the memory keys;
+        ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`.
+        """
+        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask, cache=cache)
+        weights = {"self": w_self}
+        if self.cross_attn is not None:
+            x, weights["cross"] = _attention_sublayer(
+                self.cross_res, self.cross_attn, x, need_weights, context=memory, mask=memory_mask
+            )
+        x = self.ff_res(x, self.ff)  # batch, tgt, d_model
+        return (x, weights) if need_weights else x
+
+
+def _final_norm(cfg: TransformerConfig) -> nn.Module:
+    """"pre" leaves the residual stream un-normalised, so the stack ends with a LayerNorm (GPT-2)."""
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else nn.Identity()
+
+
+class Encoder(nn.Module):
+    """A stack of n_layers EncoderLayers (+ final LayerNorm for "pre")."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
+        self.norm = _final_norm(cfg)
+
+    def forward(self, x: Tensor, padding: Tensor | None = None, need_weights: bool = False):
+        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model)
+        [, per-layer weights (batch, head, src, src)]."""
+        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
+        weights = []
+        for layer in self.layers:
+            x = layer(x, mask, need_weights)
+            if need_weights:
+                x, w = x
+                weights.append(w)
+        x = self.norm(x)  # batch, src, d_model
+        return (x, weights) if need_weights else x
+
+
+class Decoder(nn.Module):
+    """A stack of n_layers DecoderLayers (+ final LayerNorm for "pre"), with an optional KV cache."""
+
+    def __init__(self, cfg: TransformerConfig, cross_attention: bool = True) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(cfg, cross_attention) for _ in range(cfg.n_layers))
+        self.norm = _final_norm(cfg)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None = None,
+        padding: Tensor | None = None,
+        memory_padding: Tensor | None = None,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+    ):
+        """x (batch, tgt, d_model) -> (batch, tgt, d_model) [, per-layer weight dicts].
+
+        ``padding`` marks the self-attention keys (batch, tgt), or (batch, max_len) cache slots with a
+        cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards.
+        """
+        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
+        memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
+        positions = None if cache is None else cache.positions(x.shape[1])  # tgt
+        weights = []
+        for i, layer in enumerate(self.layers):
+            layer_cache = None if cache is None else cache.layer(i, positions)
+            x = layer(x, memory, mask, memory_mask, layer_cache, need_weights)
+            if need_weights:
+                x, w = x
+                weights.append(w)
+        x = self.norm(x)  # batch, tgt, d_model
+        return (x, weights) if need_weights else x
+
+
+def _init_gpt2(model: nn.Module, n_layers: int) -> None:
+    """GPT-2 init: weights N(0, 0.02), biases 0, residual projections (W^O, W2) N(0, 0.02 / sqrt(2 n_layers))."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+    for m in model.modules():
+        residual_out = m.out if isinstance(m, MultiHeadAttention) else m.w2 if isinstance(m, FeedForward) else None
+        if residual_out is not None:
+            nn.init.normal_(residual_out.weight, mean=0.0, std=0.02 / math.sqrt(2 * n_layers))
+
+
+def _new_cache(model: nn.Module, cfg: TransformerConfig, batch: int, device, dtype) -> KVCache:
+    p = next(model.parameters())
+    depth = cfg.d_model // cfg.n_heads
+    return KVCache(cfg.n_layers, batch, cfg.n_heads, cfg.max_len, depth, device or p.device, dtype or p.dtype)
+
+
+def _check_padding(padding: Tensor | None, batch: int, keys: int) -> None:
+    if padding is not None and tuple(padding.shape) != (batch, keys):
+        raise SeqlabError(
+            f"padding mask has shape {tuple(padding.shape)} but the keys are ({batch}, {keys}); "
+            f"pass one True/False per key (with a KV cache: per cache slot)"
+        )
+
+
+class TransformerLM(nn.Module):
+    """Decoder-only causal language model: embed, n_layers causal blocks, (final LN), W·X^L logits.
+
+    logits = W · X^L (seed 001 "Transformer" O, before the softmax); W is the token embedding matrix
+    when ``tie_embeddings``.
+    """
+
+    def __init__(self, cfg: TransformerLMConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = Embedding(cfg.vocab_size, cfg)
+        self.decoder = Decoder(cfg, cross_attention=False)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # W: d_model -> vocab
+        _init_gpt2(self, cfg.n_layers)
+        if cfg.tie_embeddings:
+            self.head.weight = self.embed.tokens.weight  # one (vocab, d_model) matrix
+
+    def forward(
+        self,
+        ids: Tensor,
+        cache: KVCache | None = None,
+        padding: Tensor | None = None,
+        need_weights: bool = False,
+    ):
+        """ids (batch, seq) -> logits (batch, seq, vocab) [, per-layer weights (batch, head, seq, keys)].
+
+        With a cache the tokens sit at positions cache.pos .. cache.pos + seq - 1, the keys are the
+        cache's max_len slots and the cache is advanced by seq. ``padding``: (batch, keys), True = real.
+        """
+        batch, seq = ids.shape
+        start = 0 if cache is None else cache.pos
+        _check_positions(start + seq, self.cfg.max_len, start)
+        _check_padding(padding, batch, seq if cache is None else cache.max_len)
+        positions = torch.arange(seq, device=ids.device) if cache is None else cache.positions(seq)  # seq
+        x = self.embed(ids, positions)  # batch, seq, d_model
+        x = self.decoder(x, padding=padding, cache=cache, need_weights=need_weights)
+        if need_weights:
+            x, weights = x
+        if cache is not None:
+            cache.advance(seq)
+        logits = self.head(x)  # batch, seq, vocab
+        return (logits, [w["self"] for w in weights]) if need_weights else logits
+
+    @torch.no_grad()
+    def attention_maps(self, ids: Tensor, padding: Tensor | None = None) -> list[Tensor]:
+        """Per-layer attention weights (batch, head, seq, seq) for ids (batch, seq), for visualisation."""
+        return self.forward(ids, padding=padding, need_weights=True)[1]
+
+    def new_cache(self, batch: int, device=None, dtype=None) -> KVCache:
+        """An empty KV cache for ``batch`` sequences of up to max_len tokens (default: the model's device/dtype)."""
+        return _new_cache(self, self.cfg, batch, device, dtype)
+
+    def num_params(self) -> int:
+        """Number of distinct parameters (a tied matrix counts once)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+class EncoderDecoder(nn.Module):
+    """Encoder-decoder Transformer: memory = Encoder(embed(src)); logits = W · Decoder(embed(tgt), memory)."""
+
+    def __init__(self, cfg: EncoderDecoderConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = Embedding(cfg.src_vocab_size, cfg)
+        self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg)
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg, cross_attention=True)
+        self.head = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)  # W: d_model -> tgt vocab
+        _init_gpt2(self, cfg.n_layers)
+        if cfg.share_embeddings:
+            self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
+        if cfg.tie_embeddings:
+            self.head.weight = self.tgt_embed.tokens.weight
+
+    def encode(self, src: Tensor, src_padding: Tensor | None = None, need_weights: bool = False):
+        """src (batch, src) -> memory (batch, src, d_model) [, per-layer weights]."""
+        _check_positions(src.shape[1], self.cfg.max_len)
+        _check_padding(src_padding, *src.shape)
+        positions = torch.arange(src.shape[1], device=src.device)  # src
+        return self.encoder(self.src_embed(src, positions), src_padding, need_weights)
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_padding: Tensor | None = None,
+        tgt_padding: Tensor | None = None,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+    ):
+        """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab) [, weights].
+
+        The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory)."""
+        batch, seq = tgt.shape
+        start = 0 if cache is None else cache.pos
+        _check_positions(start + seq, self.cfg.max_len, start)
+        _check_padding(tgt_padding, batch, seq if cache is None else cache.max_len)
+        positions = torch.arange(seq, device=tgt.device) if cache is None else cache.positions(seq)  # tgt
+        x = self.decoder(self.tgt_embed(tgt, positions), memory, tgt_padding, src_padding, cache, need_weights)
+        if need_weights:
+            x, weights = x
+        if cache is not None:
+            cache.advance(seq)
+        logits = self.head(x)  # batch, tgt, tgt_vocab
+        return (logits, weights) if need_weights else logits
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_padding: Tensor | None = None,
+        tgt_padding: Tensor | None = None,
+    ) -> Tensor:
+        """src (batch, src), tgt (batch, tgt) -> logits (batch, tgt, tgt_vocab) (teacher forcing)."""
+        return self.decode(tgt, self.encode(src, src_padding), src_padding, tgt_padding)
+
+    def new_cache(self, batch: int, device=None, dtype=None) -> KVCache:
+        """An empty decoder KV cache for ``batch`` sequences."""
+        return _new_cache(self, self.cfg, batch, device, dtype)
+
+    def num_params(self) -> int:
+        """Number of distinct parameters (a tied matrix counts once)."""
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,40 @@
+"""Building blocks, each from its equations: masks (the one mask convention), attention
+(scaled dot-product, multi-head, KV cache), positions, feed-forward, norm placement.
+
+Import from the modules (``seqlab.nn.attention`` ...) or from here.
+"""
+
+from seqlab.nn.attention import (
+    KVCache,
+    LayerKV,
+    MultiHeadAttention,
+    attention_equations,
+    attention_fused,
+    merge_heads,
+    set_attention_impl,
+    split_heads,
+)
+from seqlab.nn.feedforward import FeedForward
+from seqlab.nn.masks import causal_mask, causal_mask_at, combine, key_padding_to_attn, padding_mask
+from seqlab.nn.norm import Residual
+from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
+
+__all__ = [
+    "FeedForward",
+    "KVCache",
+    "LayerKV",
+    "LearnedPositions",
+    "MultiHeadAttention",
+    "Residual",
+    "SinusoidalPositions",
+    "attention_equations",
+    "attention_fused",
+    "causal_mask",
+    "causal_mask_at",
+    "combine",
+    "key_padding_to_attn",
+    "merge_heads",
+    "padding_mask",
+    "set_attention_impl",
+    "split_heads",
+]

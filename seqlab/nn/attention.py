@@ -1,0 +1,283 @@
+"""Scaled dot-product attention, multi-head attention and the KV cache for incremental decoding.
+
+Equations (the notes in ../shared/seeds):
+- seed 001 "Masked Attention": att(Q, K, V, M) = softmax(Q·K / sqrt(d_k) + M) · V
+- seed 000 eqs 8-14: per-head projections Q, K, V; B = QK / sqrt(d) (11); A = V softmax(B) (12-13);
+  heads merged back to D = n_heads * d (14); eqs 1-2 are the reshapes (head, depth) <-> d_model
+- seed 002 "Multi-head Attention" steps: dense q/k/v, split into heads (batch, head, seq, depth),
+  (*) A = q·k^T / sqrt(d_k), S = softmax(A), S·v
+- seed 001 "Multiheaded Self Attention": MHA(X) = W^O · att(W^Q X, W^K X, W^V X, M)
+
+Masks follow :mod:`seqlab.nn.masks` (boolean, True = may attend). A query row whose keys are all
+masked yields zeros in the output and the weights, never NaN (also not in the gradients).
+
+Shapes: batch; head; seq_q, seq_k (query and key positions); depth = d_model / n_heads;
+max_len (slots of a KV cache).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqlab.errors import SeqlabError
+from seqlab.nn.masks import causal_mask, causal_mask_at, combine
+
+IMPLS = ("fused", "equations")
+
+
+def check_heads(d_model: int, n_heads: int) -> None:
+    """Refuse a d_model that n_heads does not divide (depth = d_model / n_heads must be whole)."""
+    if n_heads <= 0 or d_model <= 0:
+        raise SeqlabError(f"d_model={d_model} and n_heads={n_heads} must be positive; set both to whole numbers >= 1")
+    if d_model % n_heads:
+        divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
+        raise SeqlabError(
+            f"d_model={d_model} is not divisible by n_heads={n_heads}; "
+            f"use n_heads in {divisors} or a d_model that is a multiple of {n_heads}"
+        )
+
+
+@lru_cache(maxsize=32)
+def _cached_causal(seq_q: int, seq_k: int, device: torch.device) -> Tensor:
+    """causal_mask, built once per (seq_q, seq_k, device); read-only, shared by every call."""
+    with torch.inference_mode(False):  # a normal tensor, usable later in autograd
+        return causal_mask(seq_q, seq_k, device)
+
+
+def _causal(seq_q: int, seq_k: int, device: torch.device) -> Tensor:
+    if torch.compiler.is_compiling():  # inside a compiled graph the mask is a constant anyway
+        return causal_mask(seq_q, seq_k, device)
+    return _cached_causal(seq_q, seq_k, device)
+
+
+def _open_empty_rows(mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+    """Let fully-masked query rows attend everything (finite softmax, no NaN in forward or backward);
+    return the rows' marker (..., seq_q, 1) so the caller zeroes their results afterwards."""
+    if mask is None:
+        return None, None
+    empty = ~mask.any(dim=-1, keepdim=True)  # ..., seq_q, 1
+    return mask | empty, empty
+
+
+def attention_equations(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    training: bool = False,
+    is_causal: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """softmax(QK^T / sqrt(d_k) + M) V written out (seed 001 "Masked Attention"; seed 000 eqs 11-13).
+
+    q (batch, head, seq_q, depth), k and v (batch, head, seq_k, depth); ``mask`` broadcastable to
+    (batch, head, seq_q, seq_k), True = may attend; ``is_causal`` adds the (cached) causal mask.
+    Returns out (batch, head, seq_q, depth) and the weights (batch, head, seq_q, seq_k) before dropout.
+    """
+    seq_q, seq_k = q.shape[-2], k.shape[-2]
+    if is_causal and mask is None and seq_k >= seq_q:
+        mask, empty = _causal(seq_q, seq_k, q.device), None  # seq_q, seq_k; no fully-masked row
+    else:
+        mask = combine(_causal(seq_q, seq_k, q.device), mask) if is_causal else mask
+        mask, empty = _open_empty_rows(mask)
+    # (q / sqrt(d_k)) K^T equals QK^T / sqrt(d_k) and scales the smaller tensor
+    scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # batch, head, seq_q, seq_k
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # + M: -inf where the mask is False
+    weights = torch.softmax(scores, dim=-1)  # batch, head, seq_q, seq_k
+    if empty is not None:
+        weights = weights.masked_fill(empty, 0.0)  # fully-masked rows -> zeros
+    out = F.dropout(weights, dropout_p, training) @ v  # batch, head, seq_q, depth
+    return out, weights
+
+
+def attention_fused(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    training: bool = False,
+    is_causal: bool = False,
+) -> Tensor:
+    """The same attention through ``torch.nn.functional.scaled_dot_product_attention``.
+
+    Same arguments and conventions as :func:`attention_equations`; returns only out
+    (batch, head, seq_q, depth) because SDPA does not expose the weights.
+    """
+    seq_q, seq_k = q.shape[-2], k.shape[-2]
+    if is_causal and (mask is not None or seq_q != seq_k):
+        # SDPA's is_causal is aligned top-left; ours bottom-right (masks.causal_mask), and cannot mix with a mask
+        mask, is_causal = combine(_causal(seq_q, seq_k, q.device), mask), False
+    mask, empty = _open_empty_rows(mask)
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p if training else 0.0, is_causal=is_causal
+    )  # batch, head, seq_q, depth
+    if empty is not None:
+        out = out.masked_fill(empty, 0.0)  # fully-masked rows -> zeros
+    return out
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """(batch, seq, d_model) -> (batch, head, seq, depth) (seed 000 eq 2; seed 002 "split into heads")."""
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)  # batch, head, seq, depth
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """(batch, head, seq, depth) -> (batch, seq, d_model) (seed 000 eqs 1 and 14)."""
+    batch, head, seq, depth = x.shape
+    return x.transpose(1, 2).reshape(batch, seq, head * depth)  # batch, seq, d_model
+
+
+@dataclass
+class LayerKV:
+    """One layer's slice of a :class:`KVCache` for one forward call: storage plus the positions written."""
+
+    k: Tensor  # batch, head, max_len, depth
+    v: Tensor  # batch, head, max_len, depth
+    positions: Tensor  # seq_q: absolute positions of the new tokens
+
+    def write(self, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
+        """Store new keys/values (batch, head, seq_q, depth) at ``positions``; return all slots."""
+        self.k.index_copy_(2, self.positions, k_new.to(self.k.dtype))  # batch, head, max_len, depth
+        self.v.index_copy_(2, self.positions, v_new.to(self.v.dtype))  # batch, head, max_len, depth
+        return self.k, self.v
+
+
+class KVCache:
+    """A preallocated, static-shape key/value cache for incremental decoding.
+
+    ``k[layer]`` and ``v[layer]`` are (batch, head, max_len, depth). A forward call with ``seq``
+    new tokens writes their keys/values at positions [pos, pos + seq) (``index_copy_`` with a
+    position tensor) and attends over all max_len slots with a causal mask built from the positions
+    (:func:`seqlab.nn.masks.causal_mask_at`), so slots past the position count for nothing and a
+    one-token step has the same shapes every time (it can be compiled). The model advances the cache
+    after the call. Passed explicitly to ``forward``; never stored in a module. Use it in the
+    autograd mode it was created in (e.g. create and use it inside ``torch.inference_mode()``).
+    """
+
+    def __init__(
+        self,
+        n_layers: int,
+        batch: int,
+        n_heads: int,
+        max_len: int,
+        depth: int,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        shape = (batch, n_heads, max_len, depth)
+        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
+        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
+        self.max_len = max_len
+        self.pos = 0  # tokens already cached
+        self.pos_tensor = torch.zeros((), dtype=torch.long, device=device)  # the same count, on the device
+
+    def positions(self, seq: int) -> Tensor:
+        """(seq,) absolute positions pos .. pos + seq - 1 of the next ``seq`` tokens."""
+        return self.pos_tensor + torch.arange(seq, device=self.pos_tensor.device)
+
+    def layer(self, index: int, positions: Tensor) -> LayerKV:
+        """Layer ``index``'s storage, to write the tokens at ``positions``."""
+        return LayerKV(self.k[index], self.v[index], positions)
+
+    def advance(self, seq: int) -> None:
+        """Count ``seq`` more tokens as cached (called by the model after a forward pass)."""
+        self.pos += seq
+        self.pos_tensor += seq
+
+    def reset(self) -> None:
+        """Forget every cached token (the storage is reused; stale slots are masked)."""
+        self.pos = 0
+        self.pos_tensor.zero_()
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: project, split into heads, attend, merge, output projection.
+
+    MHA(X) = W^O · att(W^Q X, W^K X, W^V X, M) (seed 001 "Multiheaded Self Attention"; seed 000
+    eqs 8-14; seed 002 steps). Self-attention computes Q, K, V with ONE packed projection ``qkv``
+    (rows [W^Q; W^K; W^V], the layout of torch's ``in_proj_weight``: one GEMM). Cross-attention
+    (``cross=True``) takes Q from x and K, V from a context: ``q`` and packed ``kv`` projections.
+    ``causal=True`` makes self-attention causal (seed 001's M). ``impl`` ("fused" = SDPA, or
+    "equations" = :func:`attention_equations`) may be switched at any time, e.g. by
+    :func:`set_attention_impl`; ``need_weights=True`` always uses the equations path.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        impl: str = "fused",
+        causal: bool = False,
+        cross: bool = False,
+    ) -> None:
+        super().__init__()
+        check_heads(d_model, n_heads)
+        if impl not in IMPLS:
+            raise SeqlabError(f"unknown attention impl {impl!r}; use one of {', '.join(IMPLS)}")
+        if causal and cross:
+            raise SeqlabError("cross-attention cannot be causal; pass causal=False with cross=True")
+        self.d_model, self.n_heads, self.dropout = d_model, n_heads, dropout
+        self.impl, self.causal, self.cross = impl, causal, cross
+        if cross:
+            self.q = nn.Linear(d_model, d_model, bias=bias)  # W^Q
+            self.kv = nn.Linear(d_model, 2 * d_model, bias=bias)  # [W^K; W^V]
+        else:
+            self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # [W^Q; W^K; W^V]
+        self.out = nn.Linear(d_model, d_model, bias=bias)  # W^O
+
+    def _project(self, x: Tensor, context: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Q from x, K and V from the context (cross) or x (self); each (batch, seq, d_model)."""
+        if self.cross != (context is not None):
+            raise ValueError("cross-attention needs a context and self-attention takes none")
+        if self.cross:
+            return (self.q(x), *self.kv(context).chunk(2, dim=-1))  # batch, seq_q|seq_k, d_model
+        return self.qkv(x).chunk(3, dim=-1)  # batch, seq, d_model each
+
+    def forward(
+        self,
+        x: Tensor,
+        context: Tensor | None = None,
+        mask: Tensor | None = None,
+        cache: LayerKV | None = None,
+        need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """x (batch, seq_q, d_model), context (batch, seq_k, d_model) -> (batch, seq_q, d_model).
+
+        ``mask`` broadcasts to (batch, head, seq_q, seq_k) (True = may attend); with ``cache`` the
+        keys are the cache's max_len slots. With ``need_weights`` also returns the attention
+        weights (batch, head, seq_q, seq_k).
+        """
+        q, k, v = self._project(x, context)  # batch, seq, d_model
+        q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # batch, head, seq, depth
+        is_causal = self.causal
+        if cache is not None:
+            k, v = cache.write(k, v)  # batch, head, max_len, depth
+            if self.causal:
+                mask, is_causal = combine(causal_mask_at(cache.positions, k.shape[-2]), mask), False
+        p = self.dropout if self.training else 0.0
+        if need_weights or self.impl == "equations":
+            o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
+        else:
+            o, weights = attention_fused(q, k, v, mask, p, self.training, is_causal), None
+        out = self.out(merge_heads(o))  # batch, seq_q, d_model
+        return (out, weights) if need_weights else out
+
+
+def set_attention_impl(model: nn.Module, impl: str) -> None:
+    """Switch every MultiHeadAttention in ``model`` to ``impl`` ("fused" or "equations"), in place."""
+    if impl not in IMPLS:
+        raise SeqlabError(f"unknown attention impl {impl!r}; use one of {', '.join(IMPLS)}")
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention):
+            module.impl = impl

@@ -1,0 +1,30 @@
+"""Position-wise feed-forward network: FFN(x) = W2 · act(W1 · x + b1) + b2.
+
+Seed 000 eqs 16-18 (ReLU) and seed 001 "FFN": W1 is (d_model -> d_ff), W2 is (d_ff -> d_model),
+applied to every position independently. GELU is the exact erf form (as torch and GPT-2 use).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from seqlab.errors import SeqlabError
+
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+
+
+class FeedForward(nn.Module):
+    """W2 · act(W1 · x + b1) + b2 with act in {relu, gelu} (seed 000 eq 18; seed 001 FFN)."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise SeqlabError(f"unknown activation {activation!r}; use one of {', '.join(ACTIVATIONS)}")
+        self.w1 = nn.Linear(d_model, d_ff, bias=bias)  # W1, b1
+        self.act = ACTIVATIONS[activation]()
+        self.dropout = nn.Dropout(dropout)  # on the hidden units, as torch.nn.TransformerEncoderLayer does
+        self.w2 = nn.Linear(d_ff, d_model, bias=bias)  # W2, b2
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (batch, seq, d_model) -> (batch, seq, d_model), through (batch, seq, d_ff)."""
+        return self.w2(self.dropout(self.act(self.w1(x))))

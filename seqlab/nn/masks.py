@@ -1,0 +1,78 @@
+"""Attention masks: THE one mask convention of seqlab, documented here and only here.
+
+    A mask is a boolean tensor and ``True`` means "may attend".
+
+A mask broadcasts against the attention scores, shape (batch, head, seq_q, seq_k): a causal
+mask is (seq_q, seq_k), a key-padding mask becomes (batch, 1, 1, seq_k). It is the boolean form
+of seed 001's additive mask M ("Masked Attention"): M = 0 where the mask is True and -inf where
+it is False. ``None`` means "no mask" (everything may attend).
+
+PyTorch is of two minds: ``F.scaled_dot_product_attention`` uses our polarity, while
+``nn.MultiheadAttention`` and the ``nn.Transformer*`` layers take ``True`` = "ignore". The
+``to_torch_*`` adapters below are the only places the opposite polarity appears.
+
+A query row whose keys are all masked (a sequence that is all padding) yields zeros, never NaN;
+:mod:`seqlab.nn.attention` implements that rule.
+
+Shapes: batch, seq (a token sequence); seq_q, seq_k (queries, keys); head.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+import torch
+from torch import Tensor
+
+
+def causal_mask(seq_q: int, seq_k: int | None = None, device: torch.device | str | None = None) -> Tensor:
+    """(seq_q, seq_k) lower-triangular mask: query i may attend key j iff j <= i + (seq_k - seq_q).
+
+    Seed 001's M (0 for j <= i, -inf otherwise). When seq_k > seq_q the queries are the *last*
+    seq_q positions of the keys (incremental decoding), so the last query sees every key.
+    """
+    seq_k = seq_q if seq_k is None else seq_k
+    return torch.ones(seq_q, seq_k, dtype=torch.bool, device=device).tril(diagonal=seq_k - seq_q)  # seq_q, seq_k
+
+
+def causal_mask_at(positions: Tensor, seq_k: int) -> Tensor:
+    """(seq_q, seq_k) causal mask for queries at absolute ``positions`` (seq_q,): key j iff j <= position.
+
+    Built from a position tensor, so a one-token decode step over a preallocated KV cache of
+    ``seq_k`` slots has the same shapes at every step (slots past the position are masked).
+    """
+    keys = torch.arange(seq_k, device=positions.device)  # seq_k
+    return keys[None, :] <= positions[:, None]  # seq_q, seq_k
+
+
+def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
+    """(batch, seq) True = real token, False = padding."""
+    return ids != pad_id
+
+
+def key_padding_to_attn(mask: Tensor) -> Tensor:
+    """(batch, seq_k) key-padding mask -> (batch, 1, 1, seq_k), broadcastable over heads and queries."""
+    return mask[:, None, None, :]  # batch, 1 (head), 1 (seq_q), seq_k
+
+
+def combine(*masks: Tensor | None) -> Tensor | None:
+    """Logical AND of masks with broadcasting; ``None`` entries are ignored; all ``None`` -> ``None``."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    return reduce(torch.logical_and, present)
+
+
+def to_additive(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Seed 001's additive M: 0.0 where the mask is True, -inf where it is False."""
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
+
+
+def to_torch_key_padding_mask(mask: Tensor) -> Tensor:
+    """Our (batch, seq_k) True = real token -> ``key_padding_mask`` of nn.MultiheadAttention (True = ignore)."""
+    return ~mask
+
+
+def to_torch_attn_mask(mask: Tensor) -> Tensor:
+    """Our (seq_q, seq_k) True = may attend -> boolean ``attn_mask`` of nn.MultiheadAttention (True = not allowed)."""
+    return ~mask

@@ -1,0 +1,53 @@
+"""Residual connection with LayerNorm at one of three placements.
+
+lnorm(X) = (X - mean(X)) / sqrt(var(X) + eps) * gamma + beta (seed 001 "Layer Norm"), over d_model.
+A sublayer f (attention or feed-forward) joins the residual stream as
+
+    "pre"       x + f(LN(x))      (GPT-2; the stack ends with a final LayerNorm)
+    "post"      LN(x + f(x))      (the original Transformer; torch's norm_first=False)
+    "sublayer"  LN(f(x)) + x      (seed 001 "Transformer": T = lnorm(MHA(X)) + X, X' = lnorm(FFN(T)) + T)
+
+Dropout (when on) applies to f's output just before it joins x (after LN for "sublayer").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torch import Tensor, nn
+
+from seqlab.errors import SeqlabError
+
+PLACEMENTS = ("pre", "post", "sublayer")
+
+
+class Residual(nn.Module):
+    """One sublayer's LayerNorm, dropout and residual join, at placement "pre", "post" or "sublayer".
+
+    ``forward(x, f)`` computes the whole connection; layers that need f's extra outputs (attention
+    weights) call ``enter(x)`` (the sublayer's input) and ``leave(x, y)`` (the join) themselves.
+    """
+
+    def __init__(self, d_model: int, placement: str = "pre", dropout: float = 0.0, eps: float = 1e-5) -> None:
+        super().__init__()
+        if placement not in PLACEMENTS:
+            raise SeqlabError(f"unknown norm placement {placement!r}; use one of {', '.join(PLACEMENTS)}")
+        self.placement = placement
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def enter(self, x: Tensor) -> Tensor:
+        """The sublayer's input: LN(x) for "pre", x otherwise."""
+        return self.norm(x) if self.placement == "pre" else x
+
+    def leave(self, x: Tensor, y: Tensor) -> Tensor:
+        """Join y = f(enter(x)) with the residual stream x."""
+        if self.placement == "pre":
+            return x + self.dropout(y)  # x + f(LN(x))
+        if self.placement == "post":
+            return self.norm(x + self.dropout(y))  # LN(x + f(x))
+        return x + self.dropout(self.norm(y))  # LN(f(x)) + x
+
+    def forward(self, x: Tensor, f: Callable[[Tensor], Tensor]) -> Tensor:
+        """x (batch, seq, d_model) -> (batch, seq, d_model)."""
+        return self.leave(x, f(self.enter(x)))

@@ -1,0 +1,49 @@
+"""Positional encodings: sinusoidal (a fixed table) and learned (an embedding per position).
+
+Sinusoidal (seed 000 eq 15; seed 002 "Positional encoding"; seed 001 "Position Encoding"):
+    PE(pos, 2i)     = sin(pos / 10000^(2i / d_model))
+    PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model))
+Both modules map positions (...,) -> (..., d_model); the model adds the result to the token
+embeddings (seed 001: embed(X) = E·X + P).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype | None = None) -> Tensor:
+    """(max_len, d_model) table of PE(pos, j), computed in float64 then cast to ``dtype``."""
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # max_len, 1
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # d_model/2 (rounded up): the even columns 2i
+    angle = pos / 10000.0 ** (two_i / d_model)  # max_len, d_model/2
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)  # max_len, d_model
+    table[:, 0::2] = torch.sin(angle)  # PE(pos, 2i)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # PE(pos, 2i + 1)
+    return table.to(dtype or torch.get_default_dtype())
+
+
+class SinusoidalPositions(nn.Module):
+    """Fixed sinusoidal encodings, PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(...) (seed 000 eq 15)."""
+
+    def __init__(self, d_model: int, max_len: int) -> None:
+        super().__init__()
+        # not a parameter and not saved: recomputed from the formula
+        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)  # max_len, d_model
+
+    def forward(self, positions: Tensor) -> Tensor:
+        """positions (...,) LongTensor -> (..., d_model)."""
+        return self.table[positions]
+
+
+class LearnedPositions(nn.Module):
+    """One trained vector per position (as in GPT-2): P[pos] with P of shape (max_len, d_model)."""
+
+    def __init__(self, d_model: int, max_len: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(max_len, d_model)  # max_len, d_model
+
+    def forward(self, positions: Tensor) -> Tensor:
+        """positions (...,) LongTensor -> (..., d_model)."""
+        return self.table(positions)

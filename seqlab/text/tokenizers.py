@@ -1,0 +1,319 @@
+"""Tokenizers with one interface: text -> ids -> text (seed 004, "Tokenisation").
+
+Every tokenizer has ``encode(text) -> list[int]``, ``decode(ids) -> str``, ``vocab_size``, the
+special ids ``pad_id``, ``unk_id``, ``sos_id``, ``eos_id`` and ``to_dict()`` / ``save(path)``
+(JSON, written atomically); :func:`load_tokenizer` reads any of them back, dispatching on the
+``"kind"`` key. The three kinds:
+
+- ``char``  one id per character (a :class:`Vocab` of characters). ``decode(encode(s)) == s`` for
+  text drawn from the trained alphabet; other characters encode to ``<unk>`` and decode as
+  U+FFFD (``UNK_CHAR``, the Unicode replacement character), one character per id.
+- ``word``  regex split ``\\w+|[^\\w\\s]`` (Unicode-aware, the ``regex`` module), optional
+  lowercasing. Whitespace is not kept: decode joins tokens with single spaces, so the round trip
+  holds for text whose tokens are separated by single spaces. Unknown words decode as ``<unk>``.
+- ``bpe``   byte-level BPE trained with Hugging Face ``tokenizers`` (GPT-2 style: every byte is a
+  base symbol, so nothing is ever unknown and ``decode(encode(s)) == s`` for every str that is
+  valid Unicode, i.e. has no lone surrogates). Special-token strings in the text, such as a
+  literal ``"<eos>"``, are encoded as ordinary text, never as the special ids.
+
+All kinds use the ids of seed 004: ``<pad>`` = 0, ``<unk>`` = 1, ``<sos>`` = 2, ``<eos>`` = 3, and
+decode drops ``<pad>``, ``<sos>`` and ``<eos>``. ``sos_id`` / ``eos_id`` are ``None`` only for a
+BPE tokenizer loaded from a plain ``tokenizer.json`` that lacks those tokens.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import regex
+
+from seqlab.errors import SeqlabError
+from seqlab.text.vocab import EOS, PAD, SOS, SPECIALS, UNK, Vocab, read_json, write_json_atomic
+
+UNK_CHAR = "\ufffd"  # how CharTokenizer.decode shows <unk>: U+FFFD REPLACEMENT CHARACTER
+WORD_PATTERN = r"\w+|[^\w\s]"  # a run of word characters, or one other non-space character
+
+
+_WORD_RE = regex.compile(WORD_PATTERN)
+
+
+def split_words(text: str, lowercase: bool = False) -> list[str]:
+    """The word tokenizer's split: ``\\w+|[^\\w\\s]`` over the (optionally lowercased) text."""
+    return _WORD_RE.findall(text.lower() if lowercase else text)
+
+
+def _texts(text: str | Iterable[str]) -> list[str]:
+    """A str or an iterable of str -> list of str (so a bare str is never iterated by characters)."""
+    texts = [text] if isinstance(text, str) else list(text)
+    if not any(t.strip() for t in texts):
+        raise SeqlabError("empty corpus: no text to train the tokenizer on; give a non-empty text or file")
+    return texts
+
+
+class Tokenizer(abc.ABC):
+    """The interface every tokenizer implements (see the module docstring)."""
+
+    kind: ClassVar[str]
+    pad_id: int
+    unk_id: int
+    sos_id: int | None
+    eos_id: int | None
+
+    @property
+    @abc.abstractmethod
+    def vocab_size(self) -> int:
+        """Number of ids: every id in ``range(vocab_size)`` can be decoded."""
+
+    @abc.abstractmethod
+    def encode(self, text: str) -> list[int]:
+        """Text -> token ids (no <sos>/<eos> added)."""
+
+    @abc.abstractmethod
+    def decode(self, ids: Iterable[int]) -> str:
+        """Token ids -> text, dropping <pad>, <sos> and <eos>."""
+
+    @abc.abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict with a ``"kind"`` key; :func:`load_tokenizer` reverses it."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_dict(cls, d: dict[str, Any]) -> Tokenizer:
+        """The inverse of :meth:`to_dict`."""
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write :meth:`to_dict` as JSON, atomically (temporary file, then rename)."""
+        return write_json_atomic(path, self.to_dict())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size})"
+
+
+class _VocabTokenizer(Tokenizer):
+    """Shared body of the char and word tokenizers: split text into tokens, look them up in a Vocab."""
+
+    unk_text: ClassVar[str]  # what decode writes for <unk>
+
+    def __init__(self, vocab: Vocab):
+        self.vocab = vocab
+        self.pad_id, self.unk_id, self.sos_id, self.eos_id = vocab.pad_id, vocab.unk_id, vocab.sos_id, vocab.eos_id
+        self._dropped = {vocab.pad_id, vocab.sos_id, vocab.eos_id}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @abc.abstractmethod
+    def split(self, text: str) -> list[str]:
+        """Text -> tokens."""
+
+    @abc.abstractmethod
+    def join(self, tokens: list[str]) -> str:
+        """Tokens -> text."""
+
+    def encode(self, text: str) -> list[int]:
+        return self.vocab.encode(self.split(text))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        tokens = []
+        for i in ids:
+            i = int(i)
+            if i in self._dropped:
+                continue
+            tokens.append(self.unk_text if i == self.unk_id else self.vocab.itos(i))
+        return self.join(tokens)
+
+
+class CharTokenizer(_VocabTokenizer):
+    """One token per character; ``<unk>`` decodes as U+FFFD."""
+
+    kind = "char"
+    unk_text = UNK_CHAR
+
+    @classmethod
+    def train(cls, text: str | Iterable[str], min_freq: int = 1, max_size: int | None = None) -> CharTokenizer:
+        """Vocabulary of the characters of ``text`` (a str or an iterable of str), by frequency."""
+        return cls(Vocab.build(itertools.chain.from_iterable(_texts(text)), min_freq=min_freq, max_size=max_size))
+
+    def split(self, text: str) -> list[str]:
+        return list(text)
+
+    def join(self, tokens: list[str]) -> str:
+        return "".join(tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "vocab": self.vocab.tokens}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CharTokenizer:
+        return cls(Vocab(_field(d, "vocab", list)))
+
+
+class WordTokenizer(_VocabTokenizer):
+    """Regex word split (``\\w+|[^\\w\\s]``), optional lowercasing; decode joins with single spaces."""
+
+    kind = "word"
+    unk_text = UNK
+
+    def __init__(self, vocab: Vocab, lowercase: bool = False):
+        super().__init__(vocab)
+        self.lowercase = lowercase
+
+    @classmethod
+    def train(
+        cls,
+        text: str | Iterable[str],
+        lowercase: bool = False,
+        min_freq: int = 1,
+        max_size: int | None = None,
+    ) -> WordTokenizer:
+        """Vocabulary of the words of ``text`` (a str or an iterable of str), by frequency."""
+        tokens = (split_words(t, lowercase) for t in _texts(text))
+        return cls(Vocab.build(tokens, min_freq=min_freq, max_size=max_size), lowercase)
+
+    def split(self, text: str) -> list[str]:
+        return split_words(text, self.lowercase)
+
+    def join(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "lowercase": self.lowercase, "pattern": WORD_PATTERN, "vocab": self.vocab.tokens}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> WordTokenizer:
+        if d.get("pattern", WORD_PATTERN) != WORD_PATTERN:
+            raise SeqlabError(
+                f"word tokenizer uses pattern {d['pattern']!r}, this seqlab splits with {WORD_PATTERN!r}; retrain it"
+            )
+        return cls(Vocab(_field(d, "vocab", list)), lowercase=bool(d.get("lowercase", False)))
+
+
+class BPETokenizer(Tokenizer):
+    """Byte-level BPE (Hugging Face ``tokenizers``): ByteLevel pre-tokenizer without a prefix space,
+    ByteLevel decoder, no normalizer (so no text is changed), specials at ids 0..3."""
+
+    kind = "bpe"
+    BYTES = 256  # the base alphabet: one symbol per byte value
+
+    def __init__(self, hf_tokenizer):
+        tok = hf_tokenizer
+        # A literal "<eos>" in the text is ordinary text: without this, HF matches special-token strings
+        # in the input and decode(skip_special_tokens) would drop them, breaking the round trip.
+        # (The flag is not stored in tokenizer.json, so it is set here on every construction.)
+        tok.encode_special_tokens = True
+        ids = {s: tok.token_to_id(s) for s in SPECIALS}
+        missing = [s for s in (PAD, UNK) if ids[s] is None]
+        if missing:
+            raise SeqlabError(f"BPE tokenizer has no {' or '.join(missing)} token; train it with BPETokenizer.train()")
+        self._tok = tok
+        self.pad_id, self.unk_id, self.sos_id, self.eos_id = ids[PAD], ids[UNK], ids[SOS], ids[EOS]
+
+    @classmethod
+    def train(cls, texts: str | Iterable[str], vocab_size: int, min_frequency: int = 2) -> BPETokenizer:
+        """Learn ``vocab_size - 260`` merges (256 byte symbols and 4 specials come first)."""
+        from tokenizers import Tokenizer as HFTokenizer
+        from tokenizers import decoders, models, pre_tokenizers, trainers
+
+        smallest = cls.BYTES + len(SPECIALS)
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < smallest:
+            raise SeqlabError(
+                f"BPE vocab_size must be an integer >= {smallest} ({cls.BYTES} byte symbols + {len(SPECIALS)} "
+                f"special tokens), got {vocab_size!r}; raise it"
+            )
+        if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
+            raise SeqlabError(f"min_frequency must be an integer >= 1, got {min_frequency!r}")
+        tok = HFTokenizer(models.BPE(unk_token=UNK))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=list(SPECIALS),  # ids 0..3 in this order
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tok.train_from_iterator(_texts(texts), trainer)
+        return cls(tok)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return self._tok.encode(text, add_special_tokens=False).ids
+        except TypeError:
+            if not isinstance(text, str):
+                raise
+            # tokenizers refuses a str that cannot be UTF-8 encoded (a lone surrogate): say where it is
+            bad = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+            raise SeqlabError(
+                f"text has a lone surrogate at character {bad}, which is not valid Unicode; remove it"
+            ) from None
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Encode many texts at once (in parallel threads inside ``tokenizers``)."""
+        return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        # skip_special_tokens drops <pad>, <sos>, <eos> (and <unk>, which byte-level BPE never produces)
+        return self._tok.decode([int(i) for i in ids], skip_special_tokens=True)
+
+    def to_json(self) -> str:
+        """The Hugging Face ``tokenizer.json`` text (loadable by ``tokenizers``, ``transformers`` and
+        :func:`load_tokenizer`)."""
+        return self._tok.to_str()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "tokenizer": self.to_json()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BPETokenizer:
+        return cls.from_json(_field(d, "tokenizer", str))
+
+    @classmethod
+    def from_json(cls, text: str) -> BPETokenizer:
+        from tokenizers import Tokenizer as HFTokenizer
+
+        try:
+            return cls(HFTokenizer.from_str(text))
+        except Exception as e:  # tokenizers raises its own Exception type for malformed JSON
+            if isinstance(e, SeqlabError):
+                raise
+            raise SeqlabError(f"not a valid Hugging Face tokenizer JSON ({e}); re-create it with save()") from None
+
+
+KINDS: dict[str, type[Tokenizer]] = {cls.kind: cls for cls in (CharTokenizer, WordTokenizer, BPETokenizer)}
+
+
+def _field(d: dict[str, Any], key: str, typ: type) -> Any:
+    value = d.get(key)
+    if not isinstance(value, typ):
+        raise SeqlabError(
+            f"{d.get('kind')} tokenizer JSON lacks a {typ.__name__} field {key!r}; re-create it with save()"
+        )
+    return value
+
+
+def load_tokenizer(path_or_dict: str | os.PathLike | dict[str, Any]) -> Tokenizer:
+    """Load a tokenizer saved by ``save()`` (or given as its ``to_dict()``), dispatching on ``"kind"``.
+
+    A plain Hugging Face ``tokenizer.json`` (no ``"kind"``, has a ``"model"``) loads as a
+    :class:`BPETokenizer`; it must contain the ``<pad>`` and ``<unk>`` tokens.
+    """
+    d = path_or_dict if isinstance(path_or_dict, dict) else read_json(path_or_dict, "tokenizer")
+    if not isinstance(d, dict):
+        raise SeqlabError("tokenizer JSON must be an object with a \"kind\" key; re-create it with save()")
+    if "kind" not in d and "model" in d:
+        return BPETokenizer.from_json(json.dumps(d))
+    cls = KINDS.get(d.get("kind"))
+    if cls is None:
+        raise SeqlabError(f"unknown tokenizer kind {d.get('kind')!r}; expected one of {sorted(KINDS)}")
+    return cls.from_dict(d)
