@@ -13,8 +13,9 @@ prompt is encoded once and each step feeds one token; once prompt + generated re
 every position's absolute position would shift, so each further step recomputes the window of the
 last ``max_len`` tokens: cached output then equals uncached output token for token.
 
-Prompts of different lengths are decoded in groups of equal length (each group batched), so a
-prompt's output never depends on what else is in the batch or on padding.
+Prompts of different lengths are decoded in groups of equal length (each group batched), and every
+prompt samples from its own random stream seeded with ``seed``, so a prompt's output never depends on
+what else is in the batch or on padding: batched generation equals one-by-one generation.
 """
 
 from __future__ import annotations
@@ -57,13 +58,16 @@ def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> t
     return logits
 
 
-def next_token(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator | None) -> torch.Tensor:
-    """Choose the next token of each row. logits (batch, vocab) -> (batch,)."""
+def next_token(logits: torch.Tensor, sampling: Sampling, generators: list[torch.Generator]) -> torch.Tensor:
+    """Choose the next token of each row. logits (batch, vocab) -> (batch,).
+
+    Each row samples from its own generator, so a row's draws do not depend on the other rows.
+    """
     if sampling.temperature == 0:
         return torch.argmax(logits, dim=-1)
     logits = filter_logits(logits.float() / sampling.temperature, sampling.top_k, sampling.top_p)
-    probs = torch.softmax(logits, dim=-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    probs = torch.softmax(logits, dim=-1)  # (batch, vocab)
+    return torch.cat([torch.multinomial(probs[r], 1, generator=g) for r, g in enumerate(generators)])
 
 
 @torch.inference_mode()
@@ -80,8 +84,6 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
     if any(len(p) == 0 for p in prompts):
         raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
     device = device or next(model.parameters()).device
-    generator = torch.Generator(device=device)
-    generator.manual_seed(0 if seed is None else seed)
     groups: dict[int, list[int]] = defaultdict(list)
     for i, p in enumerate(prompts):
         groups[len(p)].append(i)
@@ -89,14 +91,15 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
     for length in sorted(groups):
         index = groups[length]
         ids = torch.tensor([prompts[i] for i in index], dtype=torch.long, device=device)  # (batch, seq)
-        new = _generate_group(model, ids, max_new_tokens, sampling, generator, eos_id, use_cache)
+        generators = [torch.Generator(device=device).manual_seed(0 if seed is None else seed) for _ in index]
+        new = _generate_group(model, ids, max_new_tokens, sampling, generators, eos_id, use_cache)
         for row, i in enumerate(index):
             out[i] = new[row]
     return out
 
 
 def _generate_group(model, ids: torch.Tensor, max_new_tokens: int, sampling: Sampling,
-                    generator: torch.Generator, eos_id: int | None, use_cache: bool) -> list[list[int]]:
+                    generators: list[torch.Generator], eos_id: int | None, use_cache: bool) -> list[list[int]]:
     max_len = model.cfg.max_len
     batch = ids.size(0)
     finished = torch.zeros(batch, dtype=torch.bool, device=ids.device)
@@ -107,7 +110,7 @@ def _generate_group(model, ids: torch.Tensor, max_new_tokens: int, sampling: Sam
         cache = model.new_cache(batch, device=ids.device, dtype=next(model.parameters()).dtype)
     logits = model(window, cache=cache)[:, -1]  # (batch, vocab)
     for _ in range(max_new_tokens):
-        token = next_token(logits, sampling, generator)  # (batch,)
+        token = next_token(logits, sampling, generators)  # (batch,)
         if eos_id is not None:
             token = torch.where(finished, torch.full_like(token, eos_id), token)
         generated.append(token)

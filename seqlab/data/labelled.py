@@ -24,7 +24,7 @@ from seqlab.data.conll import numbered_lines
 from seqlab.errors import SeqlabError
 
 FORMATS = ("tsv", "fasttext", "tree", "label-first")
-FASTTEXT = re.compile(r"__label__(\S+)[\t ]+(.*)")
+FASTTEXT = re.compile(r"__label__(\S+)(?:[\t ]+(.*))?")
 TREE_TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 
@@ -80,10 +80,12 @@ def _parse_tree(line: str, where: str) -> tuple[str, str]:
             if i >= len(tokens) or tokens[i] != ")":
                 raise SeqlabError(f"{where}: a leaf's word is followed by a subtree; each leaf is '(label word)'")
             words.append(" ".join(leaf))
+        elif i < len(tokens) and tokens[i] == ")":
+            raise SeqlabError(f"{where}: node '({tokens[i - 1]})' has neither a word nor subtrees; "
+                              "each node is '(label word)' or '(label subtree ...)'")
     if depth != 0:
         raise SeqlabError(f"{where}: {depth} unclosed '(' in the tree; check the brackets")
-    if root is None or not words:
-        raise SeqlabError(f"{where}: tree without words; each line needs a tree like '(3 (2 It) (3 works))'")
+    assert root is not None and words  # the line starts with '(' and every node holds a word or a subtree
     return root, " ".join(words)
 
 
@@ -113,7 +115,7 @@ def read_labelled(path: str | Path) -> tuple[list[str], list[str]]:
             if match is None:
                 raise SeqlabError(f"{where}: expected '__label__N<TAB>sentence', got {line[:60]!r}; "
                                   "every line of this file must start with its label")
-            label, sentence = match.group(1), match.group(2).strip()
+            label, sentence = match.group(1), (match.group(2) or "").strip()
         elif fmt == "tree":
             if not line.lstrip().startswith("("):
                 raise SeqlabError(f"{where}: expected a bracketed tree '(label ...)', got {line[:60]!r}; "

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
-from seqlab.nn.attention import KVCache, MultiHeadAttention, check_heads
+from seqlab.nn.attention import KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
 from seqlab.nn.masks import key_padding_to_attn
 from seqlab.nn.norm import PLACEMENTS, Residual
@@ -130,7 +130,9 @@ class Embedding(nn.Module):
         return self.dropout(e + self.positions(positions))  # batch, seq, d_model
 
 
-def _attention_sublayer(res: Residual, attn: MultiHeadAttention, x: Tensor, need_weights: bool, **kw):
+def _attention_sublayer(
+    res: Residual, attn: MultiHeadAttention, x: Tensor, need_weights: bool, **kw
+) -> tuple[Tensor, Tensor | None]:
     """x joined with attn(enter(x)); returns (x, weights or None)."""
     y = attn(res.enter(x), need_weights=need_weights, **kw)  # batch, seq, d_model
     y, weights = y if need_weights else (y, None)
@@ -177,7 +179,7 @@ class DecoderLayer(nn.Module):
         memory: Tensor | None = None,
         mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
-        cache=None,
+        cache: LayerKV | None = None,
         need_weights: bool = False,
     ):
         """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model)

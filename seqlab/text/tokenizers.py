@@ -38,8 +38,6 @@ from seqlab.text.vocab import EOS, PAD, SOS, SPECIALS, UNK, Vocab, read_json, wr
 
 UNK_CHAR = "\ufffd"  # how CharTokenizer.decode shows <unk>: U+FFFD REPLACEMENT CHARACTER
 WORD_PATTERN = r"\w+|[^\w\s]"  # a run of word characters, or one other non-space character
-
-
 _WORD_RE = regex.compile(WORD_PATTERN)
 
 

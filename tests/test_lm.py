@@ -1,0 +1,125 @@
+"""Language modelling: metrics, decoding, the LM task, run directories."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from seqlab.decode import Sampling, filter_logits, generate
+from seqlab.errors import SeqlabError
+from seqlab.metrics.lm import ngram_nll, nll_sum, perplexity
+from seqlab.models.transformer import TransformerLM, TransformerLMConfig
+from seqlab.tasks.lm import eval_windows, score_stream
+
+
+def tiny_lm(max_len=16, vocab=11, dtype=torch.float64, positions="learned", seed=0) -> TransformerLM:
+    torch.manual_seed(seed)
+    cfg = TransformerLMConfig(vocab_size=vocab, n_layers=2, n_heads=2, d_model=8, d_ff=16, max_len=max_len,
+                              dropout=0.0, positions=positions)
+    return TransformerLM(cfg).to(dtype).eval()
+
+
+# --- metrics (specs/metrics.md §4.4) ---
+
+def test_perplexity_worked_example():
+    logits = torch.tensor([[[2, 1, 0, -1], [0, 0, 3, 1], [1, 2, 0, 0], [0, 0, 0, 0]],
+                           [[0, 3, 1, 0], [1, 1, 1, 1], [0, 0, 0, 0], [5, 5, 5, 5]]], dtype=torch.float64)
+    ids = torch.tensor([[1, 2, 3, 2], [3, 1, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]], dtype=torch.bool)
+    total, count = nll_sum(logits[:, :-1], ids[:, 1:], mask[:, 1:])  # the shift: logits at i predict i + 1
+    assert count == 4
+    assert abs(float(total) / count - 1.8389991635274463) < 1e-14
+    assert abs(perplexity(float(total), count) - 6.2902396083706105) < 1e-12
+    assert math.isnan(perplexity(0.0, 0))
+
+
+def test_eval_windows_score_every_token_once():
+    for n, T in [(2, 4), (10, 3), (100, 7), (64, 8), (65, 8)]:
+        targets = [i + 1 + j for i, length in eval_windows(n, T) for j in range(length)]
+        assert targets == list(range(1, n)), (n, T)
+        assert all(1 <= length <= T for _, length in eval_windows(n, T))
+
+
+def test_score_stream_equals_direct_sum():
+    model = tiny_lm(max_len=8)
+    tokens = np.random.default_rng(0).integers(0, 11, size=53).astype(np.uint16)
+    total, count = score_stream(model, tokens, 8, batch_size=3, device=torch.device("cpu"))
+    assert count == 52
+    direct = 0.0
+    for start, length in eval_windows(53, 8):
+        x = torch.tensor(tokens[start:start + length], dtype=torch.long)[None]
+        logp = torch.log_softmax(model(x)[0], -1)
+        y = torch.tensor(tokens[start + 1:start + length + 1], dtype=torch.long)
+        direct -= float(logp[torch.arange(length), y].sum().detach())
+    assert abs(total - direct) < 1e-9
+
+
+def test_ngram_baselines_match_brute_force():
+    rng = np.random.default_rng(1)
+    train, valid, V = rng.integers(0, 5, 300), rng.integers(0, 5, 40), 6
+    for order in (1, 2):
+        total, count = ngram_nll(train, valid, order, V)
+        expect = 0.0
+        for i in range(1, len(valid)):
+            if order == 1:
+                p = (np.sum(train == valid[i]) + 1) / (len(train) + V)
+            else:
+                ctx = train[:-1] == valid[i - 1]
+                p = (np.sum(ctx & (train[1:] == valid[i])) + 1) / (np.sum(ctx) + V)
+            expect -= math.log(p)
+        assert count == len(valid) - 1
+        assert abs(total - expect) < 1e-9
+
+
+# --- decoding ---
+
+def test_filter_logits_top_k_and_top_p():
+    logits = torch.log(torch.tensor([[0.5, 0.25, 0.15, 0.1]]))
+    assert torch.isinf(filter_logits(logits, top_k=2)).tolist() == [[False, False, True, True]]
+    # nucleus 0.7: 0.5 < 0.7 so the second token is needed; 0.75 >= 0.7 so the rest go
+    assert torch.isinf(filter_logits(logits, top_p=0.7)).tolist() == [[False, False, True, True]]
+    assert torch.isinf(filter_logits(logits, top_p=0.5)).tolist() == [[False, True, True, True]]
+    assert torch.isinf(filter_logits(logits, top_p=0.01)).tolist() == [[False, True, True, True]]
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_cached_greedy_equals_uncached_across_the_window(positions):
+    model = tiny_lm(max_len=12, positions=positions)
+    prompts = [[1, 2, 3, 4, 5], [7, 1, 9, 2, 2]]
+    greedy = Sampling(temperature=0)
+    cached = generate(model, prompts, 30, greedy, use_cache=True)  # slides past max_len = 12
+    uncached = generate(model, prompts, 30, greedy, use_cache=False)
+    assert cached == uncached
+    assert all(len(c) == 30 for c in cached)
+
+
+def test_batched_equals_unbatched_and_seeded_sampling_repeats():
+    model = tiny_lm(max_len=16)
+    prompts = [[1, 2, 3], [4, 5], [6, 7, 8], [9]]
+    for sampling in (Sampling(0), Sampling(0.9, top_k=5, top_p=0.9)):
+        together = generate(model, prompts, 10, sampling, seed=3)
+        alone = [generate(model, [p], 10, sampling, seed=3)[0] for p in prompts]
+        assert together == alone
+    assert generate(model, prompts, 10, Sampling(1.0), seed=5) == generate(model, prompts, 10, Sampling(1.0), seed=5)
+
+
+def test_generation_stops_at_eos():
+    model = tiny_lm(max_len=16)
+    free = generate(model, [[1, 2]], 12, Sampling(0))[0]
+    eos = free[3]
+    stopped = generate(model, [[1, 2]], 12, Sampling(0), eos_id=eos)[0]
+    assert stopped == free[:free.index(eos) + 1]
+
+
+def test_decode_bad_input():
+    model = tiny_lm()
+    with pytest.raises(SeqlabError, match="top-p"):
+        Sampling(1.0, top_p=0.0)
+    with pytest.raises(SeqlabError, match="temperature"):
+        Sampling(-1.0)
+    with pytest.raises(SeqlabError, match="empty prompt"):
+        generate(model, [[]], 5)

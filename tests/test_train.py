@@ -1,0 +1,200 @@
+"""The Trainer and run directories: config validation, exact resume after SIGKILL, SIGINT, DDP, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from seqlab import api, checkpoint
+from seqlab.config import resolve
+from seqlab.errors import SeqlabError
+from seqlab.train import TrainConfig, learning_rate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = ["model.n_layers=2", "model.n_heads=2", "model.d_model=32", "model.d_ff=64", "model.max_len=32",
+        "train.batch_size=8", "train.precision=\"fp32\"", "train.progress=false", "train.warmup_steps=5",
+        "train.eval_batches=2", "train.threads=1"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    from seqlab.data.sources import read_text
+
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text(read_text("pydocs")[:60_000], encoding="utf-8")
+    return path
+
+
+def config_file(tmp_path: Path, corpus: Path, steps: int, extra: list[str] = ()) -> Path:
+    cfg = resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", f"train.max_steps={steps}", *extra])
+    path = tmp_path / "run.toml"
+    path.write_text(cfg.to_toml(), encoding="utf-8")
+    return path
+
+
+def seqlab(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "seqlab", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, **kw)
+
+
+def test_config_overrides_are_validated():
+    cfg = resolve("lm-char", ["train.lr=3e-4", "model.n_layers=3", "data.split=[0.8, 0.1, 0.1]"])
+    assert cfg.train.lr == 3e-4 and cfg.model.n_layers == 3 and cfg.data.split == (0.8, 0.1, 0.1)
+    with pytest.raises(SeqlabError, match="unknown key model.hidden_size; valid model keys: arch, n_layers"):
+        resolve("lm-char", ["model.hidden_size=3"])
+    with pytest.raises(SeqlabError, match="train.max_steps must be an integer"):
+        resolve("lm-char", ["train.max_steps=ten"])
+    with pytest.raises(SeqlabError, match="train.precision must be one of"):
+        resolve("lm-char", ["train.precision=fp8"])
+    with pytest.raises(SeqlabError, match="d_model"):
+        resolve("lm-char", ["model.d_model=30", "model.n_heads=4"])
+    with pytest.raises(SeqlabError, match="unknown preset"):
+        resolve("no-such-preset")
+    with pytest.raises(SeqlabError, match="section.key=value"):
+        resolve("lm-char", ["lr=3"])
+
+
+def test_learning_rate_schedule():
+    cfg = TrainConfig(max_steps=110, warmup_steps=10, lr=1.0, min_lr=0.1)
+    assert learning_rate(0, cfg) == pytest.approx(0.1)
+    assert learning_rate(9, cfg) == pytest.approx(1.0)
+    assert learning_rate(10, cfg) == pytest.approx(1.0)
+    assert learning_rate(60, cfg) == pytest.approx(0.55)
+    assert learning_rate(110, cfg) == pytest.approx(0.1)
+
+
+def test_train_writes_a_complete_run_directory(tmp_path, corpus):
+    run = api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6",
+                                        "train.eval_every=3", "train.keep_best=true"]), tmp_path / "run",
+                    log=lambda *a, **k: None)
+    for name in ("config.toml", "model.safetensors", "trainer.safetensors", "state.json", "tokenizer.json",
+                 "metrics.jsonl", "plots/loss.png", "best/model.safetensors", "data/train.bin"):
+        assert (run / name).exists(), name
+    state = json.loads((run / "state.json").read_text())
+    assert state["step"] == 6 and state["format_version"] == checkpoint.FORMAT_VERSION
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["split"] == "valid"] == [3, 6]
+    lm = api.load(run)
+    result = lm.evaluate("test")
+    assert set(result) == {"loss", "perplexity", "tokens"} and result["perplexity"] == pytest.approx(
+        torch.tensor(result["loss"]).exp().item())
+    # an existing run is never overwritten without --force; a changed key is refused on resume
+    with pytest.raises(SeqlabError, match="already exists"):
+        api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\""]), run)
+    with pytest.raises(SeqlabError, match="train.lr differ"):
+        api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6", "train.lr=0.5",
+                                      "train.eval_every=3", "train.keep_best=true"]), run, resume=True)
+
+
+def test_resume_after_sigkill_is_bit_identical(tmp_path, corpus):
+    steps = 40
+    cfg = config_file(tmp_path, corpus, steps, ["train.save_every=4", "train.eval_every=10",
+                                                "model.dropout=0.1"])
+    straight = seqlab("train", str(cfg), "--out", str(tmp_path / "a"))
+    assert straight.returncode == 0, straight.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "seqlab", "train", str(cfg), "--out", str(tmp_path / "b")],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = tmp_path / "b" / "state.json"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if state.exists() and json.loads(state.read_text())["step"] >= 8:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = json.loads(state.read_text())["step"]
+    assert 8 <= killed_at < steps, f"the run was not killed mid-way (step {killed_at})"
+    resumed = seqlab("train", str(cfg), "--out", str(tmp_path / "b"), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from step" in resumed.stderr
+    for name in ("model.safetensors", "trainer.safetensors"):
+        a, b = load_file(tmp_path / "a" / name), load_file(tmp_path / "b" / name)
+        assert a.keys() == b.keys()
+        assert all(torch.equal(a[k], b[k]) for k in a), name
+    train_rows = lambda d: [r for r in map(json.loads, (d / "metrics.jsonl").read_text().splitlines())]
+    assert train_rows(tmp_path / "a") == [r for r in train_rows(tmp_path / "b")] or all(
+        ra["step"] == rb["step"] and ra["loss"] == rb["loss"]
+        for ra, rb in zip(train_rows(tmp_path / "a"), train_rows(tmp_path / "b")))
+    again = seqlab("train", str(cfg), "--out", str(tmp_path / "b"), "--resume")  # finished: nothing to do
+    assert again.returncode == 0 and "nothing to do" in again.stderr
+
+
+def test_sigint_saves_and_exits_cleanly(tmp_path, corpus):
+    cfg = config_file(tmp_path, corpus, 100_000, ["train.save_every=0", "train.eval_every=0", "train.log_every=1"])
+    proc = subprocess.Popen([sys.executable, "-m", "seqlab", "train", str(cfg), "--out", str(tmp_path / "r")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / "r" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (metrics.exists() and len(metrics.read_text().splitlines()) >= 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "checkpoint saved at step" in err
+    assert json.loads((tmp_path / "r" / "state.json").read_text())["step"] >= 3
+
+
+class PoisonedTask:
+    """A linear regression whose loss turns NaN at a chosen step."""
+
+    def __init__(self, poison_at: int):
+        torch.manual_seed(0)
+        self.model = torch.nn.Linear(4, 1)
+        self.train_tokens = 1000
+        self.poison_at, self.calls = poison_at, 0
+
+    def train_batch(self, generator, n):
+        x = torch.randn(n, 4, generator=generator)
+        return x, x.sum(-1, keepdim=True)
+
+    def shard(self, batch, rank, world):
+        return batch
+
+    def count(self, batch):
+        return batch[0].size(0)
+
+    def loss_sum(self, model, batch, device):
+        self.calls += 1
+        loss = ((model(batch[0]) - batch[1]) ** 2).sum()
+        return loss * float("nan") if self.calls == self.poison_at else loss
+
+    def validate(self, model, device, max_batches):
+        return {"loss": 0.0}
+
+
+def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path):
+    from seqlab.train import Trainer
+
+    cfg = TrainConfig(max_steps=20, batch_size=4, save_every=3, eval_every=0, progress=False, precision="fp32")
+    trainer = Trainer(PoisonedTask(poison_at=8), cfg, tmp_path)
+    with pytest.raises(SeqlabError, match="non-finite loss .* at step 8; .* checkpoint \\(step 6\\) is kept"):
+        trainer.fit()
+    assert checkpoint.load_state(tmp_path)["step"] == 6
+    assert all(torch.isfinite(t).all() for t in load_file(tmp_path / "model.safetensors").values())
+
+
+def test_two_processes_match_one(tmp_path, corpus):
+    """torchrun with 2 CPU processes (gloo) and the same global batch gives the same loss curve."""
+    cfg = config_file(tmp_path, corpus, 6, ["train.log_every=1", "train.eval_every=0", "train.save_every=0"])
+    one = seqlab("train", str(cfg), "--out", str(tmp_path / "one"))
+    assert one.returncode == 0, one.stderr
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                          "-m", "seqlab", "train", str(cfg), "--out", str(tmp_path / "two")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    assert two.returncode == 0, two.stderr[-2000:]
+    curve = lambda d: [r["loss"] for r in map(json.loads, (d / "metrics.jsonl").read_text().splitlines())
+                       if r["split"] == "train"]
+    a, b = curve(tmp_path / "one"), curve(tmp_path / "two")
+    assert len(a) == len(b) == 6
+    assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-5, (a, b)

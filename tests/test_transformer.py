@@ -1,0 +1,310 @@
+"""Unit tests of the Transformer blocks and models: shapes (all sizes different), hand-computed values,
+the equations of positions and norm placement, masks, bad input, tying, learning, dropout."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqlab.errors import SeqlabError
+from seqlab.models.transformer import (
+    EncoderDecoder,
+    EncoderDecoderConfig,
+    TransformerConfig,
+    TransformerLM,
+    TransformerLMConfig,
+)
+from seqlab.nn.attention import MultiHeadAttention, attention_equations, attention_fused, set_attention_impl
+from seqlab.nn.masks import (
+    causal_mask,
+    causal_mask_at,
+    combine,
+    key_padding_to_attn,
+    padding_mask,
+    to_additive,
+    to_torch_key_padding_mask,
+)
+from seqlab.nn.norm import Residual
+from seqlab.nn.positions import SinusoidalPositions
+
+# batch 2, seq 5, vocab 13, d_model 12, n_heads 3 (depth 4), d_ff 20, n_layers 2, max_len 7
+SMALL = dict(vocab_size=13, n_layers=2, n_heads=3, d_model=12, d_ff=20, max_len=7, dropout=0.0)
+
+
+def lm(**overrides) -> TransformerLM:
+    torch.manual_seed(0)
+    return TransformerLM(TransformerLMConfig(**{**SMALL, **overrides})).eval()
+
+
+# ---------------------------------------------------------------- shapes
+
+
+def test_lm_shapes_and_attention_maps():
+    model = lm()
+    ids = torch.randint(0, 13, (2, 5))
+    assert model(ids).shape == (2, 5, 13)  # batch, seq, vocab
+    maps = model.attention_maps(ids)
+    assert len(maps) == 2 and all(m.shape == (2, 3, 5, 5) for m in maps)  # batch, head, seq, seq
+    assert torch.allclose(maps[0].sum(-1), torch.ones(2, 3, 5))
+    assert (maps[1].triu(diagonal=1) == 0).all()  # causal: no weight on the future
+    logits, weights = model(ids, need_weights=True)
+    assert torch.allclose(logits, model(ids), atol=1e-6) and len(weights) == 2
+
+
+def test_encoder_decoder_shapes():
+    torch.manual_seed(0)
+    cfg = EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **{k: v for k, v in SMALL.items() if k != "vocab_size"})
+    model = EncoderDecoder(cfg).eval()
+    src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
+    memory, enc_w = model.encode(src, need_weights=True)
+    assert memory.shape == (2, 6, 12) and enc_w[0].shape == (2, 3, 6, 6)
+    logits, dec_w = model.decode(tgt, memory, need_weights=True)
+    assert logits.shape == (2, 5, 13)
+    assert dec_w[0]["self"].shape == (2, 3, 5, 5) and dec_w[0]["cross"].shape == (2, 3, 5, 6)
+    assert model(src, tgt).shape == (2, 5, 13)
+
+
+def test_mha_cross_attention_shapes():
+    mha = MultiHeadAttention(12, 3, cross=True)
+    out, w = mha(torch.randn(2, 5, 12), context=torch.randn(2, 7, 12), need_weights=True)
+    assert out.shape == (2, 5, 12) and w.shape == (2, 3, 5, 7)
+
+
+# ---------------------------------------------------------------- hand-computed values
+
+
+def test_attention_hand_computed_value():
+    # q = (1, 0); keys (1, 0), (0, 1): scores (1/sqrt 2, 0); softmax -> w0 = 1 / (1 + e^(-1/sqrt 2)) = 0.66976155
+    q = torch.tensor([[[[1.0, 0.0]]]], dtype=torch.float64)  # batch, head, seq_q=1, depth=2
+    k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]], dtype=torch.float64)  # batch, head, seq_k=2, depth
+    v = torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]]], dtype=torch.float64)
+    out, w = attention_equations(q, k, v)
+    assert w.flatten().tolist() == pytest.approx([0.66976155, 0.33023845], abs=1e-8)
+    # out = 0.66976155 * (1, 2) + 0.33023845 * (3, 4) = (1.6604769, 2.6604769)
+    assert out.flatten().tolist() == pytest.approx([1.6604769, 2.6604769], abs=1e-7)
+    assert attention_fused(q, k, v).flatten().tolist() == pytest.approx([1.6604769, 2.6604769], abs=1e-7)
+
+
+def test_softmax_examples_of_seed_000():
+    # eq 23: (a, a, a) -> (1, 1, 1)/3 ; eq 22: (10, 0, 0) -> about (1, 0, 0); via attention with equal keys
+    q = torch.ones(1, 1, 1, 1)
+    _, w = attention_equations(q * 0, torch.randn(1, 1, 3, 1), torch.randn(1, 1, 3, 1))
+    assert torch.allclose(w, torch.full((1, 1, 1, 3), 1 / 3))
+    _, w = attention_equations(q, torch.tensor([[[[10.0], [0.0], [0.0]]]]), torch.randn(1, 1, 3, 1))
+    assert w[0, 0, 0, 0] > 0.9999
+
+
+def test_sinusoidal_positions_match_the_formula():
+    for d_model in (6, 7):
+        pe = SinusoidalPositions(d_model, 9)(torch.arange(9))  # seq, d_model
+        for pos in range(9):
+            for j in range(d_model):
+                two_i = j - j % 2
+                angle = pos / 10000 ** (two_i / d_model)
+                expected = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+                assert pe[pos, j].item() == pytest.approx(expected, abs=1e-6)
+
+
+# ---------------------------------------------------------------- masks
+
+
+def test_mask_helpers():
+    assert causal_mask(2, 4).tolist() == [[True, True, True, False], [True, True, True, True]]
+    assert (causal_mask(3) == torch.ones(3, 3, dtype=torch.bool).tril()).all()
+    ids = torch.tensor([[5, 6, 0], [7, 0, 0]])
+    pad = padding_mask(ids, 0)
+    assert pad.tolist() == [[True, True, False], [True, False, False]]
+    assert key_padding_to_attn(pad).shape == (2, 1, 1, 3)
+    assert (to_torch_key_padding_mask(pad) == (ids == 0)).all()
+    assert combine(None, None) is None
+    both = combine(causal_mask(3), None, key_padding_to_attn(pad))
+    assert both.shape == (2, 1, 3, 3) and both[0, 0].tolist() == [[True, False, False], [True, True, False]] * 1 + [[True, True, False]]
+    assert to_additive(torch.tensor([True, False])).tolist() == [0.0, float("-inf")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(seq_q=st.integers(1, 8), extra=st.integers(0, 8))
+def test_causal_mask_at_positions_equals_aligned_causal_mask(seq_q, extra):
+    seq_k = seq_q + extra  # queries are the last seq_q of seq_k positions
+    positions = torch.arange(extra, seq_k)
+    assert (causal_mask_at(positions, seq_k) == causal_mask(seq_q, seq_k)).all()
+    assert causal_mask(seq_q, seq_k).sum().item() == sum(extra + i + 1 for i in range(seq_q))
+
+
+@pytest.mark.parametrize("impl", ["fused", "equations"])
+def test_fully_masked_row_gives_zeros_not_nan(impl):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(12, 3, impl=impl)
+    x = torch.randn(2, 5, 12, requires_grad=True)
+    pad = torch.tensor([[True] * 5, [False] * 5])  # the second sequence is all padding
+    out = mha(x, mask=key_padding_to_attn(pad))
+    assert torch.isfinite(out).all()
+    assert torch.allclose(out[1], mha.out.bias.expand(5, 12))  # attention output 0 -> only W^O's bias left
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all() and (x.grad[1] == 0).all()
+    model = lm()
+    logits = model(torch.randint(1, 13, (2, 5)), padding=pad)
+    assert torch.isfinite(logits).all()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_d_model_not_divisible_by_n_heads():
+    with pytest.raises(SeqlabError, match=r"d_model=10 is not divisible by n_heads=3.*\[1, 2, 5, 10\]"):
+        TransformerLMConfig(**{**SMALL, "d_model": 10})
+    with pytest.raises(SeqlabError, match="not divisible"):
+        MultiHeadAttention(10, 4)
+
+
+@pytest.mark.parametrize(
+    "field, value, pattern",
+    [
+        ("n_layers", 0, "n_layers=0 must be a positive"),
+        ("vocab_size", -3, "vocab_size=-3 must be a positive"),
+        ("norm", "middle", "unknown norm 'middle'; use one of pre, post, sublayer"),
+        ("positions", "rotary", "unknown positions 'rotary'; use one of sinusoidal, learned"),
+        ("activation", "tanh", "unknown activation 'tanh'"),
+        ("dropout", 1.5, r"dropout=1.5 is outside \[0, 1\)"),
+    ],
+)
+def test_bad_config_values(field, value, pattern):
+    with pytest.raises(SeqlabError, match=pattern):
+        TransformerLMConfig(**{**SMALL, field: value})
+
+
+def test_too_many_positions():
+    model = lm()
+    with pytest.raises(SeqlabError, match=r"8 positions exceed max_len=7"):
+        model(torch.zeros(1, 8, dtype=torch.long))
+    cache = model.new_cache(1)
+    model(torch.zeros(1, 5, dtype=torch.long), cache=cache)
+    with pytest.raises(SeqlabError, match=r"9 positions \(5 cached \+ 4 new\) exceed max_len=7"):
+        model(torch.zeros(1, 4, dtype=torch.long), cache=cache)
+    assert cache.pos == 5  # a refused call leaves the cache as it was
+
+
+def test_config_is_frozen():
+    cfg = TransformerLMConfig(**SMALL)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.d_model = 24  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- norm placement formulas
+
+
+@pytest.mark.parametrize("placement", ["pre", "post", "sublayer"])
+def test_residual_placement_formulas(placement):
+    torch.manual_seed(0)
+    res = Residual(6, placement, eps=1e-5)
+    with torch.no_grad():
+        res.norm.weight.normal_()
+        res.norm.bias.normal_()
+    f = torch.nn.Linear(6, 6)
+    x = torch.randn(2, 3, 6)
+
+    def ln(t):  # lnorm of seed 001, written out
+        mean, var = t.mean(-1, keepdim=True), t.var(-1, unbiased=False, keepdim=True)
+        return (t - mean) / torch.sqrt(var + 1e-5) * res.norm.weight + res.norm.bias
+
+    expected = {"pre": x + f(ln(x)), "post": ln(x + f(x)), "sublayer": ln(f(x)) + x}[placement]
+    assert torch.allclose(res(x, f), expected, atol=1e-5)
+
+
+# ---------------------------------------------------------------- embeddings, init, training
+
+
+def test_tied_embeddings_share_storage():
+    tied, untied = lm(tie_embeddings=True), lm(tie_embeddings=False)
+    assert tied.head.weight.data_ptr() == tied.embed.tokens.weight.data_ptr()
+    assert untied.head.weight.data_ptr() != untied.embed.tokens.weight.data_ptr()
+    assert untied.num_params() - tied.num_params() == 13 * 12
+    torch.manual_seed(0)
+    cfg = EncoderDecoderConfig(src_vocab_size=13, tgt_vocab_size=13, share_embeddings=True,
+                               **{k: v for k, v in SMALL.items() if k != "vocab_size"})
+    mt = EncoderDecoder(cfg)
+    assert mt.src_embed.tokens.weight is mt.tgt_embed.tokens.weight is mt.head.weight
+
+
+def test_scale_embeddings_multiplies_by_sqrt_d_model():
+    plain, scaled = lm(scale_embeddings=False), lm(scale_embeddings=True)
+    ids, pos = torch.tensor([[3, 4]]), torch.arange(2)
+    pe = plain.embed.positions(pos)
+    assert torch.allclose(plain.embed(ids, pos) - pe, plain.embed.tokens(ids), atol=1e-6)
+    assert torch.allclose(scaled.embed(ids, pos) - pe, scaled.embed.tokens(ids) * math.sqrt(12), atol=1e-6)
+
+
+def test_gpt2_init_scales_residual_projections():
+    torch.manual_seed(0)
+    model = TransformerLM(TransformerLMConfig(vocab_size=50, n_layers=4, n_heads=4, d_model=64, d_ff=256, max_len=8))
+    block = model.decoder.layers[0]
+    assert block.self_attn.qkv.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert block.self_attn.out.weight.std().item() == pytest.approx(0.02 / math.sqrt(8), rel=0.1)
+    assert block.ff.w2.weight.std().item() == pytest.approx(0.02 / math.sqrt(8), rel=0.1)
+    assert (block.self_attn.qkv.bias == 0).all()
+
+
+def test_switching_attention_impl_keeps_the_output():
+    model = lm().double()
+    ids = torch.randint(0, 13, (2, 6))
+    fused = model(ids)
+    set_attention_impl(model, "equations")
+    assert all(m.impl == "equations" for m in model.modules() if isinstance(m, MultiHeadAttention))
+    assert torch.allclose(model(ids), fused, atol=1e-12)
+    with pytest.raises(SeqlabError, match="unknown attention impl"):
+        set_attention_impl(model, "flash")
+
+
+def test_dropout_off_in_eval_on_in_train():
+    model = lm(dropout=0.5)
+    ids = torch.randint(0, 13, (2, 6))
+    assert torch.equal(model(ids), model(ids))
+    model.train()
+    assert not torch.equal(model(ids), model(ids))
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models gain nothing from threads, and on a busy 2-core box 2 threads thrash (60x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_tiny_lm_learns_a_repeated_pattern(one_thread):
+    torch.manual_seed(0)
+    cfg = TransformerLMConfig(vocab_size=5, n_layers=1, n_heads=2, d_model=32, d_ff=64, max_len=16, dropout=0.0)
+    model = TransformerLM(cfg)
+    data = torch.arange(17).remainder(5)[None].repeat(4, 1)  # 0 1 2 3 4 0 1 ...
+    x, y = data[:, :-1], data[:, 1:]  # LM window: predict the next token
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(40):
+        loss = F.cross_entropy(model(x).reshape(-1, 5), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[0] > 1.3 and losses[-1] < 0.1, losses[::8]
+
+
+def test_cache_reset_and_dtype():
+    model = lm()
+    cache = model.new_cache(3)
+    assert cache.k[0].shape == (3, 3, 7, 4) and cache.k[0].dtype == torch.float32 and len(cache.v) == 2
+    model(torch.zeros(3, 2, dtype=torch.long), cache=cache)
+    assert cache.pos == 2 and cache.pos_tensor.item() == 2
+    cache.reset()
+    assert cache.pos == 0 and cache.pos_tensor.item() == 0
+
+
+def test_base_config_defaults_follow_the_paper():
+    cfg = TransformerConfig()
+    assert (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_ff) == (6, 8, 512, 2048)
