@@ -14,6 +14,36 @@ __version__ = "0.1.0"
 # public name -> module that defines it (imported on first attribute access)
 _EXPORTS: dict[str, str] = {
     "SeqlabError": "seqlab.errors",
+    # running and loading
+    "train": "seqlab.api",
+    "load": "seqlab.api",
+    "RunConfig": "seqlab.config",
+    "TrainConfig": "seqlab.config",
+    "DataConfig": "seqlab.config",
+    "Trainer": "seqlab.train",
+    # text and data
+    "Vocab": "seqlab.text.vocab",
+    "CharTokenizer": "seqlab.text.tokenizers",
+    "WordTokenizer": "seqlab.text.tokenizers",
+    "BPETokenizer": "seqlab.text.tokenizers",
+    "load_tokenizer": "seqlab.text.tokenizers",
+    "read_text": "seqlab.data.sources",
+    "read_series": "seqlab.data.series",
+    # models
+    "TransformerLM": "seqlab.models.transformer",
+    "TransformerLMConfig": "seqlab.models.transformer",
+    "EncoderDecoder": "seqlab.models.transformer",
+    "EncoderDecoderConfig": "seqlab.models.transformer",
+    "MultiHeadAttention": "seqlab.nn.attention",
+    "KVCache": "seqlab.nn.attention",
+    "AR": "seqlab.models.autoregressive",
+    "ARConfig": "seqlab.models.autoregressive",
+    "FittedAR": "seqlab.models.autoregressive",
+    "select_order": "seqlab.models.autoregressive",
+    # decoding and metrics
+    "generate": "seqlab.decode",
+    "Sampling": "seqlab.decode",
+    "perplexity": "seqlab.metrics.lm",
 }
 
 

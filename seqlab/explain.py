@@ -58,8 +58,9 @@ def projection_weights(seed: int = 0) -> dict[str, Tensor]:
     """W_q, W_k, W_v, W_o as (d_model in, d_model out) matrices, applied as x·W: N(0, 0.3^2) draws
     rounded to one decimal (small enough that the softmax is not saturated by seed 002's large embeddings)."""
     gen = torch.Generator().manual_seed(seed)
-    draw = lambda: (0.3 * torch.randn(D_MODEL, D_MODEL, generator=gen, dtype=torch.float64)).round(decimals=1)  # noqa: E731
-    return {n: draw() + 0.0 for n in ("w_q", "w_k", "w_v", "w_o")}  # + 0.0 turns -0.0 into 0.0
+    names = ("w_q", "w_k", "w_v", "w_o")
+    draws = {n: 0.3 * torch.randn(D_MODEL, D_MODEL, generator=gen, dtype=torch.float64) for n in names}
+    return {n: w.round(decimals=1) + 0.0 for n, w in draws.items()}  # + 0.0 turns -0.0 into 0.0
 
 
 def attention_module(seed: int = 0) -> MultiHeadAttention:
@@ -76,7 +77,8 @@ def trace(seed: int = 0) -> Trace:
     """Every tensor of the worked example: name -> (tensor, dimension names), in order of computation."""
     vocab = vocabulary()
     index = {w: i for i, w in enumerate(vocab)}
-    ids = torch.tensor([[index[w] for w in s.lower().split()] + [0] * (MAX_LEN - len(s.split())) for s in SENTENCES])
+    words = [s.lower().split() for s in SENTENCES]
+    ids = torch.tensor([[index[w] for w in ws] + [0] * (MAX_LEN - len(ws)) for ws in words])  # batch, seq
     table = torch.tensor([NOTES_EMBEDDINGS[w] for w in vocab], dtype=torch.float64)  # vocab, d_model
     pe = sinusoidal_table(MAX_LEN, D_MODEL, torch.float64)  # seq, d_model
     emb = table[ids]  # batch, seq, d_model
@@ -88,7 +90,8 @@ def trace(seed: int = 0) -> Trace:
     scores = qh @ kh.transpose(-2, -1) / qh.shape[-1] ** 0.5  # batch, head, seq_q, seq_k: A = q·k^T/sqrt(d_k)
     attended, weights = attention_equations(qh, kh, vh, key_padding_to_attn(pad))  # S·v; S = softmax(A + M)
     merged = merge_heads(attended)  # batch, seq, d_model
-    bsd, bhsd, bhss = ("batch", "seq", "d_model"), ("batch", "head", "seq", "depth"), ("batch", "head", "seq_q", "seq_k")
+    bsd, bhsd = ("batch", "seq", "d_model"), ("batch", "head", "seq", "depth")
+    bhss = ("batch", "head", "seq_q", "seq_k")
     return {
         "ids": (ids, ("batch", "seq")),
         "padding": (pad, ("batch", "seq")),

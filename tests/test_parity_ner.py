@@ -27,7 +27,7 @@ SCHEME_CLASSES = {name: getattr(seqeval_scheme, name) for name in ("IOB1", "IOE1
 PREFIXES = {"IOB1": "IOB", "IOE1": "IOE", "IOB2": "IOB", "IOE2": "IOE", "IOBES": "IOBES", "BILOU": "BILOU"}
 TYPES = ("PER", "LOC", "ORG")
 MANY_TYPES = tuple(f"T{k:02d}" for k in range(12))  # >= 8 types: numpy's pairwise summation matters in the means
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(autouse=True)
@@ -133,7 +133,7 @@ def test_strict_mode_matches_seqeval(scheme_name, data):
     assert_scores_equal(y_true, y_pred, scheme_name)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(tag_pairs(tag_strategy("BIO", MANY_TYPES), max_len=30))
 def test_many_types_macro_and_weighted_bit_identical(pair):
     """With >= 8 types numpy's pairwise sum and Python's sum can differ in the last bit (spec §2.6.7)."""
@@ -353,7 +353,7 @@ def test_conll_test_split_reports_match_seqeval(shared_data, path, schemes):
         for row in ref:
             for key in ("precision", "recall", "f1-score", "support"):
                 assert same(ours[row][key], ref[row][key]), (mode, row, key, ours[row][key], ref[row][key])
-        if mode is None:
+        if mode is None and path.startswith("conll2003/iob2"):  # the text layout once; the numbers every time
             text = seqeval_labeling.classification_report(gold, pred, digits=6)
             assert ner.classification_report(gold, pred, digits=6) == text
         scores = ner.entity_scores(gold, pred, mode=mode, scheme=scheme)

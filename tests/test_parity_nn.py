@@ -220,7 +220,9 @@ def fused_cases():
         pytest.param(key_padding_to_attn(lengths_mask([7, 1, 4], SRC)), False, SRC, id="fused-vs-equations-keypadding"),
         pytest.param(key_padding_to_attn(lengths_mask([7, 0, 4], SRC)), False, SRC, id="fused-vs-equations-allpadding"),
         pytest.param(rows, False, SRC, id="fused-vs-equations-random-fullymasked-rows"),
-        pytest.param(key_padding_to_attn(lengths_mask([5, 0, 2], SEQ)), True, SEQ, id="fused-vs-equations-causal+allpadding"),
+        pytest.param(
+            key_padding_to_attn(lengths_mask([5, 0, 2], SEQ)), True, SEQ, id="fused-vs-equations-causal+allpadding"
+        ),
     ]
 
 

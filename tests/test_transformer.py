@@ -59,7 +59,8 @@ def test_lm_shapes_and_attention_maps():
 
 def test_encoder_decoder_shapes():
     torch.manual_seed(0)
-    cfg = EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **{k: v for k, v in SMALL.items() if k != "vocab_size"})
+    shared = {k: v for k, v in SMALL.items() if k != "vocab_size"}
+    cfg = EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **shared)
     model = EncoderDecoder(cfg).eval()
     src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
     memory, enc_w = model.encode(src, need_weights=True)
@@ -124,7 +125,8 @@ def test_mask_helpers():
     assert (to_torch_key_padding_mask(pad) == (ids == 0)).all()
     assert combine(None, None) is None
     both = combine(causal_mask(3), None, key_padding_to_attn(pad))
-    assert both.shape == (2, 1, 3, 3) and both[0, 0].tolist() == [[True, False, False], [True, True, False]] * 1 + [[True, True, False]]
+    assert both.shape == (2, 1, 3, 3)
+    assert both[0, 0].tolist() == [[True, False, False], [True, True, False], [True, True, False]]
     assert to_additive(torch.tensor([True, False])).tolist() == [0.0, float("-inf")]
 
 

@@ -85,8 +85,7 @@ def _parse_tree(line: str, where: str) -> tuple[str, str]:
                               "each node is '(label word)' or '(label subtree ...)'")
     if depth != 0:
         raise SeqlabError(f"{where}: {depth} unclosed '(' in the tree; check the brackets")
-    assert root is not None and words  # the line starts with '(' and every node holds a word or a subtree
-    return root, " ".join(words)
+    return str(root), " ".join(words)  # never empty: every node above holds a word or a subtree
 
 
 def read_labelled(path: str | Path) -> tuple[list[str], list[str]]:

@@ -141,14 +141,20 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
 # --------------------------------------------------------------------------------------------
 
 
-def ngram_multiset(grams: list) -> set:
+def _ngrams(tokens: list[str], n: int):
+    """The n-grams of a token list in order: the tokens themselves for n = 1, else n-tuples."""
+    return tokens if n == 1 else zip(*(tokens[i:] for i in range(n)))
+
+
+def ngram_multiset(grams: list, distinct: set | None = None) -> set:
     """A multiset of n-grams as a set of occurrences: g for the first, (g, k) for the (k+1)-th.
 
     Then |H ∩ R| = Σ_g min(count_H(g), count_R(g)), the clipped count of seed 004, and H ∪ R
     holds each n-gram max(count_H, count_R) times, the merged count of several references (§1.4).
     (g, k) pairs a gram with an int and so never equals a gram, which holds strings only.
+    ``distinct``, if given, is ``set(grams)`` already built; it is extended in place.
     """
-    occurrences = set(grams)
+    occurrences = set(grams) if distinct is None else distinct
     if len(occurrences) != len(grams):  # some n-gram repeats: add its 2nd, 3rd, ... occurrences
         for gram, count in Counter(grams).items():
             if count > 1:
@@ -158,10 +164,26 @@ def ngram_multiset(grams: list) -> set:
 
 def extract_ngrams(tokens: list[str], max_order: int) -> list[set]:
     """The n-gram multisets of orders 1..max_order (unigrams as strings, longer n-grams as tuples)."""
-    sets = [ngram_multiset(tokens)]
-    for n in range(2, max_order + 1):
-        sets.append(ngram_multiset(list(zip(*(tokens[i:] for i in range(n))))))
-    return sets
+    return [ngram_multiset(list(_ngrams(tokens, n))) for n in range(1, max_order + 1)]
+
+
+def clipped_counts(tokens: list[str], ref_sets: list[set]) -> list[int]:
+    """correct_n = Σ_g min(count_hyp(g), max_ref count(g)) for n = 1..N, against merged reference multisets.
+
+    An n-gram can only repeat if its (n-1)-gram prefix repeats, so once an order has no repeats, the
+    higher orders are counted by plain membership in the reference set, without building their multisets.
+    """
+    correct = []
+    repeats = True  # whether this order may repeat an n-gram
+    for n, ref in enumerate(ref_sets, start=1):
+        if repeats:
+            grams = list(_ngrams(tokens, n))
+            distinct = set(grams)
+            repeats = len(distinct) != len(grams)
+            correct.append(len(ngram_multiset(grams, distinct) & ref))
+        else:  # every n-gram occurs once: clipped count = how many are in the references
+            correct.append(len(ref.intersection(_ngrams(tokens, n))))
+    return correct
 
 
 def clipped_counts_reference(hyp: list[str], refs: list[list[str]], max_order: int) -> tuple[list[int], list[int]]:
@@ -411,7 +433,7 @@ class BLEU:
             hyp_tokens = self._tokens(hyp)
             hyp_len = len(hyp_tokens)
             # clipped counts: |hyp ∩ ref| per order; the hypothesis has L - n + 1 n-grams of order n
-            correct = [len(h & r) for h, r in zip(extract_ngrams(hyp_tokens, max_order), ref_sets)]
+            correct = clipped_counts(hyp_tokens, ref_sets)
             total = [max(hyp_len - n, 0) for n in range(max_order)]
             stats.append((hyp_len, closest_ref_len(hyp_len, ref_lens), correct, total))
         return stats, (nrefs.pop() if len(nrefs) == 1 else "var")

@@ -26,6 +26,8 @@ Deliberate deviations from seqeval, all on inputs seqeval mishandles:
 * Bad input (mismatched lengths, an unparsable tag) raises :class:`SeqlabError` naming the
   sentence, instead of TypeError/KeyError/IndexError.
 * Default mode does not warn about tags that do not look like NE tags.
+* ``classification_report`` with no entities at all returns the (empty) report instead of failing,
+  and token ``accuracy_score`` of no tokens raises SeqlabError instead of ZeroDivisionError.
 
 Schemes may be given by name (``"IOB2"``) or as seqeval's scheme classes (their ``__name__`` is used).
 """
@@ -43,7 +45,6 @@ import numpy as np
 from seqlab.errors import SeqlabError
 
 Tags = Sequence[str]  # one tag per token of one sentence
-Entity = tuple  # default mode: (type, start, end_inclusive); strict: (sentence, type, start, end_exclusive)
 
 AVERAGES = (None, "micro", "macro", "weighted")
 
@@ -466,7 +467,8 @@ def classification_report(
     averages = [(f"{average} avg", *scores_from_counts(counts, average=average, zero_division=zero_division))
                 for average in ("micro", "macro", "weighted")]
     if output_dict:
-        return {name: {"precision": p, "recall": r, "f1-score": f, "support": s} for name, p, r, f, s in rows + averages}
+        return {name: {"precision": p, "recall": r, "f1-score": f, "support": s}
+                for name, p, r, f, s in rows + averages}
     width = max(max((len(t) for t in counts.types), default=0), len("weighted avg"), digits)
     row_fmt = "{:>{width}s} " + " {:>9.{digits}f}" * 3 + " {:>9}"
     lines = [row_fmt.format(*row, width=width, digits=digits) for row in rows] + [""]

@@ -26,7 +26,7 @@ from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
-from seqlab.nn.attention import MultiHeadAttention
+from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
 from seqlab.train import Dist, Trainer, resolve_device
 
@@ -193,13 +193,6 @@ class LMTask:
             return {"loss": math.nan, "perplexity": math.nan}
         total, count = score_stream(model, self.valid_tokens, self.max_len, self.eval_batch_size, device, max_batches)
         return {"loss": total / count, "perplexity": perplexity(total, count)}
-
-
-def set_attention_impl(model: nn.Module, impl: str) -> None:
-    """Choose the attention path of every attention block ("fused" SDPA or "equations")."""
-    for m in model.modules():
-        if isinstance(m, MultiHeadAttention):
-            m.impl = impl
 
 
 def build_model(cfg: RunConfig, vocab_size: int) -> TransformerLM:
