@@ -18,11 +18,13 @@ handle zero counts (§1.7). Every step below follows sacreBLEU's order of operat
 precisions, bp, sys_len and ref_len are identical floats.
 
 The fast paths, each with its readable reference beside it and a test that the two agree:
-* 13a tokenisation (``tokenize_13a``) does sacreBLEU's four regex substitutions as split-and-pad
-  passes, skipping passes that cannot match (``tokenize_13a_reference`` is the literal re.sub chain);
-* clipped counts (``ngram_multiset``) are sizes of set intersections instead of a loop over
-  Counter items; ``clipped_counts_reference`` is the Counter loop;
-* each distinct line, and each distinct set of references, is tokenised and counted once per call.
+* 13a tokenisation (``tokenize_13a``) replaces sacreBLEU's four ``re.sub`` (whose per-match template
+  expansion runs in Python) by ``re.split`` and padding, scans only the marks . and , for the two
+  rules about them, and skips rules that cannot match; ``tokenize_13a_reference`` is the re.sub chain;
+* clipped counts (``ngram_multiset``, ``clipped_counts``) are sizes of set intersections instead of
+  a loop over Counter items; ``clipped_counts_reference`` is the Counter loop;
+* each distinct set of references is tokenised and counted once per call (several systems scored
+  against one reference file), and the cyclic garbage collector is paused meanwhile (``gc_paused``).
 
 Deliberate deviations from sacreBLEU's API (same numbers, stricter input): a hypothesis list and a
 reference stream of different lengths raise :class:`SeqlabError` (sacreBLEU silently truncates,
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from seqlab import __version__
 from seqlab.errors import SeqlabError
 
 MAX_NGRAM_ORDER = 4
@@ -60,7 +63,7 @@ _13A_RULES = [
     (re.compile(r"([\.,])([^0-9])"), r" \1 \2"),  # 6.3 split . or , before a non-digit
     (re.compile(r"([0-9])(-)"), r"\1 \2 "),  # 6.4 split - after a digit
 ]
-_SYMBOL, _AFTER_NON_DIGIT, _BEFORE_NON_DIGIT, _DASH_AFTER_DIGIT = (p for p, _ in _13A_RULES)
+_SYMBOL, _DASH_AFTER_DIGIT = _13A_RULES[0][0], _13A_RULES[3][0]
 
 
 def _13a_unescape(line: str) -> str:
@@ -92,15 +95,54 @@ def _pad_group(pattern: re.Pattern, line: str, group: int) -> str:
     return "".join(parts)
 
 
+_MARK = re.compile(r"([.,])")
+_DIGITS = "0123456789"
+
+
+def _split_marks_after_non_digit(line: str) -> str:
+    r"""Rule 6.2, ``re.sub(r'([^0-9])([\.,])', r'\1 \2 ', line)``, scanning only the marks . and ,.
+
+    A mark is matched when the character before it is not a digit and was not consumed by the
+    previous match; the only character an earlier match can consume there is the previous mark
+    (when the two are adjacent), as that match's second character.
+    """
+    parts = _MARK.split(line)  # [text, mark, text, mark, ..., text]
+    previous_matched = False
+    for k in range(1, len(parts), 2):
+        before = parts[k - 1]
+        matched = before[-1] not in _DIGITS if before else (k > 1 and not previous_matched)
+        if matched:
+            parts[k] = f" {parts[k]} "  # '\1 \2 ': the character before stays, the mark is padded
+        previous_matched = matched
+    return "".join(parts)
+
+
+def _split_marks_before_non_digit(line: str) -> str:
+    r"""Rule 6.3, ``re.sub(r'([\.,])([^0-9])', r' \1 \2', line)``, scanning only the marks . and ,.
+
+    A mark is matched when a non-digit follows it and it was not consumed as the second character
+    of the previous match (which happens when the previous mark matched and the two are adjacent).
+    """
+    parts = _MARK.split(line)
+    last = len(parts) - 2  # index of the last mark
+    consumed = False
+    for k in range(1, len(parts), 2):
+        after = parts[k + 1]
+        matched = not consumed and (after[0] not in _DIGITS if after else k < last)
+        if matched:
+            parts[k] = f" {parts[k]} "  # ' \1 \2': the mark is padded, the character after stays
+        consumed = matched and not after
+    return "".join(parts)
+
+
 def tokenize_13a(line: str) -> list[str]:
     """mteval-v13a tokenisation (sacreBLEU's default); equals :func:`tokenize_13a_reference`."""
     line = f" {_13a_unescape(line)} "
     line = " ".join(_SYMBOL.split(line))  # 6.1 ' \1 ': the one group is every odd item
     if "." in line or "," in line:  # 6.2 and 6.3 cannot match otherwise
-        line = _pad_group(_AFTER_NON_DIGIT, line, 2)  # '\1 \2 ' = group 1 + ' ' + group 2 + ' '
-        line = _pad_group(_BEFORE_NON_DIGIT, line, 1)  # ' \1 \2' = ' ' + group 1 + ' ' + group 2
+        line = _split_marks_before_non_digit(_split_marks_after_non_digit(line))
     if "-" in line:
-        line = _pad_group(_DASH_AFTER_DIGIT, line, 2)  # '\1 \2 '
+        line = _pad_group(_DASH_AFTER_DIGIT, line, 2)  # 6.4 '\1 \2 ' = digit + ' - '
     return line.split()
 
 
@@ -141,11 +183,6 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
 # --------------------------------------------------------------------------------------------
 
 
-def _ngrams(tokens: list[str], n: int):
-    """The n-grams of a token list in order: the tokens themselves for n = 1, else n-tuples."""
-    return tokens if n == 1 else zip(*(tokens[i:] for i in range(n)))
-
-
 def ngram_multiset(grams: list, distinct: set | None = None) -> set:
     """A multiset of n-grams as a set of occurrences: g for the first, (g, k) for the (k+1)-th.
 
@@ -162,28 +199,33 @@ def ngram_multiset(grams: list, distinct: set | None = None) -> set:
     return occurrences
 
 
+def _occurrences(tokens: list[str], max_order: int) -> Iterator[set | Iterator]:
+    """For n = 1..max_order, the n-gram multiset of ``tokens`` (unigrams as strings, n-grams as tuples).
+
+    An n-gram can only repeat if its (n-1)-gram prefix does, so once an order has no repeats the
+    higher orders are yielded as plain iterators over their n-grams, each of which occurs once.
+    """
+    shifted = [tokens[i:] for i in range(max_order)]  # tokens[i:] for the i-th word of each n-gram
+    repeats = True  # whether this order may repeat an n-gram
+    for n in range(1, max_order + 1):
+        grams = tokens if n == 1 else zip(*shifted[:n])
+        if not repeats:
+            yield grams
+            continue
+        grams = list(grams)
+        distinct = set(grams)
+        repeats = len(distinct) != len(grams)
+        yield ngram_multiset(grams, distinct) if repeats else distinct
+
+
 def extract_ngrams(tokens: list[str], max_order: int) -> list[set]:
-    """The n-gram multisets of orders 1..max_order (unigrams as strings, longer n-grams as tuples)."""
-    return [ngram_multiset(list(_ngrams(tokens, n))) for n in range(1, max_order + 1)]
+    """The n-gram multisets of orders 1..max_order, as sets of occurrences (:func:`ngram_multiset`)."""
+    return [grams if isinstance(grams, set) else set(grams) for grams in _occurrences(tokens, max_order)]
 
 
 def clipped_counts(tokens: list[str], ref_sets: list[set]) -> list[int]:
-    """correct_n = Σ_g min(count_hyp(g), max_ref count(g)) for n = 1..N, against merged reference multisets.
-
-    An n-gram can only repeat if its (n-1)-gram prefix repeats, so once an order has no repeats, the
-    higher orders are counted by plain membership in the reference set, without building their multisets.
-    """
-    correct = []
-    repeats = True  # whether this order may repeat an n-gram
-    for n, ref in enumerate(ref_sets, start=1):
-        if repeats:
-            grams = list(_ngrams(tokens, n))
-            distinct = set(grams)
-            repeats = len(distinct) != len(grams)
-            correct.append(len(ngram_multiset(grams, distinct) & ref))
-        else:  # every n-gram occurs once: clipped count = how many are in the references
-            correct.append(len(ref.intersection(_ngrams(tokens, n))))
-    return correct
+    """correct_n = Σ_g min(count_hyp(g), max_ref count(g)), n = 1..N, given the merged reference multisets."""
+    return [len(ref.intersection(grams)) for grams, ref in zip(_occurrences(tokens, len(ref_sets)), ref_sets)]
 
 
 def clipped_counts_reference(hyp: list[str], refs: list[list[str]], max_order: int) -> tuple[list[int], list[int]]:
@@ -216,7 +258,7 @@ def closest_ref_len(hyp_len: int, ref_lens: list[int]) -> int:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building millions of acyclic n-gram tuples and sets.
 
     They are freed by reference counting as usual; the collector would only rescan them again and
@@ -329,7 +371,7 @@ def compute_bleu(correct: list, total: list, sys_len: int, ref_len: int, smooth_
     return BLEUScore(score, correct, total, precisions, bp, sys_len, ref_len)
 
 
-def _check_corpus(hypotheses, references) -> list[list[str | None]]:
+def check_corpus(hypotheses, references) -> list[list[str | None]]:
     """Validate the API input; return the reference streams as lists."""
     if isinstance(hypotheses, str) or not isinstance(hypotheses, Sequence):
         raise SeqlabError("hypotheses must be a list of strings, one per segment; wrap a single sentence in a list")
@@ -386,8 +428,6 @@ class BLEU:
 
     def signature(self, nrefs: int | str = 1, short: bool = False) -> str:
         """``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:X`` (``short``: ``#:1|c:mixed|...``)."""
-        from seqlab import __version__
-
         smooth = self.smooth_method
         if SMOOTH_DEFAULTS[smooth] is not None:
             value = SMOOTH_DEFAULTS[smooth] if self.smooth_value is None else self.smooth_value
@@ -416,9 +456,9 @@ class BLEU:
     def _statistics(self, hypotheses: Sequence[str], references) -> tuple[list[tuple], int | str]:
         """Per-segment (hyp_len, ref_len, correct_1..N, total_1..N) and the signature's nrefs (§1.4-1.5).
 
-        Call it with the garbage collector paused (see :func:`_gc_paused`).
+        Call it with the garbage collector paused (see :func:`gc_paused`).
         """
-        streams = _check_corpus(hypotheses, references)
+        streams = check_corpus(hypotheses, references)
         max_order = self.max_ngram_order
         ref_cache: dict[tuple[str, ...], tuple[list[int], list[set]]] = {}  # a segment's references -> n-grams
         nrefs = set()
@@ -448,7 +488,7 @@ class BLEU:
 
     def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]]) -> BLEUScore:
         """Corpus BLEU: statistics summed over segments, then one score (§1.6)."""
-        with _gc_paused():
+        with gc_paused():
             stats, nrefs = self._statistics(hypotheses, references)
         hyp_lens, ref_lens, corrects, totals = zip(*stats)  # integers: the order of the sums is immaterial
         correct = [sum(column) for column in zip(*corrects)]
@@ -458,7 +498,7 @@ class BLEU:
     def sentence_scores(self, hypotheses: Sequence[str],
                         references: Sequence[Sequence[str | None]]) -> list[BLEUScore]:
         """One score per segment (each a corpus of one), for error analysis."""
-        with _gc_paused():
+        with gc_paused():
             stats, nrefs = self._statistics(hypotheses, references)
         return [self._score(correct, total, hyp_len, ref_len, nrefs) for hyp_len, ref_len, correct, total in stats]
 

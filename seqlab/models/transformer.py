@@ -331,6 +331,16 @@ class TransformerLM(nn.Module):
         logits = self.head(x)  # batch, seq, vocab
         return (logits, [w["self"] for w in weights]) if need_weights else logits
 
+    def step(self, ids: Tensor, cache: KVCache) -> Tensor:
+        """The incremental-decoding step: logits (batch, seq, vocab) for ids (batch, seq) at positions
+        cache.pos_tensor .., writing their keys/values into the cache.
+
+        Unlike ``forward`` it neither checks the position count nor advances the cache (the caller does
+        both), and it reads no Python-side counter, so ``torch.compile`` makes one graph for every position.
+        """
+        x = self.embed(ids, cache.positions(ids.shape[1]))  # batch, seq, d_model
+        return self.head(self.decoder(x, cache=cache))  # batch, seq, vocab
+
     @torch.no_grad()
     def attention_maps(self, ids: Tensor, padding: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention weights (batch, head, seq, seq) for ids (batch, seq), for visualisation."""

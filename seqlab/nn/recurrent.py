@@ -311,7 +311,7 @@ class RecurrentStack(nn.Module):
 
     def _equations(self, x: Tensor, lengths: Tensor | None, state: State) -> tuple[Tensor, State]:
         seq = x.shape[1]
-        real = None if lengths is None else torch.arange(seq, device=x.device)[None, :] < lengths[:, None]  # batch, seq
+        real = None if lengths is None else torch.arange(seq, device=x.device)[None, :] < lengths[:, None]  # batch,seq
         finals: list[State] = []
         for layer in range(self.cfg.n_layers):
             outs = []
@@ -323,7 +323,8 @@ class RecurrentStack(nn.Module):
             x = torch.cat(outs, dim=-1)  # batch, seq, dirs*hidden: [→a_t, ←a_t]
             if layer < self.cfg.n_layers - 1:
                 x = F.dropout(x, self.cfg.dropout, self.training)
-        final = tuple(torch.stack([f[i] for f in finals]) for i in range(self.kind.n_state))  # layers*dirs, batch, hidden
+        # each state tensor (layers*dirs, batch, hidden), in PyTorch's order of h_n
+        final = tuple(torch.stack([f[i] for f in finals]) for i in range(self.kind.n_state))
         return x, final
 
     def _direction(self, x: Tensor, real: Tensor | None, s: State, layer: int, d: int) -> tuple[Tensor, State]:

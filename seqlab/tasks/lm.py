@@ -25,12 +25,13 @@ from seqlab.data.sources import read_text, split_text
 from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
+from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
 from seqlab.train import Dist, Trainer, resolve_device
 
-MODEL_CONFIGS = {"transformer": TransformerLMConfig}
+MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS}
 SPLITS = ("train", "valid", "test")
 _CHUNK_CHARS = 1 << 20  # encode large corpora a megabyte of text at a time
 
@@ -161,7 +162,7 @@ def score_stream(model: nn.Module, tokens: np.ndarray, max_len: int, batch_size:
 class LMTask:
     """Plugs language modelling into :class:`seqlab.train.Trainer`."""
 
-    def __init__(self, model: TransformerLM, splits: dict[str, np.ndarray], eval_batch_size: int):
+    def __init__(self, model: nn.Module, splits: dict[str, np.ndarray], eval_batch_size: int):
         self.model = model
         self.train_tokens_array = splits["train"]
         self.valid_tokens = splits["valid"]
@@ -195,8 +196,10 @@ class LMTask:
         return {"loss": total / count, "perplexity": perplexity(total, count)}
 
 
-def build_model(cfg: RunConfig, vocab_size: int) -> TransformerLM:
-    return TransformerLM(replace(cfg.model, vocab_size=vocab_size))
+def build_model(cfg: RunConfig, vocab_size: int) -> nn.Module:
+    """The configured LM (Transformer or recurrent) with the tokenizer's vocabulary size."""
+    model_cfg = replace(cfg.model, vocab_size=vocab_size)
+    return build_lm(model_cfg) if isinstance(model_cfg, RecurrentLMConfig) else TransformerLM(model_cfg)
 
 
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
@@ -232,7 +235,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 class LanguageModel:
     """A trained LM loaded from a run directory: ``generate``, ``evaluate``, ``attention``."""
 
-    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, model: TransformerLM,
+    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, model: nn.Module,
                  device: torch.device):
         self.run_dir, self.config, self.tokenizer, self.model, self.device = run_dir, cfg, tokenizer, model, device
 
@@ -258,6 +261,9 @@ class LanguageModel:
 
     def attention(self, text: str) -> tuple[list[str], list[torch.Tensor]]:
         """Token strings and per-layer attention weights (head, seq, seq) for ``text``."""
+        if not hasattr(self.model, "attention_maps"):
+            raise SeqlabError(f"{self.run_dir} is a {self.config.arch} language model, which has no attention weights; "
+                              "attention maps need a Transformer run")
         ids = self.tokenizer.encode(text)[-self.model.cfg.max_len:]
         if not ids:
             raise SeqlabError("--text is empty after tokenisation; give some text")

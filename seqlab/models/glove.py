@@ -1,0 +1,349 @@
+"""GloVe (seed 004, "Glove algorithm"; Pennington et al. 2014): weighted least squares on co-occurrence counts.
+
+Seed 004: X_ij counts how often word j occurs in the window of word i (symmetric: X_ij = X_ji), and the
+vectors minimise
+
+    J = Σ_{i,j: X_ij > 0} f(X_ij) (θ_i·e_j + b_i + b̃_j - log X_ij)²,   f(x) = min(1, (x / x_max)^alpha)
+
+(the seed writes the sum over all pairs; pairs with X_ij = 0 have no log and f(0) = 0, so they drop out).
+As in the reference C tool (stanfordnlp/GloVe: cooccur.c, glove.c):
+- a pair at distance d in a symmetric window adds 1/d to X_ij and to X_ji; the window stops at line ends;
+- counting is sparse and memory-bounded: the pairs of a block of sentences (at most ``BLOCK_PAIRS``) are sorted
+  and summed, then merged into the running sparse matrix;
+- AdaGrad with the accumulators starting at 1, one shuffle of the non-zero entries, Hogwild threads over
+  contiguous parts of it; the reported cost is the mean of ½ f(X_ij) diff² over the entries;
+- NaN guards where the C tool needed them (its issues #85, #99, #156): an entry whose diff is not finite is
+  skipped, a vector update whose sum is not finite is dropped, a non-finite bias update counts as 0;
+- the word vectors are θ_w + e_w (the tool's ``-model 2``).
+
+Engines: ``numba`` (CPU kernel) and ``torch`` (:class:`GloVe` with sparse embeddings; the GPU path), taking
+the same AdaGrad step: u = η ∂J/∂p; p -= u / √G; G += u² (the tool accumulates the scaled gradient).
+
+Shapes: B entries in a batch, D = ``dim``, V words, N non-zero entries of X.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+from numba import njit, prange
+from torch import nn
+
+from seqlab.models.word2vec import Corpus, EpochStats, cpu_threads, numba_threads
+
+BLOCK_PAIRS = 1 << 22  # co-occurrences emitted between two sort-and-merge steps (bounds the temporary memory)
+_GUARDED = {"nsz", "arcp", "contract", "afn", "reassoc"}  # fastmath without nnan/ninf: the NaN guards must stay
+
+
+@dataclass(frozen=True)
+class GloVeConfig:
+    dim: int = 100  # D: size of θ_w and e_w
+    window: int = 10  # symmetric context window; a pair at distance d counts 1/d
+    x_max: float = 100.0  # f(x) = min(1, (x / x_max)^alpha)
+    alpha: float = 0.75  # exponent of the weighting function
+    engine: str = "auto"  # auto (numba on CPU, torch on CUDA) | numba | torch
+    vocab_size: int = 0  # V, derived from the data
+
+    def __post_init__(self):
+        if self.dim < 1 or self.window < 1:
+            raise ValueError(f"dim and window must be >= 1; got dim={self.dim}, window={self.window}")
+        if not (self.x_max > 0 and self.alpha >= 0):
+            raise ValueError(f"x_max must be > 0 and alpha >= 0; got x_max={self.x_max}, alpha={self.alpha}")
+        if self.engine not in ("auto", "numba", "torch"):
+            raise ValueError(f"engine must be one of auto, numba, torch; got {self.engine!r}")
+
+
+# ------------------------------------------------------------------------------------------------------
+# co-occurrence counts
+
+
+@njit(cache=True)
+def _emit_pairs(ids, sentence_starts, s, s_end, window, vocab, keys, vals):
+    """Left-context pairs (later word i, earlier word j, 1/d) of sentences s.. into keys = i·V + j; stops
+    before a sentence that would not fit. Returns (pairs written, next sentence)."""
+    n = 0
+    while s < s_end:
+        a, b = sentence_starts[s], sentence_starts[s + 1]
+        if n + (b - a) * window > keys.shape[0]:
+            break
+        for p in range(a, b):
+            for d in range(1, min(window, p - a) + 1):
+                keys[n] = np.int64(ids[p]) * vocab + ids[p - d]
+                vals[n] = 1.0 / d
+                n += 1
+        s += 1
+    return n, s
+
+
+@njit(cache=True)
+def _sum_sorted(keys, vals):
+    """Sum the values of equal keys in a sorted array (in place); returns the number of distinct keys."""
+    if keys.shape[0] == 0:
+        return 0
+    m = 0
+    for p in range(1, keys.shape[0]):
+        if keys[p] == keys[m]:
+            vals[m] += vals[p]
+        else:
+            m += 1
+            keys[m] = keys[p]
+            vals[m] = vals[p]
+    return m + 1
+
+
+@njit(cache=True)
+def _merge(ka, va, kb, vb):
+    """Merge two sorted sparse vectors with distinct keys into one (summing shared keys)."""
+    keys = np.empty(ka.shape[0] + kb.shape[0], dtype=np.int64)
+    vals = np.empty(keys.shape[0], dtype=np.float64)
+    i = j = n = 0
+    while i < ka.shape[0] or j < kb.shape[0]:
+        if j == kb.shape[0] or (i < ka.shape[0] and ka[i] < kb[j]):
+            keys[n], vals[n] = ka[i], va[i]
+            i += 1
+        elif i == ka.shape[0] or kb[j] < ka[i]:
+            keys[n], vals[n] = kb[j], vb[j]
+            j += 1
+        else:
+            keys[n], vals[n] = ka[i], va[i] + vb[j]
+            i += 1
+            j += 1
+        n += 1
+    return keys[:n], vals[:n]
+
+
+def _sorted_sum(keys: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], vals[order]
+    n = _sum_sorted(keys, vals)
+    return keys[:n].copy(), vals[:n].copy()
+
+
+def cooccurrence(corpus: Corpus, window: int, block_pairs: int = BLOCK_PAIRS) -> tuple[np.ndarray, ...]:
+    """The symmetric matrix X as sorted (rows (N,) int32, cols (N,) int32, values (N,) float64)."""
+    v = len(corpus.words)
+    block_pairs = max(block_pairs, window * (int(np.diff(corpus.sentence_starts).max(initial=0)) + 1))
+    keys_buf = np.empty(block_pairs, dtype=np.int64)
+    vals_buf = np.empty(block_pairs, dtype=np.float64)
+    keys, vals = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    s, n_sentences = 0, len(corpus.sentence_starts) - 1
+    while s < n_sentences:
+        n, s = _emit_pairs(corpus.ids, corpus.sentence_starts, s, n_sentences, window, v, keys_buf, vals_buf)
+        keys, vals = _merge(keys, vals, *_sorted_sum(keys_buf[:n], vals_buf[:n]))
+    later, earlier = keys // v, keys % v  # A[later, earlier]; X = A + Aᵀ
+    keys, vals = _sorted_sum(np.concatenate([keys, earlier * v + later]), np.concatenate([vals, vals]))
+    return (keys // v).astype(np.int32), (keys % v).astype(np.int32), vals
+
+
+# ------------------------------------------------------------------------------------------------------
+# the numba engine
+
+
+@njit(parallel=True, fastmath=_GUARDED, cache=True)
+def _adagrad(word, context, word_bias, context_bias, g_word, g_context, g_word_bias, g_context_bias,
+             rows, cols, vals, begin, end, x_max, alpha, eta, out_cost, out_count):
+    """glove.c's inner loop over entries begin[t] <= p < end[t] for each thread t (Hogwild)."""
+    for t in prange(begin.shape[0]):
+        dim = word.shape[1]
+        update_w = np.empty(dim, dtype=np.float32)
+        update_c = np.empty(dim, dtype=np.float32)
+        cost, count = 0.0, 0
+        for p in range(begin[t], end[t]):
+            i, j, x = rows[p], cols[p], vals[p]
+            diff = 0.0
+            for d in range(dim):
+                diff += word[i, d] * context[j, d]
+            diff += word_bias[i] + context_bias[j] - math.log(x)  # θ_i·e_j + b_i + b̃_j - log X_ij
+            fdiff = diff if x > x_max else (x / x_max) ** alpha * diff  # f(X_ij) · diff
+            if not (math.isfinite(diff) and math.isfinite(fdiff)):
+                continue
+            cost += 0.5 * fdiff * diff
+            count += 1
+            fdiff *= eta
+            sum_w, sum_c = 0.0, 0.0
+            for d in range(dim):
+                grad_w = fdiff * context[j, d]
+                grad_c = fdiff * word[i, d]
+                update_w[d] = grad_w / math.sqrt(g_word[i, d])
+                update_c[d] = grad_c / math.sqrt(g_context[j, d])
+                sum_w += update_w[d]
+                sum_c += update_c[d]
+                g_word[i, d] += grad_w * grad_w
+                g_context[j, d] += grad_c * grad_c
+            if math.isfinite(sum_w) and math.isfinite(sum_c):
+                for d in range(dim):
+                    word[i, d] -= update_w[d]
+                    context[j, d] -= update_c[d]
+            step_w = fdiff / math.sqrt(g_word_bias[i])
+            step_c = fdiff / math.sqrt(g_context_bias[j])
+            word_bias[i] -= step_w if math.isfinite(step_w) else 0.0
+            context_bias[j] -= step_c if math.isfinite(step_c) else 0.0
+            g_word_bias[i] += fdiff * fdiff
+            g_context_bias[j] += fdiff * fdiff
+        out_cost[t] += cost
+        out_count[t] += count
+
+
+# ------------------------------------------------------------------------------------------------------
+# the PyTorch model
+
+
+class GloVe(nn.Module):
+    """θ (``word``), e (``context``) and the biases b, b̃; ``forward`` is the weighted squared error per entry."""
+
+    def __init__(self, cfg: GloVeConfig):
+        super().__init__()
+        self.cfg = cfg
+        v, d = cfg.vocab_size, cfg.dim
+        self.word = nn.Embedding(v, d, sparse=True)  # θ: (V, D)
+        self.context = nn.Embedding(v, d, sparse=True)  # e: (V, D)
+        self.word_bias = nn.Embedding(v, 1, sparse=True)  # b: (V, 1)
+        self.context_bias = nn.Embedding(v, 1, sparse=True)  # b̃: (V, 1)
+
+    def weight(self, x: torch.Tensor) -> torch.Tensor:
+        """f(x) = min(1, (x / x_max)^alpha)."""
+        return torch.clamp(x / self.cfg.x_max, max=1.0) ** self.cfg.alpha
+
+    def forward(self, i: torch.Tensor, j: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """i, j, x (B,) -> ½ f(X_ij) (θ_i·e_j + b_i + b̃_j - log X_ij)² (B,)."""
+        score = (self.word(i) * self.context(j)).sum(-1)  # (B, D) -> (B,)
+        diff = score + self.word_bias(i)[:, 0] + self.context_bias(j)[:, 0] - torch.log(x)
+        return 0.5 * self.weight(x) * diff * diff
+
+    def vectors(self) -> torch.Tensor:
+        """(V, D) word vectors θ_w + e_w."""
+        return self.word.weight + self.context.weight
+
+
+class GloVeTrainer:
+    """A :class:`GloVe`, its co-occurrence matrix and AdaGrad accumulators, trained one epoch at a time."""
+
+    PARAMS = ("word", "context", "word_bias", "context_bias")
+
+    def __init__(self, cfg: GloVeConfig, corpus: Corpus, *, seed: int):
+        cfg = replace(cfg, vocab_size=len(corpus.words))
+        self.cfg, self.seed = cfg, seed
+        self.model = GloVe(cfg)
+        rng = np.random.default_rng(seed)
+        with torch.no_grad():  # glove.c: every weight uniform in ±0.5/D, accumulators at 1
+            for name in self.PARAMS:
+                p = getattr(self.model, name).weight
+                p.copy_(torch.from_numpy((rng.random(tuple(p.shape), dtype=np.float32) - 0.5) / cfg.dim))
+        self.adagrad = {name: np.ones(tuple(getattr(self.model, name).weight.shape), dtype=np.float32)
+                        for name in self.PARAMS}
+        rows, cols, vals = cooccurrence(corpus, cfg.window)
+        order = rng.permutation(len(vals))  # one shuffle, as the tool's shuffle step
+        self.rows, self.cols, self.vals = rows[order], cols[order], vals[order]
+
+    def vectors(self) -> np.ndarray:
+        return self.model.vectors().detach().cpu().numpy().copy()
+
+    def trainer_tensors(self) -> dict[str, torch.Tensor]:
+        return {f"adagrad.{k}": torch.from_numpy(v) for k, v in self.adagrad.items()}
+
+    def restore_trainer_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        for name in self.PARAMS:
+            self.adagrad[name][...] = tensors[f"adagrad.{name}"].numpy()
+
+    def train_epoch(self, corpus: Corpus, epoch: int, n_epochs: int, lr: float, min_lr: float, *,
+                    engine: str = "numba", threads: int = 0, device: torch.device | None = None,
+                    batch_size: int = 4096, on_progress: Callable[[int], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> EpochStats | None:
+        """One pass over the non-zero entries at the constant learning rate ``lr`` (AdaGrad adapts it);
+        None when ``should_stop`` interrupted it. Progress is reported in corpus words, pro rata."""
+        run = self._epoch_numba if engine == "numba" else self._epoch_torch
+        report = on_progress or (lambda n: None)
+        done = [0.0, 0]  # fraction of the epoch done, words reported
+
+        def progress(fraction: float) -> None:
+            done[0] += fraction
+            words = round(corpus.raw_words * min(done[0], 1.0))
+            report(words - done[1])
+            done[1] = words
+
+        result = run(lr, threads=threads, device=device, batch_size=batch_size, on_progress=progress,
+                     should_stop=should_stop or (lambda: False))
+        if result is None:
+            return None
+        cost, count, seconds = result
+        return EpochStats(cost / max(count, 1), count, len(corpus.ids), corpus.raw_words, seconds, lr)
+
+    def _arrays(self) -> list[np.ndarray]:
+        m = self.model
+        return [m.word.weight.detach().numpy(), m.context.weight.detach().numpy(),
+                m.word_bias.weight.detach().numpy()[:, 0], m.context_bias.weight.detach().numpy()[:, 0]]
+
+    def _epoch_numba(self, lr, *, threads, device, batch_size, on_progress, should_stop):
+        import numba
+
+        n_threads = numba_threads(threads)
+        numba.set_num_threads(n_threads)
+        n = len(self.vals)
+        bounds = np.linspace(0, n, n_threads + 1).astype(np.int64)  # thread t: a contiguous part
+        g = self.adagrad
+        grads = [g["word"], g["context"], g["word_bias"][:, 0], g["context_bias"][:, 0]]
+        cost, count = np.zeros(n_threads), np.zeros(n_threads, dtype=np.int64)
+
+        def kernel(begin: np.ndarray, end: np.ndarray) -> None:
+            _adagrad(*self._arrays(), *grads, self.rows, self.cols, self.vals, begin, end, self.cfg.x_max,
+                     self.cfg.alpha, lr, cost, count)
+
+        kernel(bounds[:-1], bounds[:-1])  # compiles (or loads the cached machine code) outside the timed epoch
+        t0 = time.perf_counter()
+        slices = 16  # kernel calls per epoch: progress and Ctrl-C between calls
+        for k in range(slices):
+            if should_stop():
+                return None
+            kernel(bounds[:-1] + (bounds[1:] - bounds[:-1]) * k // slices,
+                   bounds[:-1] + (bounds[1:] - bounds[:-1]) * (k + 1) // slices)
+            on_progress(1 / slices)
+        return float(cost.sum()), int(count.sum()), time.perf_counter() - t0
+
+    def _epoch_torch(self, lr, *, threads, device, batch_size, on_progress, should_stop):
+        device = device or torch.device("cpu")
+        with cpu_threads(threads if device.type == "cpu" else 0):
+            return self._epoch_torch_body(lr, device, batch_size, on_progress, should_stop)
+
+    def _epoch_torch_body(self, lr, device, batch_size, on_progress, should_stop):
+        m = self.model.to(device)
+        params = [getattr(m, name).weight for name in self.PARAMS]
+        accumulators = [torch.from_numpy(self.adagrad[name]).to(device) for name in self.PARAMS]
+        rows = torch.from_numpy(self.rows.astype(np.int64))
+        cols = torch.from_numpy(self.cols.astype(np.int64))
+        vals = torch.from_numpy(self.vals)
+        n, cost, count = len(self.vals), 0.0, 0
+        t0 = time.perf_counter()
+        for b0 in range(0, n, batch_size):
+            if should_stop():
+                m.cpu()
+                return None
+            i, j = rows[b0:b0 + batch_size].to(device), cols[b0:b0 + batch_size].to(device)  # (B,)
+            x = vals[b0:b0 + batch_size].to(device, torch.float32)  # (B,)
+            with torch.no_grad():
+                finite = torch.isfinite(m(i, j, x))  # NaN guard: a non-finite entry takes no step (B,)
+            if not bool(finite.all()):
+                i, j, x = i[finite], j[finite], x[finite]
+            loss = m(i, j, x)  # (B,)
+            for p in params:
+                p.grad = None
+            loss.sum().backward()
+            with torch.no_grad():
+                for p, acc in zip(params, accumulators):
+                    grad = p.grad.coalesce()
+                    rows_touched, u = grad.indices()[0], lr * grad.values()  # u = η ∂J/∂p
+                    step = u / acc[rows_touched].sqrt()
+                    step = torch.where(torch.isfinite(step), step, torch.zeros_like(step))
+                    p.index_add_(0, rows_touched, -step)
+                    acc.index_add_(0, rows_touched, u * u)
+            cost += loss.sum().item()
+            count += len(x)
+            on_progress(len(finite) / n)
+        for name, acc in zip(self.PARAMS, accumulators):
+            self.adagrad[name][...] = acc.cpu().numpy()
+        m.cpu()
+        return cost, count, time.perf_counter() - t0

@@ -1,0 +1,319 @@
+"""Translation (seed 004, "Google Translate: Sequence to Sequence Models"): p(y | x) of a target sentence
+given a source sentence, trained with the average token-level NLL under teacher forcing.
+
+Examples (ids from :mod:`seqlab.data.parallel`'s tokenizers):
+    source      x_1 .. x_m <eos>        (the <eos> marks the end for the encoder)
+    decoder in  <sos> y_1 .. y_n        targets  y_1 .. y_n <eos>   (seed 004: <sos> and <eos>)
+Sentence pairs whose source (with <eos>) or target (with <sos>/<eos>) exceeds ``model.max_len`` are
+left out of training and validation, and the number left out is logged. At prediction a source longer
+than ``model.max_len`` is refused (never silently truncated), naming the line.
+
+Training batches are drawn with the data generator only: a pool of ``POOL_BATCHES * n`` random pair
+indices, sorted by length, of which a random run of ``n`` consecutive pairs is the batch (little padding,
+no state besides the generator, so ``--resume`` continues bit-for-bit). The loss is summed over real
+target tokens and divided by their count (the Trainer).
+
+Decoding: :mod:`seqlab.beam`, beam size ``DEFAULT_BEAM`` with the GNMT length penalty alpha
+``DEFAULT_ALPHA`` unless told otherwise (``beam=1`` is greedy); ``evaluate`` scores the detokenised
+translations of a split with corpus BLEU (sacreBLEU-identical, 13a, :mod:`seqlab.metrics.bleu`) against
+the raw reference lines. Words not in a word/char vocabulary read as ``<unk>`` (byte-level BPE has none).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from seqlab import checkpoint
+from seqlab.beam import Hypothesis, translate_ids
+from seqlab.config import RunConfig
+from seqlab.data.batching import pad_batch
+from seqlab.data.parallel import ParallelCorpus, encode_lines, joint_vocab, read_splits, train_tokenizers
+from seqlab.errors import SeqlabError
+from seqlab.metrics.lm import nll_sum, perplexity
+from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
+from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
+from seqlab.nn.attention import set_attention_impl
+from seqlab.text.tokenizers import Tokenizer, load_tokenizer
+from seqlab.train import Dist, Trainer, resolve_device
+
+MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
+MODELS = {"seq2seq-attention": Seq2SeqAttention, "transformer": EncoderDecoder}
+SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer.json", "tgt_tokenizer.json"
+DEFAULT_BEAM = 5  # beam size of predict / evaluate / attention when none is given
+DEFAULT_ALPHA = 0.6  # GNMT length-penalty exponent (Wu et al. 2016 use 0.6 - 0.7)
+POOL_BATCHES = 16  # training batches are cut from length-sorted pools of this many batches
+DECODE_BATCH = 64  # sentences decoded together
+
+
+# ------------------------------------------------------------------------------------------------------
+# data
+
+
+@dataclass
+class Examples:
+    """Encoded pairs: ``src[i]`` ends with <eos>; ``tgt[i]`` has neither <sos> nor <eos>."""
+
+    src: list[list[int]]
+    tgt: list[list[int]]
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+class Batch(NamedTuple):
+    src: Tensor  # batch, src
+    src_mask: Tensor  # batch, src: True = real token
+    tgt_in: Tensor  # batch, tgt: <sos> y_1 .. y_n
+    tgt_out: Tensor  # batch, tgt: y_1 .. y_n <eos>
+    tgt_mask: Tensor  # batch, tgt: True = real target token
+
+    def rows(self, start: int, stop: int) -> Batch:
+        return Batch(*(t[start:stop] for t in self))
+
+
+def save_tokenizers(run_dir: Path, src_tok: Tokenizer, tgt_tok: Tokenizer) -> None:
+    src_tok.save(run_dir / SRC_TOKENIZER)
+    tgt_tok.save(run_dir / TGT_TOKENIZER)
+
+
+def load_tokenizers(run_dir: Path) -> tuple[Tokenizer, Tokenizer]:
+    src_tok = load_tokenizer(run_dir / SRC_TOKENIZER)
+    tgt_tok = load_tokenizer(run_dir / TGT_TOKENIZER)
+    for name, tok in (("source", src_tok), ("target", tgt_tok)):
+        if tok.sos_id is None or tok.eos_id is None:
+            raise SeqlabError(f"the {name} tokenizer of {run_dir} has no <sos>/<eos>; retrain the run")
+    return src_tok, tgt_tok
+
+
+def encode_corpus(corpus: ParallelCorpus, src_tok: Tokenizer, tgt_tok: Tokenizer) -> Examples:
+    return Examples([ids + [src_tok.eos_id] for ids in encode_lines(src_tok, corpus.src)],
+                    encode_lines(tgt_tok, corpus.tgt))
+
+
+def fit_length(examples: Examples, max_len: int) -> tuple[Examples, int]:
+    """The pairs whose source (with <eos>) and decoder input (<sos> + target) fit in max_len; and how many did not."""
+    keep = [i for i, (s, t) in enumerate(zip(examples.src, examples.tgt)) if len(s) <= max_len and len(t) < max_len]
+    return Examples([examples.src[i] for i in keep], [examples.tgt[i] for i in keep]), len(examples) - len(keep)
+
+
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
+    """Tokenizers (learned once per run directory, then reloaded) and the encoded train/valid pairs."""
+    corpora = read_splits(cfg.data, ("train", "valid"))
+    if dist.main and not (run_dir / TGT_TOKENIZER).exists():
+        save_tokenizers(run_dir, *train_tokenizers(cfg.data, corpora["train"]))
+    if dist.world > 1:
+        import torch.distributed as torch_dist
+
+        torch_dist.barrier()  # rank 0 wrote the tokenizers; every rank reads the same files
+    src_tok, tgt_tok = load_tokenizers(run_dir)
+    examples = {}
+    for split, corpus in corpora.items():
+        examples[split], dropped = fit_length(encode_corpus(corpus, src_tok, tgt_tok), cfg.model.max_len)
+        if dropped:
+            log(f"{split}: left out {dropped} of {len(corpus)} pairs longer than model.max_len={cfg.model.max_len}")
+    if not len(examples["train"]):
+        raise SeqlabError(f"no training pair fits in model.max_len={cfg.model.max_len}; raise model.max_len")
+    return src_tok, tgt_tok, examples
+
+
+def collate(examples: Examples, index: list[int], sos_id: int, eos_id: int, pad_id: int) -> Batch:
+    src, src_mask = pad_batch([examples.src[i] for i in index], pad_id)  # batch, src
+    tgt_in, tgt_mask = pad_batch([[sos_id] + examples.tgt[i] for i in index], pad_id)  # batch, tgt
+    tgt_out, _ = pad_batch([examples.tgt[i] + [eos_id] for i in index], pad_id)  # batch, tgt
+    return Batch(src, src_mask, tgt_in, tgt_out, tgt_mask)
+
+
+def build_model(cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> nn.Module:
+    """The configured model with the vocabulary sizes of the data."""
+    if getattr(cfg.model, "share_embeddings", False) and src_tok is not tgt_tok and not joint_vocab(cfg.data):
+        raise SeqlabError("model.share_embeddings needs one vocabulary for both languages; set data.joint_vocab=true "
+                          "or model.share_embeddings=false")
+    model_cfg = replace(cfg.model, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size)
+    return MODELS[cfg.arch](model_cfg)
+
+
+# ------------------------------------------------------------------------------------------------------
+# the training task
+
+
+class TranslateTask:
+    """Plugs translation into :class:`seqlab.train.Trainer`."""
+
+    def __init__(self, model: nn.Module, train: Examples, valid: Examples, tgt_tok: Tokenizer, eval_batch_size: int):
+        self.model, self.train, self.valid = model, train, valid
+        self.special = dict(sos_id=tgt_tok.sos_id, eos_id=tgt_tok.eos_id, pad_id=tgt_tok.pad_id)
+        self.train_tokens = sum(len(t) + 1 for t in train.tgt)  # target tokens (with <eos>) per epoch
+        self.lengths = torch.tensor([max(len(s), len(t) + 1) for s, t in zip(train.src, train.tgt)])  # pairs
+        self.eval_batch_size = eval_batch_size
+
+    def train_batch(self, generator: torch.Generator, n: int) -> Batch:
+        pool = torch.randint(len(self.train), (POOL_BATCHES * n,), generator=generator)  # pool
+        pool = pool[torch.sort(self.lengths[pool], stable=True).indices]  # pool, by length
+        start = int(torch.randint(POOL_BATCHES, (1,), generator=generator)) * n
+        return collate(self.train, pool[start:start + n].tolist(), **self.special)
+
+    def shard(self, batch: Batch, rank: int, world: int) -> Batch:
+        n = batch.src.shape[0] // world
+        return batch.rows(rank * n, (rank + 1) * n)
+
+    def count(self, batch: Batch) -> int:
+        return int(batch.tgt_mask.sum())
+
+    def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
+        src, src_mask, tgt_in, tgt_out, tgt_mask = (t.to(device, non_blocking=True) for t in batch)
+        # no target padding mask: padding follows the real tokens, which the causal mask already hides it from
+        logits = model(src, tgt_in, src_mask)  # batch, tgt, vocab
+        return nll_sum(logits, tgt_out, tgt_mask)[0]
+
+    def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
+        total, count = score_examples(model, self.valid, self.special, self.eval_batch_size, device, max_batches)
+        return {"loss": total / count if count else math.nan, "perplexity": perplexity(total, count)}
+
+
+@torch.no_grad()
+def score_examples(model: nn.Module, examples: Examples, special: dict, batch_size: int, device: torch.device,
+                   max_batches: int | None = None) -> tuple[float, int]:
+    """(sum of target-token NLL, number of target tokens) under teacher forcing, in length-sorted batches;
+    with ``max_batches``, that many batches spread evenly over the split."""
+    order = sorted(range(len(examples)), key=lambda i: (len(examples.tgt[i]), len(examples.src[i]), i))
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if max_batches is not None and len(batches) > max_batches:
+        step = len(batches) / max_batches
+        batches = [batches[int(i * step)] for i in range(max_batches)]
+    total, count = 0.0, 0
+    for index in batches:
+        src, src_mask, tgt_in, tgt_out, tgt_mask = (t.to(device) for t in collate(examples, index, **special))
+        s, c = nll_sum(model(src, tgt_in, src_mask), tgt_out, tgt_mask)
+        total += float(s)
+        count += c
+    return total, count
+
+
+def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
+    torch.manual_seed(cfg.train.seed)  # the initial weights
+    src_tok, tgt_tok, examples = prepare_data(cfg, run_dir, dist, log)
+    model = build_model(cfg, src_tok, tgt_tok)
+    log(f"model: {cfg.arch}, {model.num_params() / 1e6:.2f}M parameters; pairs: train {len(examples['train']):,}, "
+        f"valid {len(examples['valid']):,}; vocabulary {src_tok.vocab_size:,} source, {tgt_tok.vocab_size:,} target")
+    task = TranslateTask(model, examples["train"], examples["valid"], tgt_tok,
+                         eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum))
+    trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
+    equations = trainer.precision == "bf16" and trainer.device.type == "cpu" and isinstance(model, EncoderDecoder)
+    if equations:
+        set_attention_impl(model, "equations")  # explicit matmuls beat SDPA for bf16 training on CPU (lm.py)
+    if resume and trainer.restore():
+        log(f"resumed from step {trainer.step}")
+    if trainer.done():
+        log(f"already trained to step {trainer.step}; nothing to do")
+        return trainer.state()
+    state = trainer.fit()
+    if equations:
+        set_attention_impl(model, "fused")
+    return state
+
+
+# ------------------------------------------------------------------------------------------------------
+# a trained translator
+
+
+class Translator:
+    """A trained translation model loaded from a run directory: ``predict``, ``evaluate``, ``attention``."""
+
+    def __init__(self, run_dir: Path, cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, model: nn.Module,
+                 device: torch.device):
+        self.run_dir, self.config, self.model, self.device = run_dir, cfg, model, device
+        self.src_tok, self.tgt_tok = src_tok, tgt_tok
+
+    def encode_sources(self, lines: list[str], where: str = "input line") -> list[list[int]]:
+        """Source ids (with <eos>); a source longer than max_len is refused, naming its line."""
+        max_len = self.model.cfg.max_len
+        ids = [i + [self.src_tok.eos_id] for i in encode_lines(self.src_tok, list(lines))]
+        for number, seq in enumerate(ids, start=1):
+            if len(seq) > max_len:
+                raise SeqlabError(f"{where} {number} has {len(seq)} tokens (with <eos>), more than model.max_len="
+                                  f"{max_len}; split it into shorter sentences")
+        return ids
+
+    def translate(self, lines: list[str], beam: int | None = None, alpha: float = DEFAULT_ALPHA,
+                  where: str = "input line") -> list[Hypothesis]:
+        """The best hypothesis for each source line (an empty line gives an empty translation)."""
+        beam = DEFAULT_BEAM if beam is None else beam
+        if beam < 1:
+            raise SeqlabError(f"--beam must be >= 1 (1 = greedy), got {beam}")
+        lines = list(lines)
+        real = [i for i, line in enumerate(lines) if line.strip()]
+        sources = self.encode_sources([lines[i] for i in real], where)
+        tok = self.tgt_tok
+        hyps = translate_ids(self.model, sources, sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
+                             beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
+        out = [Hypothesis([], 0.0, 0.0, True)] * len(lines)
+        for i, h in zip(real, hyps):
+            out[i] = h
+        return out
+
+    def predict(self, lines: list[str] | None, beam: int | None = None) -> list[dict]:
+        """One result per input line: ``{"source", "translation", "score"}`` (score: normalised log-prob)."""
+        if lines is None:
+            raise SeqlabError("translation reads source sentences from stdin, one per line; --steps is for forecasting")
+        hyps = self.translate(lines, beam)
+        return [{"source": line, "translation": self.tgt_tok.decode(h.tokens), "score": h.score}
+                for line, h in zip(lines, hyps)]
+
+    def format_prediction(self, result: dict) -> str:
+        return result["translation"]
+
+    def evaluate(self, split: str = "test", beam: int | None = None, alpha: float = DEFAULT_ALPHA) -> dict:
+        """Corpus BLEU (sacreBLEU-identical, 13a) of the split's translations: ``{"bleu", "signature"}``."""
+        from seqlab.metrics.bleu import corpus_bleu
+
+        if split not in ("valid", "test"):
+            raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
+        corpus = read_splits(self.config.data, (split,))[split]
+        hyps = self.translate(corpus.src, beam, alpha, where=f"{split} sentence")
+        score = corpus_bleu([self.tgt_tok.decode(h.tokens) for h in hyps], [corpus.tgt])
+        return {"bleu": score.score, "signature": score.signature}
+
+    def _token_strings(self, tok: Tokenizer, ids: list[int]) -> list[str]:
+        return ["<eos>" if i == tok.eos_id else tok.decode([i]) for i in ids]
+
+    @torch.no_grad()
+    def attention(self, text: str, beam: int | None = None) -> tuple[list[str], list[str], Tensor]:
+        """Translate ``text`` and return (source tokens, output tokens, weights (heads or 1, tgt, src)).
+
+        Row i of the weights is the attention of the step that produced output token i (the last one is
+        <eos> when the translation finished); column j is source token j (the last is <eos>).
+        Seq2seq: alpha of the additive attention (one map). Transformer: the cross-attention of the last
+        decoder layer, one map per head.
+        """
+        if not text.strip():
+            raise SeqlabError("--text is empty; give a source sentence")
+        src_ids = self.encode_sources([text], where="--text line")[0]
+        hyp = self.translate([text], beam)[0]
+        out_ids = hyp.tokens + ([self.tgt_tok.eos_id] if hyp.finished else [])
+        src = torch.tensor([src_ids], device=self.device)  # 1, src
+        tgt_in = torch.tensor([[self.tgt_tok.sos_id] + out_ids[:-1]], device=self.device)  # 1, tgt
+        if isinstance(self.model, Seq2SeqAttention):
+            weights = self.model.attention_maps(src, tgt_in)  # 1, tgt, src
+        else:
+            memory = self.model.encode(src)  # 1, src, d_model
+            _, layers = self.model.decode(tgt_in, memory, need_weights=True)
+            weights = layers[-1]["cross"][0]  # head, tgt, src
+        return (self._token_strings(self.src_tok, src_ids), self._token_strings(self.tgt_tok, out_ids),
+                weights.float().cpu())
+
+
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Translator:
+    device = resolve_device("auto") if device is None else torch.device(device)
+    src_tok, tgt_tok = load_tokenizers(run_dir)
+    if joint_vocab(cfg.data):
+        tgt_tok = src_tok  # one vocabulary object, as in training
+    model = build_model(cfg, src_tok, tgt_tok)
+    checkpoint.load_model(model, run_dir / "model.safetensors")
+    model.to(device).eval()
+    return Translator(run_dir, cfg, src_tok, tgt_tok, model, device)

@@ -1,0 +1,149 @@
+"""Parity with gensim 4 on the same inputs: vocabulary tables, effective word counts, the word2vec text format,
+most_similar / most_similar_cosmul, evaluate_analogies and evaluate_similarity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seqlab.data.sources import pydocs_text
+from seqlab.models.word2vec import Corpus, Word2VecConfig, Word2VecTrainer, cum_table, huffman_tree, sample_ints
+from seqlab.tasks.embed import sentences_of
+from seqlab.vectors import KeyedVectors
+
+gensim = pytest.importorskip("gensim")
+from gensim.models import KeyedVectors as GensimKV  # noqa: E402
+from gensim.models import Word2Vec  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pydocs_sentences() -> list[list[str]]:
+    return sentences_of(pydocs_text(), lowercase=True)
+
+
+def test_vocabulary_tables_equal_gensims(pydocs_sentences):
+    """Word order, counts, subsampling thresholds, noise table and Huffman paths: bit-identical."""
+    corpus = Corpus.build(pydocs_sentences, min_freq=5)
+    ref = Word2Vec(vector_size=8, min_count=5, sample=1e-3, sg=1, hs=1, negative=5, workers=1)
+    ref.build_vocab(pydocs_sentences)
+    assert corpus.words == ref.wv.index_to_key
+    np.testing.assert_array_equal(corpus.counts, ref.wv.expandos["count"])
+    np.testing.assert_array_equal(sample_ints(corpus.counts, 1e-3), ref.wv.expandos["sample_int"])
+    np.testing.assert_array_equal(cum_table(corpus.counts, 0.75), ref.cum_table)
+    tree = huffman_tree(corpus.counts)
+    for w in range(len(corpus.words)):
+        n = tree.lengths[w]
+        np.testing.assert_array_equal(tree.codes[w, :n], ref.wv.expandos["code"][w])
+        np.testing.assert_array_equal(tree.points[w, :n], ref.wv.expandos["point"][w])
+
+
+@pytest.mark.parametrize("sample", [1e-3, 1e-4])
+def test_effective_words_match_gensim(pydocs_sentences, sample):
+    """Words kept after subsampling in one epoch, as gensim counts them (a random count: within 1.5%)."""
+    corpus = Corpus.build(pydocs_sentences, min_freq=5)
+    ref = Word2Vec(vector_size=8, min_count=5, sample=sample, sg=1, negative=1, window=1, workers=1, seed=3)
+    ref.build_vocab(pydocs_sentences)
+    effective, raw = ref.train(pydocs_sentences, total_examples=ref.corpus_count, epochs=1)
+    ours = Word2VecTrainer(Word2VecConfig(dim=8, window=1, negative=1, sample=sample), corpus.counts, hs=False,
+                           seed=3).train_epoch(corpus, 0, 1, 0.025, 0.0001, threads=1)
+    assert ours.raw_words == raw
+    assert abs(ours.effective_words - effective) / effective < 0.015, (ours.effective_words, effective)
+
+
+@pytest.fixture(scope="module")
+def trained(pydocs_sentences) -> tuple[KeyedVectors, GensimKV]:
+    """Vectors gensim trained briefly on pydocs, as ours and as gensim's KeyedVectors."""
+    ref = Word2Vec(pydocs_sentences, vector_size=32, min_count=5, sg=1, workers=1, epochs=1, seed=1)
+    return KeyedVectors(ref.wv.index_to_key, ref.wv.vectors), ref.wv
+
+
+def test_word2vec_text_format_round_trips_through_gensim(trained, tmp_path):
+    ours, ref = trained
+    path = ours.save_word2vec_format(tmp_path / "vectors.txt")
+    loaded = GensimKV.load_word2vec_format(str(path))
+    assert loaded.index_to_key == ours.words
+    np.testing.assert_array_equal(loaded.vectors, ours.vectors)  # 9 significant digits: exact for float32
+    ref.save_word2vec_format(str(tmp_path / "gensim.txt"))
+    back = KeyedVectors.load_word2vec_format(tmp_path / "gensim.txt")
+    assert back.words == ref.index_to_key
+    np.testing.assert_array_equal(back.vectors, ref.vectors)
+
+
+def test_most_similar_identical(trained):
+    ours, ref = trained
+    queries = [dict(positive=w) for w in ours.words[:40:3]] + [
+        dict(positive=["function", "class"]), dict(positive=["list", "dict"], negative=["tuple"]),
+        dict(positive=["return"], negative=["yield", "raise"])]
+    for q in queries:
+        a, b = ours.most_similar(**q, topn=10), ref.most_similar(**q, topn=10)
+        assert [w for w, _ in a] == [w for w, _ in b], q
+        np.testing.assert_allclose([s for _, s in a], [s for _, s in b], rtol=0, atol=1e-6)
+    for q in queries[-2:]:
+        a, b = ours.most_similar_cosmul(**q, topn=10), ref.most_similar_cosmul(**q, topn=10)
+        assert [w for w, _ in a] == [w for w, _ in b], q
+        np.testing.assert_allclose([s for _, s in a], [s for _, s in b], rtol=0, atol=1e-6)
+    assert ours.similarity("list", "tuple") == pytest.approx(float(ref.similarity("list", "tuple")), abs=1e-7)
+
+
+def _planted_vectors(questions_path, dim: int = 24, seed: int = 0) -> KeyedVectors:
+    """Vectors over the analogy file's words, in mixed casings, with relation offsets planted per section so
+    that a share of the questions is answered right (and wrong, and some words are missing)."""
+    rng = np.random.default_rng(seed)
+    words, offsets, section = {}, {}, None
+    for line in open(questions_path, encoding="utf-8"):
+        if line.startswith(": "):
+            section = line[2:].strip()
+            offsets[section] = rng.normal(0, 1.0, dim)
+            continue
+        a, b, c, d = line.split()
+        for x, y in ((a, b), (c, d)):
+            if x not in words:
+                words[x] = rng.normal(0, 1.0, dim)
+            if y not in words:
+                words[y] = words[x] + offsets[section] + rng.normal(0, 0.9, dim)
+    names = list(words)
+    rng.shuffle(names)
+    names = names[: int(0.93 * len(names))]  # some questions have unknown words
+    vectors = [words[w] for w in names]
+    for w in names[:150]:  # lower-cased twins, ranked below or above the original
+        names.append(w.lower() if w.lower() != w else w.upper())
+        vectors.append(rng.normal(0, 1.0, dim))
+    order = rng.permutation(len(names))
+    return KeyedVectors([names[i] for i in order], np.asarray(vectors, dtype=np.float32)[order])
+
+
+def _as_gensim(kv: KeyedVectors) -> GensimKV:
+    ref = GensimKV(kv.dim)
+    ref.add_vectors(kv.words, kv.vectors)
+    return ref
+
+
+@pytest.mark.parametrize("restrict_vocab", [300_000, 700])
+def test_evaluate_analogies_equal_gensims(shared_data, restrict_vocab):
+    path = shared_data / "embeddings" / "questions-words.txt"
+    ours = _planted_vectors(path)
+    score, sections = _as_gensim(ours).evaluate_word_analogies(str(path), restrict_vocab=restrict_vocab)
+    result = ours.evaluate_analogies(path, restrict_vocab=restrict_vocab)
+    assert 0.05 < result["accuracy"] < 0.95  # the planted structure answers some, not all
+    assert result["accuracy"] == pytest.approx(score, abs=1e-12)
+    got = [(s["section"], s["correct"], s["incorrect"]) for s in result["sections"]]
+    want = [(s["section"], len(s["correct"]), len(s["incorrect"])) for s in sections[:-1]]
+    assert got == want
+    assert result["oov"] + result["correct"] + result["incorrect"] == result["questions"] == 19544
+
+
+def test_evaluate_similarity_equal_gensims(shared_data, trained):
+    ours, _ = trained
+    rng = np.random.default_rng(0)
+    for name in ("wordsim353.tsv", "simlex999.txt"):
+        path = shared_data / "embeddings" / name
+        words = [w for line in open(path) if not line.startswith("#") for w in line.split("\t")[:2]]
+        vocab = list(dict.fromkeys(words))[: int(0.8 * len(set(words)))]
+        vocab += [w for w in ours.words[:50] if w not in vocab]  # frequent words first, as a trained model has
+        kv = KeyedVectors(vocab, rng.normal(size=(len(vocab), 16)).astype(np.float32))
+        pearson, spearman, oov = _as_gensim(kv).evaluate_word_pairs(str(path))
+        r = kv.evaluate_similarity(path)
+        assert r["spearman"] == pytest.approx(spearman.statistic, abs=1e-9)
+        assert r["pearson"] == pytest.approx(pearson.statistic, abs=1e-7)  # scipy: float32 mean steps
+        assert 100 * r["oov_ratio"] == pytest.approx(oov, abs=1e-9)
+        assert r["oov"] > 0 and r["pairs"] > 100

@@ -1,0 +1,324 @@
+"""word2vec: corpus layout, Huffman tree, the SGD step (numba vs autograd), both engines learning the same
+structure, the embed task's run directory and resume, the CLI verbs, bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from seqlab.errors import SeqlabError
+from seqlab.models.word2vec import (MAX_WORDS_IN_CHUNK, Corpus, SkipGram, Word2VecConfig, Word2VecTrainer,
+                                    _sgd_pair, huffman_tree)
+from seqlab.vectors import KeyedVectors
+
+
+def topic_sentences(n_topics: int = 6, per_topic: int = 8, sentences: int = 1500, length: int = 10,
+                    seed: int = 0) -> list[list[str]]:
+    """Sentences each drawn from one topic's words: same-topic words share contexts, others never meet."""
+    rng = np.random.default_rng(seed)
+    return [[f"t{t}w{i}" for i in rng.integers(0, per_topic, length)] for t in rng.integers(0, n_topics, sentences)]
+
+
+def topic_of(word: str) -> str:
+    return word.split("w")[0]
+
+
+# ------------------------------------------------------------------------------------------------------
+# corpus and tables
+
+
+def test_corpus_order_ties_chunks_and_oov():
+    sentences = [["x", "y", "q"], ["y", "x", "q"], ["r"]]
+    c = Corpus.build(sentences, min_freq=2)
+    assert c.words == ["q", "y", "x"]  # all seen twice: latest first occurrence first (gensim)
+    assert c.counts.tolist() == [2, 2, 2]
+    assert c.ids.tolist() == [2, 1, 0, 1, 2, 0]  # "r" (seen once) dropped
+    assert c.sentence_starts.tolist() == [0, 3, 6, 6]  # the OOV-only sentence is empty but counted
+    assert c.raw_words == 7
+
+    long = [["w"] * (MAX_WORDS_IN_CHUNK + 5), ["v", "w"], ["v"] * 3]
+    c = Corpus.build(long, min_freq=1)
+    assert np.diff(c.sentence_starts).tolist() == [MAX_WORDS_IN_CHUNK, 5, 2, 3]  # a long line is split
+    assert c.chunk_starts.tolist() == [0, 1, 4]  # chunks of whole sentences, <= MAX_WORDS_IN_CHUNK raw words
+    assert c.raw_before.tolist() == [0, MAX_WORDS_IN_CHUNK, MAX_WORDS_IN_CHUNK + 10]
+
+
+def test_corpus_max_size_keeps_ties_together():
+    sentences = [["a"] * 5 + ["b"] * 3 + ["c"] * 3 + ["d"]]
+    assert Corpus.build(sentences, min_freq=1, max_size=3).words == ["a", "c", "b"]
+    with pytest.raises(SeqlabError, match="1 distinct word"):  # b and c tie for the second place: both out
+        Corpus.build(sentences, min_freq=1, max_size=2)
+
+
+def test_corpus_errors():
+    with pytest.raises(SeqlabError, match="empty corpus"):
+        Corpus.build([], min_freq=1)
+    with pytest.raises(SeqlabError, match="lower data.min_freq"):
+        Corpus.build([["a", "b", "c"]], min_freq=2)
+
+
+def test_huffman_tree_by_hand():
+    # merges: (d1, c2) -> n4 (3); (b3, n4) -> n5 (6); (a5, n5) -> root n6 (11); inner node n has id n - 4
+    tree = huffman_tree(np.array([5, 3, 2, 1]))
+    paths = [(tree.codes[w, :n].tolist(), tree.points[w, :n].tolist()) for w, n in enumerate(tree.lengths)]
+    assert paths == [([0], [2]), ([1, 0], [2, 1]), ([1, 1, 1], [2, 1, 0]), ([1, 1, 0], [2, 1, 0])]
+    counts = np.random.default_rng(0).integers(1, 1000, 300)
+    tree = huffman_tree(counts)
+    assert sum(2.0 ** -tree.lengths) == pytest.approx(1.0)  # a full binary tree (Kraft equality)
+    assert (tree.lengths[np.argsort(-counts)][:10] <= tree.lengths.mean()).all()  # frequent words: short paths
+
+
+# ------------------------------------------------------------------------------------------------------
+# the SGD step: the numba kernel's update is a gradient step on the PyTorch model's loss
+
+
+@pytest.mark.parametrize("labels", [[1, 0, 0, 0], [1, 0, 1, 1, 0]])  # negative sampling / a tree path
+def test_sgd_pair_is_a_gradient_step_on_the_torch_loss(labels):
+    rng = np.random.default_rng(1)
+    v, d, alpha = 12, 7, 0.05
+    cfg = Word2VecConfig(dim=d, negative=len(labels) - 1, vocab_size=v)
+    model = SkipGram(cfg)
+    syn0 = rng.normal(0, 0.4, (v, d)).astype(np.float32)
+    out = rng.normal(0, 0.4, (v, d)).astype(np.float32)
+    with torch.no_grad():
+        model.input.weight.copy_(torch.from_numpy(syn0))
+        model.ns_output.weight.copy_(torch.from_numpy(out))
+    c, targets = 3, np.array([[5, 0, 9, 2, 7][:len(labels)]], dtype=np.int32)  # distinct rows
+    labels_np = np.array([labels], dtype=np.float32)
+
+    loss = _sgd_pair(syn0, out, c, targets, labels_np, 0, len(labels), np.float32(alpha), np.zeros(d, np.float32))
+    t = torch.from_numpy(targets.astype(np.int64))
+    torch_loss = model(torch.tensor([c]), ns=(t, torch.from_numpy(labels_np), torch.ones(t.shape)))
+    torch_loss.sum().backward()
+    torch.optim.SGD(model.parameters(), lr=alpha).step()
+
+    assert loss == pytest.approx(torch_loss.item(), rel=1e-5)
+    np.testing.assert_allclose(syn0, model.input.weight.detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(out, model.ns_output.weight.detach().numpy(), atol=1e-6)
+
+
+def test_sgd_pair_skips_saturated_scores_but_counts_their_loss():
+    syn0 = np.zeros((2, 2), np.float32)
+    syn0[0] = [4.0, 0.0]
+    out = np.zeros((2, 2), np.float32)
+    out[1] = [-2.0, 0.0]  # score -8 for a label-1 output: |score| >= 6, no update (gensim's rule)
+    before = (syn0.copy(), out.copy())
+    loss = _sgd_pair(syn0, out, 0, np.array([[1]], np.int32), np.array([[1.0]], np.float32), 0, 1,
+                     np.float32(0.1), np.zeros(2, np.float32))
+    assert loss == pytest.approx(8.0 + np.log1p(np.exp(-8.0)), rel=1e-6)  # -log σ(-8)
+    np.testing.assert_array_equal(syn0, before[0])
+    np.testing.assert_array_equal(out, before[1])
+
+
+# ------------------------------------------------------------------------------------------------------
+# training
+
+
+def _train(sentences, *, hs=False, engine="numba", seed=1, epochs=4, threads=1, **cfg):
+    corpus = Corpus.build(sentences, min_freq=1)
+    cfg = {"dim": 16, "window": 3, "negative": 0 if hs else 5, "sample": 0.0, **cfg}
+    trainer = Word2VecTrainer(Word2VecConfig(**cfg), corpus.counts, hs=hs, seed=seed)
+    stats = [trainer.train_epoch(corpus, e, epochs, 0.025, 0.0001, engine=engine, threads=threads, batch_size=256)
+             for e in range(epochs)]
+    return KeyedVectors(corpus.words, trainer.vectors()), stats
+
+
+def _topic_accuracy(kv: KeyedVectors) -> float:
+    return np.mean([topic_of(kv.most_similar(w, topn=1)[0][0]) == topic_of(w) for w in kv.words])
+
+
+def _cosines(kv: KeyedVectors, words: list[str]) -> np.ndarray:
+    x = np.stack([kv[w] / np.linalg.norm(kv[w]) for w in words])
+    return (x @ x.T)[np.triu_indices(len(words), 1)]
+
+
+@pytest.mark.parametrize("hs", [False, True])
+def test_engines_learn_equivalent_vectors(hs):
+    """numba (Hogwild kernel) and torch (batched autograd) on the same corpus: both recover the topics, their
+    loss falls alike, and their similarity structures agree as well as two seeds of one engine agree."""
+    sentences = topic_sentences()
+    numba_kv, numba_stats = _train(sentences, hs=hs)
+    other_kv, _ = _train(sentences, hs=hs, seed=2)
+    torch_kv, torch_stats = _train(sentences, hs=hs, engine="torch")
+    for kv in (numba_kv, torch_kv):
+        assert _topic_accuracy(kv) >= 0.95
+    for stats in (numba_stats, torch_stats):
+        assert stats[-1].loss < stats[0].loss
+    assert torch_stats[-1].loss == pytest.approx(numba_stats[-1].loss, rel=0.1)
+    assert numba_stats[0].terms == pytest.approx(torch_stats[0].terms, rel=0.05)  # same windows, subsampling
+    words = numba_kv.words
+    same_engine = np.corrcoef(_cosines(numba_kv, words), _cosines(other_kv, words))[0, 1]
+    across = np.corrcoef(_cosines(numba_kv, words), _cosines(torch_kv, words))[0, 1]
+    assert across > 0.8 and across >= same_engine - 0.1, (across, same_engine)
+
+
+def test_single_thread_is_deterministic_and_seeded():
+    sentences = topic_sentences(sentences=300)
+    a, _ = _train(sentences, epochs=2, sample=1e-2)
+    b, _ = _train(sentences, epochs=2, sample=1e-2)
+    c, _ = _train(sentences, epochs=2, sample=1e-2, seed=5)
+    np.testing.assert_array_equal(a.vectors, b.vectors)
+    assert not np.allclose(a.vectors, c.vectors)
+
+
+def test_quality_smoke_on_real_text():
+    """Skip-gram on Python's documentation: the loss falls, and related words rank among each other's closest
+    (of 1,412 words, where a random word would rank about 700th)."""
+    from seqlab.data.sources import pydocs_text
+    from seqlab.tasks.embed import sentences_of
+
+    corpus = Corpus.build(sentences_of(pydocs_text(), lowercase=True), min_freq=5)
+    trainer = Word2VecTrainer(Word2VecConfig(dim=50), corpus.counts, hs=False, seed=1)
+    losses = [trainer.train_epoch(corpus, e, 5, 0.025, 0.0001, threads=1).loss for e in range(5)]
+    assert losses[-1] < losses[0] - 0.2
+    kv = KeyedVectors(corpus.words, trainer.vectors())
+    for a, b in [("true", "false"), ("keys", "values"), ("list", "tuple"), ("class", "instance")]:
+        cosines = kv.vectors @ kv[a] / kv.norms
+        rank = int((cosines > cosines[kv.index(b)]).sum())  # a itself ranks first
+        assert rank <= 10, (a, b, rank)
+
+
+# ------------------------------------------------------------------------------------------------------
+# the task: run directory, resume, evaluation, CLI
+
+
+@pytest.fixture
+def embed_task(monkeypatch):
+    """Register the embed task (the lead adds it to seqlab.tasks.TASK_MODULES)."""
+    from seqlab import tasks
+
+    monkeypatch.setitem(tasks.TASK_MODULES, "embed", "seqlab.tasks.embed")
+
+
+@pytest.fixture
+def corpus_file(tmp_path):
+    path = tmp_path / "topics.txt"
+    path.write_text("\n".join(" ".join(s) for s in topic_sentences(sentences=400)) + "\n")
+    return path
+
+
+def _overrides(corpus_file, *extra):
+    return [f"data.source={corpus_file}", "data.min_freq=1", "model.dim=12", "model.window=3",
+            "train.threads=1", "train.progress=false", *extra]
+
+
+def test_run_directory_interrupt_resume_and_eval(embed_task, corpus_file, tmp_path, monkeypatch):
+    from seqlab.api import Interrupted, load, train
+
+    overrides = _overrides(corpus_file, "train.epochs=3", "model.sample=0")
+    full = train("w2v-sgns", tmp_path / "full", overrides=overrides, log=_quiet)
+    train_epoch = Word2VecTrainer.train_epoch
+
+    def interrupted_in_epoch_3(self, corpus, epoch, *args, **kwargs):  # as Ctrl-C between two kernel calls
+        return None if epoch == 2 else train_epoch(self, corpus, epoch, *args, **kwargs)
+
+    monkeypatch.setattr(Word2VecTrainer, "train_epoch", interrupted_in_epoch_3)
+    with pytest.raises(Interrupted, match="step 2"):
+        train("w2v-sgns", tmp_path / "part", overrides=overrides, log=_quiet)
+    monkeypatch.setattr(Word2VecTrainer, "train_epoch", train_epoch)
+    part = tmp_path / "part"
+    rows = [json.loads(line) for line in (part / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and all(r["split"] == "train" for r in rows)
+    assert not (part / "vectors.txt").exists()
+    train("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)
+    mtime = (part / "model.safetensors").stat().st_mtime_ns
+    train("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)  # finished: nothing to do
+    assert (part / "model.safetensors").stat().st_mtime_ns == mtime
+    for name in ("vectors.txt", "config.toml", "state.json", "model.safetensors", "vocab.json", "metrics.jsonl"):
+        assert (full / name).exists(), name
+    a, b = load(full), load(part)
+    np.testing.assert_array_equal(a.vectors.vectors, b.vectors.vectors)  # one thread: resume is bit for bit
+    assert json.loads((part / "state.json").read_text())["step"] == 3
+    text = KeyedVectors.load_word2vec_format(full / "vectors.txt")
+    np.testing.assert_array_equal(text.vectors, a.vectors.vectors)
+    assert topic_of(a.neighbors("t0w1", 1)[0][0]) == "t0"
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("# word1\tword2\tscore\nt0w1\tt0w2\t9\nt0w1\tt1w2\t1\nt2w3\tt2w4\t8\nt2w3\tt5w0\t2\nt1w1\tnope\t5\n")
+    questions = tmp_path / "questions.txt"
+    questions.write_text(": topics\nt0w1 t0w2 t1w1 t1w2\nt0w1 nope t1w1 t1w2\n")
+    result = a.evaluate(analogies=str(questions), similarity=str(pairs))
+    assert set(result) >= {"analogy_accuracy", "wordsim353_spearman", "simlex999_spearman", "oov_ratio"}
+    assert result["pairs_spearman"] > 0.5 and result["pairs_oov_ratio"] == pytest.approx(0.2)
+    assert result["oov_ratio"] == pytest.approx(2 / 7)  # 1 of 2 questions + 1 of 5 pairs
+
+
+def _quiet(*args, **kwargs):
+    pass
+
+
+@pytest.mark.parametrize("arch", ["w2v-hs", "glove"])
+def test_other_presets_train(embed_task, corpus_file, tmp_path, arch):
+    from seqlab.api import load, train
+
+    extra = ["model.sample=0"] if arch.startswith("w2v") else []
+    run = train(arch, tmp_path / arch, overrides=_overrides(corpus_file, "train.epochs=3", *extra), log=_quiet)
+    kv = load(run).vectors
+    assert _topic_accuracy(kv) >= 0.9
+    assert (run / "plots" / "loss.png").exists()
+
+
+def _cli(argv: list[str]) -> int:
+    """Run a verb module as seqlab.cli.main does (the lead registers the verbs in cli.COMMANDS)."""
+    import importlib
+
+    from seqlab.commands import add_parser  # noqa: F401 (the modules use it)
+
+    parser = argparse.ArgumentParser(prog="seqlab")
+    sub = parser.add_subparsers()
+    importlib.import_module(f"seqlab.commands.{argv[0]}").add(sub)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except SeqlabError as e:
+        print(f"error: {e}")
+        return 2
+
+
+def test_cli_verbs(embed_task, corpus_file, tmp_path, capsys):
+    from seqlab.api import train
+
+    run = train("w2v-sgns", tmp_path / "run", overrides=_overrides(corpus_file, "train.epochs=2"), log=_quiet)
+    capsys.readouterr()
+    assert _cli(["neighbors", str(run), "t3w0", "-k", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4
+    words, cosines = zip(*(line.split("\t") for line in lines))
+    assert list(map(float, cosines)) == sorted(map(float, cosines), reverse=True)
+    assert "t3w0" not in words
+    assert _cli(["analogy", str(run / "vectors.txt"), "t0w0", "t0w1", "t4w0"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 10
+    assert _cli(["neighbors", str(run), "unicorn"]) == 2
+    assert "'unicorn' is not in the vocabulary" in capsys.readouterr().out
+    assert _cli(["neighbors", str(run), "T3W0"]) == 2
+    assert "did you mean 't3w0'" in capsys.readouterr().out
+    out = tmp_path / "maps" / "words.png"
+    assert _cli(["map", str(run), "--words", "20", "--out", str(out)]) == 0
+    assert out.stat().st_size > 1000
+    bad = tmp_path / "bad.txt"
+    bad.write_text("2 3\nx 1 2 3\ny 1 2\n")
+    assert _cli(["neighbors", str(bad), "x"]) == 2
+    assert "line 3: 2 values, the header says 3" in capsys.readouterr().out
+
+
+def test_bad_input(embed_task, tmp_path):
+    from seqlab.api import train
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("   \n")
+    few = tmp_path / "few.txt"
+    few.write_text("one two three\n")
+    cases = [
+        ([f"data.source={empty}"], "is empty"),
+        ([f"data.source={few}", "data.min_freq=2"], "lower data.min_freq"),
+        ([f"data.source={few}", "train.epochs=1.5"], "whole number"),
+        ([f"data.source={few}", "data.tokenizer=char"], 'data.tokenizer = "word"'),
+        ([f"data.source={few}", "data.min_freq=1", "model.negative=0"], "negative >= 1"),
+    ]
+    for i, (overrides, message) in enumerate(cases):
+        with pytest.raises(SeqlabError, match=message):
+            train("w2v-sgns", tmp_path / f"r{i}", overrides=[*overrides, "train.progress=false"], log=_quiet)
