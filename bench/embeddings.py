@@ -4,7 +4,8 @@ Speed: the Shakespeare corpus (../shared/data/corpora/shakespeare_complete.txt, 
 into words, so both sides read ``line.split()``), 100 dims, window 5, min_count 5, sample 1e-3, lr 0.025 ->
 0.0001, 2 threads, 5 epochs; each round runs seqlab and gensim for both objectives in a shuffled order and
 takes the ratio within the round. Effective words are the words kept after subsampling, as gensim counts
-them; only training is timed (vocabulary building and numba's compilation are not). WordSim353 Spearman is
+them; only training is timed (vocabulary building and numba's compilation are not), in wall-clock seconds and
+in CPU seconds of all threads (the latter is steadier on a busy machine). WordSim353 Spearman is
 reported for each trained model, and GloVe (15 epochs, x_max 10) is timed beside them.
 
 Quality (``--quality``): analogy accuracy and WordSim353 / SimLex-999 Spearman on enwiki_sample and the
@@ -26,7 +27,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -54,11 +54,11 @@ def read_sentences(path: Path, max_words: int = 0) -> list[list[str]]:
 def train_seqlab(sentences, corpus: Corpus, hs: bool, epochs: int, threads: int, seed: int, dim: int = 100):
     cfg = Word2VecConfig(dim=dim, window=5, negative=0 if hs else 5, sample=1e-3)
     trainer = Word2VecTrainer(cfg, corpus.counts, hs=hs, seed=seed)
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), time.process_time()
     stats = [trainer.train_epoch(corpus, e, epochs, 0.025, 0.0001, threads=threads) for e in range(epochs)]
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu
     return KeyedVectors(corpus.words, trainer.vectors()), sum(s.effective_words for s in stats), \
-        sum(s.raw_words for s in stats), seconds, stats[-1].loss
+        sum(s.raw_words for s in stats), seconds, cpu
 
 
 def train_gensim(sentences, hs: bool, epochs: int, threads: int, seed: int, dim: int = 100):
@@ -67,10 +67,10 @@ def train_gensim(sentences, hs: bool, epochs: int, threads: int, seed: int, dim:
     model = Word2Vec(vector_size=dim, window=5, min_count=5, sample=1e-3, sg=1, hs=int(hs),
                      negative=0 if hs else 5, alpha=0.025, min_alpha=0.0001, workers=threads, seed=seed)
     model.build_vocab(sentences)
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), time.process_time()
     effective, raw = model.train(sentences, total_examples=model.corpus_count, epochs=epochs)
-    seconds = time.perf_counter() - t0
-    return KeyedVectors(model.wv.index_to_key, model.wv.vectors), effective, raw, seconds, None
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu
+    return KeyedVectors(model.wv.index_to_key, model.wv.vectors), effective, raw, seconds, cpu
 
 
 def train_glove(corpus: Corpus, epochs: int, threads: int, seed: int, dim: int = 100):
@@ -108,13 +108,14 @@ def speed(args) -> tuple[str, dict]:
         rates = {}
         for side, obj in order:
             if side == "seqlab":
-                kv, effective, raw, seconds, _ = train_seqlab(sentences, corpus, obj == "hs", args.epochs,
-                                                              args.threads, r + 1)
+                kv, effective, raw, seconds, cpu = train_seqlab(sentences, corpus, obj == "hs", args.epochs,
+                                                                args.threads, r + 1)
             else:
-                kv, effective, raw, seconds, _ = train_gensim(sentences, obj == "hs", args.epochs, args.threads, r + 1)
+                kv, effective, raw, seconds, cpu = train_gensim(sentences, obj == "hs", args.epochs, args.threads,
+                                                                r + 1)
             rates[side, obj] = effective / seconds
             runs[side, obj].append({"effective": effective / seconds, "raw": raw / seconds,
-                                    "ws353": spearman(kv, "wordsim353.tsv")})
+                                    "cpu": effective / cpu, "ws353": spearman(kv, "wordsim353.tsv")})
             print(f"round {r + 1} {side} {obj}: {effective / seconds:,.0f} effective words/s "
                   f"({raw / seconds:,.0f} raw), {effective:,} effective words", file=sys.stderr)
         for obj in ratios:
@@ -123,15 +124,15 @@ def speed(args) -> tuple[str, dict]:
     glove_rate = corpus.raw_words * args.glove_epochs / train_s
 
     med = lambda xs: statistics.median(xs)  # noqa: E731
-    rows = ["| objective | side | effective words/s | raw words/s | ratio (per round) | WordSim353 ρ |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| objective | side | effective words/s | raw words/s | ratio (per round) | effective words per CPU-s "
+            "| WordSim353 ρ |", "|---|---|---|---|---|---|---|"]
     for (side, obj), rs in runs.items():
         ratio = (f"{med(ratios[obj]):.2f} ({', '.join(f'{x:.2f}' for x in ratios[obj])})"
                  if side == "seqlab" else "1.00")
         ws = [x["ws353"] for x in rs if x["ws353"] is not None]
         ws_cell = f"{statistics.mean(ws):.3f}" if ws else "–"
         rows.append(f"| {obj} | {side} | {med([x['effective'] for x in rs]):,.0f} | {med([x['raw'] for x in rs]):,.0f}"
-                    f" | {ratio} | {ws_cell} |")
+                    f" | {ratio} | {med([x['cpu'] for x in rs]):,.0f} | {ws_cell} |")
     ws_glove = spearman(glove_kv, "wordsim353.tsv")
     md = (f"Skip-gram on shakespeare_complete.txt ({corpus.raw_words:,} words, {len(corpus.words):,}-word vocabulary), "
           f"dim 100, window 5, min_count 5, sample 1e-3, {args.epochs} epochs, {args.threads} threads, "

@@ -44,6 +44,12 @@ _EXPORTS: dict[str, str] = {
     "generate": "seqlab.decode",
     "Sampling": "seqlab.decode",
     "perplexity": "seqlab.metrics.lm",
+    "BLEU": "seqlab.metrics.bleu",
+    "BLEUScore": "seqlab.metrics.bleu",
+    "corpus_bleu": "seqlab.metrics.bleu",
+    "sentence_bleu": "seqlab.metrics.bleu",
+    "corpus_chrf": "seqlab.metrics.chrf",
+    "entity_f1": "seqlab.metrics.ner",
 }
 
 

@@ -7,7 +7,7 @@ Both search for argmax_y log p(y | x) = sum_t log p(y_t | y_<t, x), the output s
   the 2K best candidates by cumulative log-probability. A candidate ending in <eos> that ranks among
   the first K is finished; the first K candidates that do not end in <eos> stay live (so the beam
   always holds K live prefixes). Finished hypotheses are ranked by the GNMT length-normalised score
-  (Wu et al. 2016, eq. 14, without the coverage term)
+  (Wu et al. 2016, section 7, without the coverage penalty)
 
       score(Y) = log p(Y | X) / lp(Y),    lp(Y) = ((5 + |Y|) / 6) ** alpha
 
@@ -33,6 +33,7 @@ Shapes: batch (sentences), rows (sentence x beam), src, vocab.
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ class Hypothesis:
 
 
 def length_penalty(length: int, alpha: float) -> float:
-    """GNMT lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, eq. 14)."""
+    """GNMT lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, section 7)."""
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -71,7 +72,7 @@ def default_max_new(src_len: int, model_max: int) -> int:
 # steppers: one decoding step of a model, rows that can be kept, repeated and reordered
 
 
-class Stepper:
+class Stepper(abc.ABC):
     """Drives a model one token at a time. ``logits(tokens (rows,)) -> (rows, vocab)``; ``select(rows)``.
 
     The searches take a model or, for scripted distributions, a ready Stepper with a ``max_len``.
@@ -79,11 +80,13 @@ class Stepper:
 
     max_len: int  # the most tokens one output may have
 
+    @abc.abstractmethod
     def logits(self, tokens: Tensor) -> Tensor:
-        raise NotImplementedError
+        """Feed each row's last token (rows,); return the next-token logits (rows, vocab)."""
 
+    @abc.abstractmethod
     def select(self, rows: Tensor) -> None:
-        raise NotImplementedError
+        """Keep, repeat or reorder rows: row i of the new state is row ``rows[i]`` of the old one."""
 
 
 class TransformerStepper(Stepper):
@@ -250,7 +253,7 @@ def beam_search(model, src: Tensor, src_padding: Tensor, *, beam: int, sos_id: i
         for i, sentence in enumerate(live):
             at_limit = t + 1 == limits[sentence]
             for j in range(k):  # finish <eos> among the first k; at the limit, all of the first k
-                if not (at_limit or eos_l[i][j]):
+                if not (at_limit or eos_l[i][j]) or score_l[i][j] == -math.inf:  # -inf: a start-up dead beam
                     continue
                 prefix = history[i * k + origin_l[i][j]].tolist()
                 body = prefix if eos_l[i][j] else prefix + [token_l[i][j]]

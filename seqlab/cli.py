@@ -26,7 +26,7 @@ COMMANDS = [
     "eval",
     "predict",
     "attention",
-    # "bleu",
+    "bleu",
     "explain",
     "data",
 ]

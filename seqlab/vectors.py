@@ -323,13 +323,15 @@ class KeyedVectors:
     # --- transfer ----------------------------------------------------------------------------------------
 
     def embedding_matrix(self, tokens: Sequence[str], seed: int = 0) -> tuple[np.ndarray, int]:
-        """(len(tokens), D) float32 rows for an embedding layer: the vector of each known token (exact, else
-        lower-cased), N(0, σ²) with the vectors' σ for the others; also returns how many were known."""
+        """(len(tokens), D) float32 rows for an embedding layer: the vector of each known token (the exact word,
+        else the most frequent word equal to it ignoring case), N(0, σ²) with the vectors' σ for the others;
+        also returns how many were known."""
         rng = np.random.default_rng(seed)
         out = rng.normal(0.0, float(self.vectors.std()), (len(tokens), self.dim)).astype(np.float32)
+        folded = {w.lower(): i for i, w in reversed(list(enumerate(self.words)))}
         found = 0
         for row, token in enumerate(tokens):
-            i = self.key_to_index.get(token, self.key_to_index.get(token.lower()))
+            i = self.key_to_index.get(token, folded.get(token.lower()))
             if i is not None:
                 out[row] = self.vectors[i]
                 found += 1

@@ -90,7 +90,7 @@ def assert_scores_equal(y_true, y_pred, scheme_name: str | None) -> None:
         ref = seqeval_labeling.classification_report(y_true, y_pred, digits=17, mode="strict" if strict else None,
                                                      scheme=scheme)
         assert ner.classification_report(y_true, y_pred, digits=17, **kw_ours) == ref
-    scores = ner.entity_scores(y_true, y_pred, **kw_ours)
+    scores = ner.entity_f1(y_true, y_pred, **kw_ours)
     p, r, f, _ = (seqeval_v1.precision_recall_fscore_support(y_true, y_pred, average="micro", scheme=scheme,
                                                              zero_division=0) if strict else
                   seqeval_labeling.precision_recall_fscore_support(y_true, y_pred, average="micro", zero_division=0))
@@ -207,7 +207,7 @@ def test_s3_iobes():
     assert prf(*S3, "micro", **strict) == (0.75, 0.6, 0.6666666666666665)
     assert prf(*S3, "macro", **strict) == (0.6666666666666666, 0.5, 0.5555555555555555)
     assert prf(*S3, "weighted", **strict) == (0.8, 0.6, 0.6666666666666666)
-    scores = ner.entity_scores(*S3)
+    scores = ner.entity_f1(*S3)
     assert scores["f1"] == 0.8000000000000002
     assert scores["per_type"]["ORG"] == {"precision": 0.5, "recall": 1.0, "f1": 0.6666666666666666, "support": 1}
 
@@ -295,7 +295,7 @@ def test_strict_without_scheme_is_an_error():
     with pytest.raises(SeqlabError, match="needs a scheme"):
         ner.f1_score(*S2, mode="strict")
     with pytest.raises(SeqlabError, match="needs a scheme"):
-        ner.entity_scores(*S2, mode="strict")
+        ner.entity_f1(*S2, mode="strict")
 
 
 @pytest.mark.parametrize("call, match", [
@@ -356,7 +356,7 @@ def test_conll_test_split_reports_match_seqeval(shared_data, path, schemes):
         if mode is None and path.startswith("conll2003/iob2"):  # the text layout once; the numbers every time
             text = seqeval_labeling.classification_report(gold, pred, digits=6)
             assert ner.classification_report(gold, pred, digits=6) == text
-        scores = ner.entity_scores(gold, pred, mode=mode, scheme=scheme)
+        scores = ner.entity_f1(gold, pred, mode=mode, scheme=scheme)
         assert scores["f1"] == ref["micro avg"]["f1-score"]
         assert {t: v["support"] for t, v in scores["per_type"].items()} == {"LOC": 1668, "MISC": 702, "ORG": 1661,
                                                                               "PER": 1617}

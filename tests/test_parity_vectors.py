@@ -63,6 +63,8 @@ def test_word2vec_text_format_round_trips_through_gensim(trained, tmp_path):
     loaded = GensimKV.load_word2vec_format(str(path))
     assert loaded.index_to_key == ours.words
     np.testing.assert_array_equal(loaded.vectors, ours.vectors)  # 9 significant digits: exact for float32
+    for word in ("function", "class", "the"):
+        assert loaded.most_similar(word, topn=10) == ref.most_similar(word, topn=10)
     ref.save_word2vec_format(str(tmp_path / "gensim.txt"))
     back = KeyedVectors.load_word2vec_format(tmp_path / "gensim.txt")
     assert back.words == ref.index_to_key

@@ -238,7 +238,8 @@ def test_run_directory_interrupt_resume_and_eval(embed_task, corpus_file, tmp_pa
     assert topic_of(a.neighbors("t0w1", 1)[0][0]) == "t0"
 
     pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("# word1\tword2\tscore\nt0w1\tt0w2\t9\nt0w1\tt1w2\t1\nt2w3\tt2w4\t8\nt2w3\tt5w0\t2\nt1w1\tnope\t5\n")
+    pairs.write_text("# word1\tword2\tscore\n" + "".join(f"{a}\t{b}\t{s}\n" for a, b, s in [
+        ("t0w1", "t0w2", 9), ("t0w1", "t1w2", 1), ("t2w3", "t2w4", 8), ("t2w3", "t5w0", 2), ("t1w1", "nope", 5)]))
     questions = tmp_path / "questions.txt"
     questions.write_text(": topics\nt0w1 t0w2 t1w1 t1w2\nt0w1 nope t1w1 t1w2\n")
     result = a.evaluate(analogies=str(questions), similarity=str(pairs))
@@ -265,8 +266,6 @@ def test_other_presets_train(embed_task, corpus_file, tmp_path, arch):
 def _cli(argv: list[str]) -> int:
     """Run a verb module as seqlab.cli.main does (the lead registers the verbs in cli.COMMANDS)."""
     import importlib
-
-    from seqlab.commands import add_parser  # noqa: F401 (the modules use it)
 
     parser = argparse.ArgumentParser(prog="seqlab")
     sub = parser.add_subparsers()
@@ -322,3 +321,29 @@ def test_bad_input(embed_task, tmp_path):
     for i, (overrides, message) in enumerate(cases):
         with pytest.raises(SeqlabError, match=message):
             train("w2v-sgns", tmp_path / f"r{i}", overrides=[*overrides, "train.progress=false"], log=_quiet)
+
+
+def test_keyed_vectors_files_and_transfer(tmp_path):
+    rng = np.random.default_rng(0)
+    kv = KeyedVectors(["the", "cat", "Sat", "été"], rng.normal(size=(4, 5)).astype(np.float32), np.array([9, 4, 2, 1]))
+    back = KeyedVectors.load(kv.save(tmp_path / "v" / "kv.safetensors"))
+    assert back.words == kv.words
+    np.testing.assert_array_equal(back.vectors, kv.vectors)
+    np.testing.assert_array_equal(back.counts, kv.counts)
+    text = KeyedVectors.load_word2vec_format(kv.save_word2vec_format(tmp_path / "kv.txt"))
+    np.testing.assert_array_equal(text.vectors, kv.vectors)
+    assert text.words == kv.words
+    with pytest.raises(SeqlabError, match="whitespace"):
+        KeyedVectors(["a b"], np.zeros((1, 2))).save_word2vec_format(tmp_path / "bad.txt")
+    (tmp_path / "junk.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(SeqlabError, match="not a safetensors file"):
+        KeyedVectors.load(tmp_path / "junk.safetensors")
+    for content, message in [("3\n", "WORDS DIM"), ("1 2\nx 1 2\ny 3 4\n", "header says 1 words but 2"),
+                             ("1 2\nx 1 abc\n", "not a number"), ("2 1\nx 1\nx 2\n", "appears twice")]:
+        (tmp_path / "m.txt").write_text(content)
+        with pytest.raises(SeqlabError, match=message):
+            KeyedVectors.load_word2vec_format(tmp_path / "m.txt")
+    matrix, found = kv.embedding_matrix(["<pad>", "cat", "sat", "dog"])
+    assert found == 2 and matrix.shape == (4, 5)
+    np.testing.assert_array_equal(matrix[1], kv["cat"])
+    np.testing.assert_array_equal(matrix[2], kv["Sat"])  # falls back to another casing

@@ -477,7 +477,7 @@ def classification_report(
     return header + "\n\n" + "\n".join(lines)
 
 
-def entity_scores(y_true: Sequence[Tags], y_pred: Sequence[Tags], mode: str | None = None,
+def entity_f1(y_true: Sequence[Tags], y_pred: Sequence[Tags], mode: str | None = None,
                   scheme: Any = None) -> dict[str, Any]:
     """What ``seqlab eval`` prints for a tagger: micro precision, recall, f1, and per-type scores.
 

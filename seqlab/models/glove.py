@@ -307,7 +307,10 @@ class GloVeTrainer:
     def _epoch_torch(self, lr, *, threads, device, batch_size, on_progress, should_stop):
         device = device or torch.device("cpu")
         with cpu_threads(threads if device.type == "cpu" else 0):
-            return self._epoch_torch_body(lr, device, batch_size, on_progress, should_stop)
+            try:
+                return self._epoch_torch_body(lr, device, batch_size, on_progress, should_stop)
+            finally:
+                self.model.cpu()  # the numba engine and checkpoints read the weights on the CPU
 
     def _epoch_torch_body(self, lr, device, batch_size, on_progress, should_stop):
         m = self.model.to(device)
@@ -316,19 +319,19 @@ class GloVeTrainer:
         rows = torch.from_numpy(self.rows.astype(np.int64))
         cols = torch.from_numpy(self.cols.astype(np.int64))
         vals = torch.from_numpy(self.vals)
-        n, cost, count = len(self.vals), 0.0, 0
+        n, count = len(self.vals), 0
+        cost = torch.zeros((), dtype=torch.float64, device=device)
         t0 = time.perf_counter()
         for b0 in range(0, n, batch_size):
             if should_stop():
-                m.cpu()
                 return None
             i, j = rows[b0:b0 + batch_size].to(device), cols[b0:b0 + batch_size].to(device)  # (B,)
             x = vals[b0:b0 + batch_size].to(device, torch.float32)  # (B,)
-            with torch.no_grad():
-                finite = torch.isfinite(m(i, j, x))  # NaN guard: a non-finite entry takes no step (B,)
-            if not bool(finite.all()):
-                i, j, x = i[finite], j[finite], x[finite]
             loss = m(i, j, x)  # (B,)
+            finite = torch.isfinite(loss.detach())
+            if not bool(finite.all()):  # NaN guard: a non-finite entry takes no step
+                i, j, x = i[finite], j[finite], x[finite]
+                loss = m(i, j, x)
             for p in params:
                 p.grad = None
             loss.sum().backward()
@@ -337,13 +340,12 @@ class GloVeTrainer:
                     grad = p.grad.coalesce()
                     rows_touched, u = grad.indices()[0], lr * grad.values()  # u = η ∂J/∂p
                     step = u / acc[rows_touched].sqrt()
-                    step = torch.where(torch.isfinite(step), step, torch.zeros_like(step))
+                    step = torch.where(torch.isfinite(step), step, torch.zeros_like(step))  # per element
                     p.index_add_(0, rows_touched, -step)
                     acc.index_add_(0, rows_touched, u * u)
-            cost += loss.sum().item()
+            cost += loss.detach().sum()
             count += len(x)
             on_progress(len(finite) / n)
         for name, acc in zip(self.PARAMS, accumulators):
             self.adagrad[name][...] = acc.cpu().numpy()
-        m.cpu()
-        return cost, count, time.perf_counter() - t0
+        return cost.item(), count, time.perf_counter() - t0

@@ -4,7 +4,7 @@ Seed 004 ("Problem : Machine Translation"): the decoder producing ŷ_t pays atte
 the encoder state a_{t'} = (→a_{t'}, ←a_{t'}) of input x_{t'}; the weights of one output step sum to 1
 over the input, and the context is their weighted sum:
 
-    e_{t,t'}     = v^T tanh(W_s s_{t-1} + W_h a_{t'})                  (Bahdanau et al. 2015, eq. 6)
+    e_{t,t'}     = v^T tanh(W_s s_{t-1} + W_h a_{t'})                  (Bahdanau et al. 2015, eq. 6, A.1.2)
     alpha_{t,t'} = exp(e_{t,t'}) / sum_{t'=1}^{T_x} exp(e_{t,t'})     (seed 004; the notes write the score c_{t,t'})
     c_t          = sum_{t'=1}^{T_x} alpha_{t,t'} a_{t'}                (seed 004: G_1 = sum_t alpha_{1,t} a_t)
 

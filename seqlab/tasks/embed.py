@@ -172,8 +172,12 @@ def _fit(cfg, run_dir, corpus, trainer, engine, device, start, epochs, metrics, 
                            "words_per_s": rate, "raw_words_per_s": raw_rate, "effective_words": stats.effective_words,
                            "terms": stats.terms, "seconds": stats.seconds})
             progress.set_postfix_str(f"loss {stats.loss:.4f}  {rate:,.0f} words/s")
-            line = f"epoch {epoch + 1}/{epochs}: loss {stats.loss:.4f}, {rate:,.0f} effective words/s ({raw_rate:,.0f} raw)"
-            progress.write(line, file=sys.stderr) if t.progress else log(line)
+            line = (f"epoch {epoch + 1}/{epochs}: loss {stats.loss:.4f}, {rate:,.0f} effective words/s "
+                    f"({raw_rate:,.0f} raw)")
+            if t.progress:
+                progress.write(line, file=sys.stderr)
+            else:
+                log(line)
             state = {"step": epoch + 1, "loss": stats.loss, "engine": engine,
                      "versions": {"seqlab": _version(), "torch": torch.__version__}}
             checkpoint.save(run_dir, trainer.model, trainer.trainer_tensors(), state)

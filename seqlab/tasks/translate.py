@@ -131,7 +131,7 @@ def collate(examples: Examples, index: list[int], sos_id: int, eos_id: int, pad_
 
 def build_model(cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> nn.Module:
     """The configured model with the vocabulary sizes of the data."""
-    if getattr(cfg.model, "share_embeddings", False) and src_tok is not tgt_tok and not joint_vocab(cfg.data):
+    if getattr(cfg.model, "share_embeddings", False) and not joint_vocab(cfg.data):
         raise SeqlabError("model.share_embeddings needs one vocabulary for both languages; set data.joint_vocab=true "
                           "or model.share_embeddings=false")
     model_cfg = replace(cfg.model, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size)
@@ -311,8 +311,6 @@ class Translator:
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Translator:
     device = resolve_device("auto") if device is None else torch.device(device)
     src_tok, tgt_tok = load_tokenizers(run_dir)
-    if joint_vocab(cfg.data):
-        tgt_tok = src_tok  # one vocabulary object, as in training
     model = build_model(cfg, src_tok, tgt_tok)
     checkpoint.load_model(model, run_dir / "model.safetensors")
     model.to(device).eval()
