@@ -27,6 +27,9 @@ COMMANDS = [
     "predict",
     "attention",
     "bleu",
+    "neighbors",
+    "analogy",
+    "map",
     "explain",
     "data",
 ]
@@ -41,6 +44,10 @@ examples:
   seqlab predict runs/ner < sentences.txt
   seqlab attention runs/char --text "def main():" --out attention.png
   seqlab bleu hyp.txt ref.txt --tokenize 13a
+  seqlab train w2v-sgns --set data.source=corpus.txt --out runs/w2v
+  seqlab neighbors runs/w2v king -k 10
+  seqlab analogy runs/w2v man king woman           man is to king as woman is to ?
+  seqlab map runs/w2v --words 300 --out map.png
   seqlab explain                                the worked example of the notes, every tensor named
   seqlab data list
   seqlab data get tinyshakespeare

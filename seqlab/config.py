@@ -52,6 +52,9 @@ class DataConfig:
     max_size: int = 0  # char/word: cap on vocabulary size including specials; 0 = no cap
     src: str = ""  # parallel text: source-language suffix (data.train=PREFIX reads PREFIX.src)
     tgt: str = ""  # parallel text: target-language suffix
+    joint_vocab: bool = False  # translation: one vocabulary (joint BPE merges) learned from both languages
+    analogies: str = ""  # embed: analogy questions file or dataset name (default analogy-google)
+    similarity: str = ""  # embed: word-pair sets, comma-separated files or dataset names (default wordsim353,simlex999)
 
     def __post_init__(self):
         _choice("data.tokenizer", self.tokenizer, ("char", "word", "bpe"))

@@ -158,7 +158,7 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 # the loop
 
 
-class _Interrupt:
+class SigintFlag:
     """Turns SIGINT into a flag checked between steps, so the step in flight finishes and is saved."""
 
     def __init__(self):
@@ -339,7 +339,7 @@ class Trainer:
         last_saved = self.step
         t0, tok0 = time.perf_counter(), 0
         interrupted = False
-        with _Interrupt() as interrupt:
+        with SigintFlag() as interrupt:
             while not self.done():
                 loss, tokens = self.train_step()
                 if not math.isfinite(loss):
@@ -375,7 +375,7 @@ class Trainer:
         metrics.write({"step": self.step, "split": "valid", **result})
         if self.dist.main:
             progress.write(f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items()
-                                                                   if isinstance(v, float)))
+                                                                   if isinstance(v, float)), file=sys.stderr)
         if result["loss"] < self.best:
             self.best = result["loss"]
             if self.cfg.keep_best:

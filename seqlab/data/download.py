@@ -68,6 +68,15 @@ _BERT_NER = "e5be564156f194f1becb0d82aeaf6e762d9eb9ed"
 _AUTOPROMPT = "6288fb5bec9c572f2492875ae0111df5b6daed11"
 _SENT_CONV = "d61ded09c99c0199d8c5bca946cd65864de2b296"
 _FINE_GRAINED = "a4401669eecbe9dda494faf36afe1e6a0b065a38"
+_GENSIM = "2d17ddf0f2aa1f7987ddd19c472c9d4da8b5c5c0"
+_GENSIM_TERMS = ("From gensim's test data (LGPL-2.1 for gensim's code); the data files state no licence of "
+                 "their own. ")
+
+
+def _gensim_eval_set(name: str, file: str, sha: str, description: str, source: str) -> "Dataset":
+    return Dataset(name=name, description=description, terms=_GENSIM_TERMS + source, main=f"embeddings/{file}",
+                   files=_github("RaRe-Technologies/gensim", _GENSIM,
+                                 {f"embeddings/{file}": (f"gensim/test/test_data/{file}", sha)}))
 
 _RESEARCH_ONLY = "Use for research and tests only; do not redistribute as a product."
 
@@ -257,6 +266,18 @@ DATASETS: dict[str, Dataset] = {
                 },
             ),
         ),
+        _gensim_eval_set("analogy-google", "questions-words.txt",
+                         "8c29b3332afc46f3fb8be04cb5297bf96f39aa7131272dff57869b4485b22a36",
+                         "Google analogy questions, 19,544 in 14 sections (Mikolov et al. 2013)",
+                         "First shipped with Google's word2vec tool."),
+        _gensim_eval_set("wordsim353", "wordsim353.tsv",
+                         "f92a022fc2537793a15bc3a8c162ebcd74990e033a228bb6388cb71e4c0b1e1d",
+                         "WordSim-353 word-pair similarity (Finkelstein et al. 2002)",
+                         "Original site: Technion."),
+        _gensim_eval_set("simlex999", "simlex999.txt",
+                         "d5e0501971478a511430ee880bd0121e94ac701ba86d90544d83e6d2ba3db05d",
+                         "SimLex-999 word-pair similarity (Hill et al. 2015)",
+                         "Original site: Cambridge."),
     ]
 }
 

@@ -16,6 +16,8 @@ from seqlab.errors import SeqlabError
 
 TASK_MODULES = {
     "lm": "seqlab.tasks.lm",
+    "embed": "seqlab.tasks.embed",
+    "translate": "seqlab.tasks.translate",
 }
 
 

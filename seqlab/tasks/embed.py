@@ -40,7 +40,7 @@ from seqlab.errors import SeqlabError
 from seqlab.models.glove import GloVe, GloVeConfig, GloVeTrainer
 from seqlab.models.word2vec import Corpus, SkipGram, Word2VecConfig, Word2VecTrainer
 from seqlab.text.tokenizers import split_words
-from seqlab.train import Dist, MetricsLog, _Interrupt, resolve_device
+from seqlab.train import Dist, MetricsLog, SigintFlag, resolve_device
 from seqlab.vectors import KeyedVectors
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
@@ -155,7 +155,7 @@ def _fit(cfg, run_dir, corpus, trainer, engine, device, start, epochs, metrics, 
     progress = tqdm(total=corpus.raw_words * (epochs - start), unit="word", unit_scale=True, file=sys.stderr,
                     disable=not t.progress, dynamic_ncols=True, desc=cfg.arch)
     started, epoch, interrupted = time.perf_counter(), start, False
-    with _Interrupt() as interrupt:
+    with SigintFlag() as interrupt:
         for epoch in range(start, epochs):
             stats = trainer.train_epoch(corpus, epoch, epochs, t.lr, t.min_lr, engine=engine, threads=t.threads,
                                         device=device, batch_size=t.batch_size, on_progress=progress.update,
