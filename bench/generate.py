@@ -29,7 +29,8 @@ from common import machine, median, run_json_subprocess, write_section  # noqa: 
 PROMPT, NEW, MAX_LEN = 16, 256, 272
 
 
-def build():
+def build(side: str = "both"):
+    """HF's model, ours with the same weights, and the prompt; ``side`` "hf" or "ours" frees the other."""
     import transformers
 
     from seqlab.models.gpt2 import from_gpt2
@@ -39,8 +40,10 @@ def build():
                                   n_inner=1536, activation_function="gelu", resid_pdrop=0.0, embd_pdrop=0.0,
                                   attn_pdrop=0.0, attn_implementation="sdpa")
     hf = transformers.GPT2LMHeadModel(cfg).eval()
-    ours = from_gpt2(hf).eval()
+    ours = from_gpt2(hf).eval() if side != "hf" else None
     prompt = torch.randint(0, 65, (1, PROMPT), generator=torch.Generator().manual_seed(1))
+    if side == "ours":
+        hf = None  # only our copy stays alive
     return hf, ours, prompt
 
 
@@ -62,8 +65,9 @@ import json, sys, time
 sys.path.insert(0, {bench!r})
 import generate as g
 from common import peak_rss_mib
-hf, ours, prompt = g.build()
 side = sys.argv[1]
+hf, ours, prompt = g.build(side)
+import gc; gc.collect()
 fn = (lambda: g.hf_generate(hf, prompt)) if side == "hf" else (lambda: g.ours_generate(ours, prompt, {compile}))
 fn()
 t = time.perf_counter(); fn(); dt = time.perf_counter() - t

@@ -86,10 +86,19 @@ def decode_step(model, compile: bool = False):
         return lambda ids, cache: model(ids, cache=cache)
     step = _COMPILED_STEPS.get(model)
     if step is None:
-        step = _COMPILED_STEPS[model] = torch.compile(model.step, dynamic=False)
+        # C++ wrapper and frozen weights: less per-call overhead (weights are constants of the graph, so a
+        # model trained further after this call must be compiled again: it is, as a new model object)
+        step = _COMPILED_STEPS[model] = torch.compile(model.step, dynamic=False,
+                                                      options={"cpp_wrapper": True, "freezing": True})
+    warm = [False]
 
     def run(ids, cache):
-        logits = step(ids, cache)
+        if warm[0]:  # shapes never change in the decode loop: skip re-checking the guards at every token
+            with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
+                logits = step(ids, cache)
+        else:
+            logits = step(ids, cache)
+            warm[0] = True
         cache.advance(ids.shape[1])
         return logits
 

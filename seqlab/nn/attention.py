@@ -266,7 +266,9 @@ class MultiHeadAttention(nn.Module):
             if self.causal:
                 mask, is_causal = combine(causal_mask_at(cache.positions, k.shape[-2]), mask), False
         p = self.dropout if self.training else 0.0
-        if need_weights or self.impl == "equations":
+        # one query against the cache (a decode step): explicit matmuls beat SDPA's per-call overhead
+        one_step = cache is not None and q.shape[-2] == 1
+        if need_weights or self.impl == "equations" or one_step:
             o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
         else:
             o, weights = attention_fused(q, k, v, mask, p, self.training, is_causal), None

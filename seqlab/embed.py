@@ -1,0 +1,94 @@
+"""Sentence embeddings from a pretrained encoder: mean-pooled, L2-normalised; cosine similarity.
+
+The Sentence-BERT recipe (Reimers & Gurevych 2019; what sentence-transformers runs for
+all-MiniLM-L6-v2): tokenize, encode, average the real tokens' last hidden states
+(:func:`seqlab.models.pretrained.mean_pool`), divide by the L2 norm. Sentences are encoded in batches
+padded to their longest member; like sentence-transformers they are sorted by length first, so a batch
+holds similar lengths and little padding, and the results come back in input order. Padding changes
+nothing in a sentence's vector (the mask keeps pad tokens out of attention and out of the mean).
+
+Shapes: sentences; batch; seq; dim (the encoder's d_model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from seqlab.errors import SeqlabError
+from seqlab.models.pretrained import BertEncoder, WordPieceTokenizer, from_pretrained, mean_pool
+
+
+def _device(device: str | torch.device | None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise SeqlabError(f"device {device} asked for but CUDA is not available; use --device cpu")
+    return torch.device(device)
+
+
+class SentenceEncoder:
+    """A pretrained encoder and its tokenizer, turned into one unit vector per sentence."""
+
+    def __init__(self, encoder: BertEncoder, tokenizer: WordPieceTokenizer,
+                 device: str | torch.device | None = None) -> None:
+        self.device = _device(device)
+        self.encoder = encoder.to(self.device).eval()
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def from_pretrained(cls, name_or_dir: str | Path, device: str | torch.device | None = None) -> SentenceEncoder:
+        """From a BERT-style directory or a known model name (see :func:`seqlab.from_pretrained`)."""
+        return cls(*from_pretrained(name_or_dir), device=device)
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.cfg.d_model
+
+    @torch.inference_mode()
+    def embed(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """(sentences, dim) float32 array of mean-pooled, L2-normalised embeddings, in input order."""
+        if isinstance(sentences, str):
+            raise SeqlabError("embed takes a list of sentences, not one string; wrap it: embed([text])")
+        if batch_size < 1:
+            raise SeqlabError(f"batch_size must be >= 1, got {batch_size}")
+        id_lists = self.tokenizer.encode_batch(list(sentences))
+        out = np.zeros((len(id_lists), self.dim), dtype=np.float32)  # sentences, dim
+        order = sorted(range(len(id_lists)), key=lambda i: -len(id_lists[i]))  # longest first
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            ids, mask = self.tokenizer.batch([id_lists[i] for i in rows], self.device)  # batch, seq
+            hidden = self.encoder.encode(ids, mask)  # batch, seq, dim
+            vectors = F.normalize(mean_pool(hidden, mask).float(), p=2, dim=-1)  # batch, dim
+            out[rows] = vectors.cpu().numpy()
+        return out
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine of the two sentences' embeddings (their dot product, both being unit vectors)."""
+        va, vb = self.embed([a, b])
+        return float(np.dot(va.astype(np.float64), vb.astype(np.float64)))
+
+
+def open_encoder(run_or_dir: str | Path, device: str | torch.device | None = None) -> SentenceEncoder:
+    """The sentence encoder behind RUN_OR_DIR: a pretrained directory or model name, or a run directory.
+
+    A run directory (it has ``config.toml``) is loaded with :func:`seqlab.load`; its object provides the
+    embeddings through a ``sentence_encoder()`` method returning a :class:`SentenceEncoder` (the hook for
+    runs fine-tuned from a pretrained encoder).
+    """
+    path = Path(run_or_dir)
+    if (path / "config.toml").is_file():
+        from seqlab.api import load
+
+        obj = load(path, device=None if device is None else str(device))
+        make = getattr(obj, "sentence_encoder", None)
+        if make is None:
+            raise SeqlabError(f"{path} is a {obj.config.task.kind} run without a pretrained encoder, so it has no "
+                              "sentence embeddings; give a run fine-tuned from one, a BERT-style directory, or "
+                              "all-MiniLM-L6-v2")
+        return make()
+    return SentenceEncoder.from_pretrained(run_or_dir, device)

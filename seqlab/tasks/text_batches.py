@@ -1,0 +1,157 @@
+"""What the tagging and classification tasks share: where each split's examples come from, the label
+vocabulary, and length-sorted batches of token-id sequences.
+
+Splits (DESIGN.md "Config conventions"): ``data.train`` (with ``data.valid`` / ``data.test``) name files and
+override ``data.source``; a split that is not named is cut from the training file by ``data.split``
+(contiguous, in file order, by example counts). ``data.source`` is a dataset name of the task's table (its
+cached split files; downloaded when missing) or the path of one file to cut by ``data.split``.
+
+Training batches are drawn with the data generator only, as the translation task does: a pool of
+``POOL_BATCHES * n`` random example indices, sorted by length, of which a random run of ``n`` consecutive
+examples is the batch (little padding, no state besides the generator, so ``--resume`` is exact).
+Evaluation batches are length-sorted runs over the whole split (or ``max_batches`` of them spread evenly).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+import torch
+from torch import Tensor
+
+from seqlab.config import DataConfig
+from seqlab.data import download
+from seqlab.data.sources import EMBEDDED
+from seqlab.errors import SeqlabError
+from seqlab.text.vocab import read_json, write_json_atomic
+
+T = TypeVar("T")
+SPLITS = ("train", "valid", "test")
+POOL_BATCHES = 16  # training batches are cut from length-sorted pools of this many batches
+PREDICT_BATCH = 64  # sentences run together at prediction and evaluation
+
+
+# ------------------------------------------------------------------------------------------------------
+# splits
+
+
+def cut(items: list[T], fractions: Sequence[float], what: str = "examples") -> tuple[list[T], list[T], list[T]]:
+    """(train, valid, test): contiguous pieces of ``items`` in order, boundaries round(n f_train) and
+    round(n (f_train + f_valid)); a split with a positive fraction that comes out empty is an error."""
+    n = len(items)
+    a = min(n, round(n * fractions[0]))
+    b = max(a, min(n, round(n * (fractions[0] + fractions[1]))))
+    parts = (items[:a], items[a:b], items[b:])
+    for part, fraction, split in zip(parts, fractions, SPLITS):
+        if fraction > 0 and not part:
+            raise SeqlabError(f"{n} {what} are too few for a {split} split of {fraction:g}; give more data, a "
+                              f"data.{split} file, or change data.split")
+    return parts
+
+
+def read_splits(data: DataConfig, reader: Callable[[str], list[T]], datasets: dict[str, tuple[str, str, str]],
+                task: str, splits: Iterable[str] = SPLITS) -> dict[str, list[T]]:
+    """The examples of each split in ``splits``, read with ``reader(path)``.
+
+    ``datasets`` maps the dataset names the task knows to their (train, valid, test) files in the cache.
+    """
+    splits = tuple(splits)
+    named = {s: getattr(data, s) for s in SPLITS}
+    out: dict[str, list[T]] = {}
+    if data.train and all(named.values()):
+        paths = named
+    elif not data.train and data.source in datasets:
+        download.get(data.source)
+        paths = {s: named[s] or str(download.cache_dir() / f) for s, f in zip(SPLITS, datasets[data.source])}
+    else:
+        source = data.train or data.source
+        if source in download.DATASETS or source in EMBEDDED:
+            known = ", ".join(datasets) or "none"
+            raise SeqlabError(f"data.source={source!r} is not a {task} dataset (known: {known}); point data.train "
+                              f"(and data.valid, data.test) at {task} files")
+        cut_here = [s for s in splits if s == "train" or not named[s]]  # the splits cut from the source file
+        if cut_here:
+            pieces = dict(zip(SPLITS, cut(reader(source), data.split, f"examples in {source}")))
+            out = {s: pieces[s] for s in cut_here}
+        paths = named
+    for s in splits:
+        if s not in out:
+            out[s] = reader(paths[s])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# labels
+
+
+class Labels:
+    """The label vocabulary of a task: names in a fixed order (id = position), saved as a JSON list."""
+
+    def __init__(self, names: Sequence[str]):
+        self.names = list(names)
+        self.index = {name: i for i, name in enumerate(self.names)}
+
+    @classmethod
+    def build(cls, labels: Iterable[str], first: Sequence[str] = ()) -> Labels:
+        """``first`` (those that occur) then the others sorted; numbers in numeric order ("2" before "10")."""
+        seen = set(labels)
+        head = [name for name in first if name in seen]
+        rest = seen - set(head)
+        numeric = all(name.lstrip("-").isdigit() for name in rest)
+        return cls(head + sorted(rest, key=lambda s: (int(s), s) if numeric else (0, s)))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def id(self, label: str, where: str) -> int:
+        """The id of ``label``; a label the training data never had is an error naming ``where`` (file:line)."""
+        i = self.index.get(label)
+        if i is None:
+            shown = ", ".join(self.names[:12]) + (", ..." if len(self.names) > 12 else "")
+            raise SeqlabError(f"{where}: label {label!r} does not occur in the training data (labels: {shown}); "
+                              "fix the label or retrain with data that has it")
+        return i
+
+    def save(self, path: str | os.PathLike) -> None:
+        write_json_atomic(path, {"kind": "labels", "labels": self.names})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Labels:
+        d = read_json(path, "label vocabulary")
+        if not isinstance(d, dict) or d.get("kind") != "labels" or not isinstance(d.get("labels"), list):
+            raise SeqlabError(f"{path} is not a label vocabulary; retrain the run")
+        return cls(d["labels"])
+
+
+# ------------------------------------------------------------------------------------------------------
+# batches of token-id sequences
+
+
+def sample_batch(lengths: Tensor, n: int, generator: torch.Generator) -> list[int]:
+    """``n`` example indices: a random run of ``n`` in a length-sorted random pool of POOL_BATCHES * n."""
+    pool = torch.randint(len(lengths), (POOL_BATCHES * n,), generator=generator)  # pool
+    pool = pool[torch.sort(lengths[pool], stable=True).indices]  # pool, by length
+    start = int(torch.randint(POOL_BATCHES, (1,), generator=generator)) * n
+    return pool[start:start + n].tolist()
+
+
+def sorted_batches(lengths: Sequence[int], batch_size: int, max_batches: int | None = None) -> list[list[int]]:
+    """Example indices in length-sorted batches; with ``max_batches``, that many spread evenly over them."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if max_batches is not None and len(batches) > max_batches:
+        step = len(batches) / max_batches
+        batches = [batches[int(i * step)] for i in range(max_batches)]
+    return batches
+
+
+def check_lengths(ids: Sequence[Sequence[int]], max_len: int | None, where: Callable[[int], str]) -> None:
+    """Refuse an empty sequence, or one longer than ``max_len`` (None: no limit), naming ``where(i)``."""
+    for i, seq in enumerate(ids):
+        if not seq:
+            raise SeqlabError(f"{where(i)} is empty (no tokens); give one non-empty sentence per line")
+        if max_len is not None and len(seq) > max_len:
+            raise SeqlabError(f"{where(i)} has {len(seq)} tokens, more than model.max_len={max_len}; split it into "
+                              "shorter sentences or train with a larger model.max_len")
