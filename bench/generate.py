@@ -63,12 +63,21 @@ def ours_generate(ours, prompt, compile=False):
 SIDE_CODE = """
 import json, sys, time
 sys.path.insert(0, {bench!r})
+import torch
 import generate as g
 from common import peak_rss_mib
-side = sys.argv[1]
-hf, ours, prompt = g.build(side)
-import gc; gc.collect()
-fn = (lambda: g.hf_generate(hf, prompt)) if side == "hf" else (lambda: g.ours_generate(ours, prompt, {compile}))
+side, weights = sys.argv[1], sys.argv[2]
+if side == "hf":
+    hf, _, prompt = g.build("hf")
+    fn = lambda: g.hf_generate(hf, prompt)
+else:  # our model alone, loaded from the safetensors file the parent wrote (no HF model in this process)
+    from safetensors.torch import load_model
+    from seqlab.models.transformer import TransformerLM, TransformerLMConfig
+    cfg = TransformerLMConfig(**json.loads(sys.argv[3]))
+    ours = TransformerLM(cfg).eval()
+    load_model(ours, weights)
+    prompt = torch.randint(0, 65, (1, g.PROMPT), generator=torch.Generator().manual_seed(1))
+    fn = lambda: g.ours_generate(ours, prompt, {compile})
 fn()
 t = time.perf_counter(); fn(); dt = time.perf_counter() - t
 print(json.dumps({{"peak_rss_mib": peak_rss_mib(), "tokens_per_s": g.NEW / dt}}))
@@ -105,8 +114,17 @@ def main():
     hf_best = max((n for n in rate if n.startswith("hf")), key=rate.get)
     ours_best = max((n for n in rate if n.startswith("seqlab")), key=rate.get)
     bench = str(Path(__file__).resolve().parent)
-    rss = {side: run_json_subprocess(SIDE_CODE.format(bench=bench, compile=not args.no_compile), side)["peak_rss_mib"]
-           for side in ("hf", "ours")}
+    import dataclasses
+    import tempfile
+
+    from safetensors.torch import save_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = str(Path(tmp) / "ours.safetensors")
+        save_model(ours, weights)
+        cfg_json = json.dumps(dataclasses.asdict(ours.cfg))
+        rss = {side: run_json_subprocess(SIDE_CODE.format(bench=bench, compile=not args.no_compile), side, weights,
+                                         cfg_json)["peak_rss_mib"] for side in ("hf", "ours")}
     rows = "\n".join(f"| {n} | {rate[n]:.0f} | {rate[n] / rate[hf_best]:.2f} | {'yes' if same[n] else 'NO'} |"
                      for n in candidates)
     ratio = rate[ours_best] / rate[hf_best]
