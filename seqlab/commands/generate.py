@@ -15,6 +15,8 @@ def add(sub):
     p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (0 = off)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (1 = off)")
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the decode step (about 2x faster per token after a 10-40 s compile)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.set_defaults(run=run)
 
@@ -28,6 +30,6 @@ def run(args) -> int:
 
         raise SeqlabError(f"{args.run_dir} is a {lm.config.task.kind} run; `seqlab generate` needs a language model")
     text = lm.generate(args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                       top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+                       top_k=args.top_k, top_p=args.top_p, seed=args.seed, compile=args.compile)
     print(args.prompt + text)
     return 0

@@ -240,12 +240,13 @@ class LanguageModel:
         self.run_dir, self.config, self.tokenizer, self.model, self.device = run_dir, cfg, tokenizer, model, device
 
     def generate(self, prompt: str | list[str], max_new_tokens: int = 200, temperature: float = 1.0,
-                 top_k: int = 0, top_p: float = 1.0, seed: int | None = None, use_cache: bool = True):
+                 top_k: int = 0, top_p: float = 1.0, seed: int | None = None, use_cache: bool = True,
+                 compile: bool = False):
         """The continuation of each prompt (text); a str for a str prompt, a list for a list."""
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
         ids = [self.tokenizer.encode(p) for p in prompts]
         new = generate(self.model, ids, max_new_tokens, Sampling(temperature, top_k, top_p), seed=seed,
-                       eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device)
+                       eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device, compile=compile)
         texts = [self.tokenizer.decode(t) for t in new]
         return texts[0] if isinstance(prompt, str) else texts
 
