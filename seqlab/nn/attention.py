@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
-from seqlab.nn.masks import causal_mask, causal_mask_at, combine
+from seqlab.nn.masks import causal_mask, causal_mask_at, combine, to_additive
 
 IMPLS = ("fused", "equations")
 
@@ -48,6 +48,19 @@ def _cached_causal(seq_q: int, seq_k: int, device: torch.device) -> Tensor:
     """causal_mask, built once per (seq_q, seq_k, device); read-only, shared by every call."""
     with torch.inference_mode(False):  # a normal tensor, usable later in autograd
         return causal_mask(seq_q, seq_k, device)
+
+
+@lru_cache(maxsize=32)
+def _cached_causal_bias(seq_q: int, seq_k: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    with torch.inference_mode(False):
+        return to_additive(causal_mask(seq_q, seq_k, device), dtype)
+
+
+def _causal_bias(seq_q: int, seq_k: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """Seed 001's additive causal M (0 where j <= i, -inf elsewhere), (seq_q, seq_k), cached per dtype."""
+    if torch.compiler.is_compiling():
+        return to_additive(causal_mask(seq_q, seq_k, device), dtype)
+    return _cached_causal_bias(seq_q, seq_k, dtype, device)
 
 
 def _causal(seq_q: int, seq_k: int, device: torch.device) -> Tensor:
@@ -82,7 +95,16 @@ def attention_equations(
     """
     seq_q, seq_k = q.shape[-2], k.shape[-2]
     if is_causal and mask is None and seq_k >= seq_q:
-        mask, empty = _causal(seq_q, seq_k, q.device), None  # seq_q, seq_k; no fully-masked row
+        # causal only (training): M added inside the GEMM, QK^T / sqrt(d_k) + M in one baddbmm; no row is empty
+        batch, head, _, depth = q.shape
+        scores = torch.baddbmm(
+            _causal_bias(seq_q, seq_k, q.dtype, q.device),  # seq_q, seq_k: 0 or -inf
+            q.reshape(batch * head, seq_q, depth),  # batch*head, seq_q, depth
+            k.reshape(batch * head, seq_k, depth).transpose(1, 2),  # batch*head, depth, seq_k
+            alpha=1.0 / math.sqrt(depth),
+        ).view(batch, head, seq_q, seq_k)  # batch, head, seq_q, seq_k
+        weights = torch.softmax(scores, dim=-1)  # batch, head, seq_q, seq_k
+        return F.dropout(weights, dropout_p, training) @ v, weights  # batch, head, seq_q, depth
     else:
         mask = combine(_causal(seq_q, seq_k, q.device), mask) if is_causal else mask
         mask, empty = _open_empty_rows(mask)
