@@ -53,6 +53,9 @@ class DataConfig:
     src: str = ""  # parallel text: source-language suffix (data.train=PREFIX reads PREFIX.src)
     tgt: str = ""  # parallel text: target-language suffix
     joint_vocab: bool = False  # translation: one vocabulary (joint BPE merges) learned from both languages
+    column: str = ""  # forecast: CSV column of the values, header name or 0-based index ("" = last numeric column)
+    date_column: str = ""  # forecast: CSV column of date labels, for the plot ("" = none)
+    horizon: int = 0  # forecast: held-out tail length (0 = the test fraction of data.split)
     analogies: str = ""  # embed: analogy questions file or dataset name (default analogy-google)
     similarity: str = ""  # embed: word-pair sets, comma-separated files or dataset names (default wordsim353,simlex999)
 
@@ -66,6 +69,7 @@ class DataConfig:
         _at_least("data.vocab_size", self.vocab_size, 8)
         _at_least("data.min_freq", self.min_freq, 1)
         _at_least("data.max_size", self.max_size, 0)
+        _at_least("data.horizon", self.horizon, 0)
 
 
 @dataclass(frozen=True)
@@ -299,6 +303,8 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
     if hint is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, int) and not isinstance(value, bool):  # e.g. --set data.column=1 (an index)
+            return str(value)
         raise SeqlabError(f"{key} must be a string, got {value!r}")
     return value
 

@@ -421,9 +421,9 @@ def tsne_map(kv: KeyedVectors, n_words: int = 200, seed: int = 0) -> tuple[list[
 def plot_embedding_map(words: Sequence[str], coords: np.ndarray, out: str | os.PathLike,
                        title: str | None = None) -> Path:
     """A labelled scatter plot of 2-D word coordinates, written atomically (seqlab.viz conventions)."""
-    from seqlab.viz import _pyplot, _save
+    from seqlab.viz import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     size = max(6.0, min(24.0, 0.45 * np.sqrt(len(words)) * 2))
     fig, ax = plt.subplots(figsize=(size, size))
     ax.scatter(coords[:, 0], coords[:, 1], s=6, alpha=0.6)
@@ -433,4 +433,4 @@ def plot_embedding_map(words: Sequence[str], coords: np.ndarray, out: str | os.P
     ax.set_yticks([])
     if title:
         ax.set_title(title)
-    return _save(fig, out)
+    return save_figure(fig, out)

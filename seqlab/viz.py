@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -21,13 +21,13 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str | Path) -> Path:
+def save_figure(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     fig.savefig(tmp, dpi=120, bbox_inches="tight")
     os.replace(tmp, path)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -40,7 +40,7 @@ def plot_loss(metrics_path: str | Path, out: str | Path) -> Path | None:
     valid = [(r["step"], r["loss"]) for r in rows if r.get("split") == "valid"]
     if not train and not valid:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     if train:
         ax.plot(*zip(*train), label="train", lw=1)
@@ -50,7 +50,7 @@ def plot_loss(metrics_path: str | Path, out: str | Path) -> Path | None:
     ax.set_ylabel("loss (nats per token)")
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def plot_attention(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray | list, out: str | Path,
@@ -66,7 +66,7 @@ def plot_attention(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
     size = max(2.5, 0.32 * max(len(tokens_q), len(tokens_k)) + 1)
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     labels_q = [repr(t)[1:-1] for t in tokens_q]
     labels_k = [repr(t)[1:-1] for t in tokens_k]
@@ -84,4 +84,4 @@ def plot_attention(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray
                 for c in range(w.shape[2]):
                     ax.text(c, r, f"{w[i, r, c]:.2f}", ha="center", va="center", fontsize=6,
                             color="white" if w[i, r, c] < 0.5 else "black")
-    return _save(fig, out)
+    return save_figure(fig, out)

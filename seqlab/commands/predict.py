@@ -25,8 +25,16 @@ def run(args) -> int:
     if not hasattr(obj, "predict"):
         raise SeqlabError(f"{args.run_dir} is a {obj.config.task.kind} run, which has no predict; "
                           "for a language model use `seqlab generate`")
+    kind = obj.config.task.kind
+    if kind == "forecast" and args.steps is None:
+        raise SeqlabError("a forecast run predicts --steps N values after the series and reads no input; "
+                          f"e.g. seqlab predict {args.run_dir} --steps 12")
+    if kind != "forecast" and args.steps is not None:
+        raise SeqlabError(f"--steps is for forecast runs; {args.run_dir} is a {kind} run that reads lines on stdin")
+    if args.beam is not None and kind != "translate":
+        raise SeqlabError(f"--beam is for translation runs; {args.run_dir} is a {kind} run")
     options = {k: v for k, v in (("beam", args.beam), ("steps", args.steps)) if v is not None}
-    lines = None if args.steps is not None else [line.rstrip("\n") for line in sys.stdin]
+    lines = None if kind == "forecast" else [line.rstrip("\n") for line in sys.stdin]
     for result in obj.predict(lines, **options):
         print(json.dumps(result) if args.format == "json" else obj.format_prediction(result))
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,25 @@ def read_series(
     Returns ``(values, dates)``: values as float64 of shape (n,), in file order; dates as the
     strings of ``date_column`` (None when no date column is asked for).
     """
+    column = read_column(path, column, date_column)
+    return column.values, column.dates
+
+
+@dataclass(frozen=True, eq=False)
+class SeriesColumn:
+    """One column of a CSV series, as :func:`read_column` returns it."""
+
+    values: np.ndarray  # (n,) float64, in file order
+    dates: list[str] | None  # the date column's strings, one per value (None without a date column)
+    name: str  # the column's header, or its 0-based index as text when the file has no header
+
+
+def read_column(
+    path: str | os.PathLike,
+    column: int | str | None = None,
+    date_column: int | str | None = None,
+) -> SeriesColumn:
+    """:func:`read_series`, also naming the column it read (for plots and logs)."""
     path = Path(path)
     rows = _read_rows(path)
     if not rows:
@@ -116,7 +136,7 @@ def read_series(
             if not date:
                 raise SeqlabError(f"{path}:{line}: missing date in column {date_label}; fill it in or remove the row")
             dates.append(date)
-    return values, dates
+    return SeriesColumn(values, dates, names[value_col] if names else str(value_col))
 
 
 def split_tail(values: np.ndarray, n_test: int) -> tuple[np.ndarray, np.ndarray]:

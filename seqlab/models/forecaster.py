@@ -171,7 +171,8 @@ def build_forecaster(cfg: RecurrentForecasterConfig | TransformerForecasterConfi
         return RecurrentForecaster(cfg)
     if isinstance(cfg, TransformerForecasterConfig):
         return TransformerForecaster(cfg)
-    raise SeqlabError(f"no neural forecaster for {type(cfg).__name__}; use model.arch = {' | '.join(FORECASTER_CONFIGS)}")
+    raise SeqlabError(f"no neural forecaster for {type(cfg).__name__}; "
+                      f"use model.arch = {' | '.join(FORECASTER_CONFIGS)}")
 
 
 # ------------------------------------------------------------------------------------------------------

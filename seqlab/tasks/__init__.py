@@ -18,6 +18,7 @@ TASK_MODULES = {
     "lm": "seqlab.tasks.lm",
     "embed": "seqlab.tasks.embed",
     "translate": "seqlab.tasks.translate",
+    "forecast": "seqlab.tasks.forecast",
 }
 
 

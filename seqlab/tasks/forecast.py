@@ -1,7 +1,7 @@
 """Forecasting (seed 004): AR(p) fitted in closed form, or a neural forecaster trained on the same windows.
 
 Data. One univariate series from a CSV file (``data.source``, or ``data.train``), read by
-:func:`seqlab.data.series.read_series`: the values column ``data.column`` (a header name or a 0-based index;
+:func:`seqlab.data.series.read_column`: the values column ``data.column`` (a header name or a 0-based index;
 empty = the last column whose first data row is a number) and, optionally, the labels of ``data.date_column``
 (used on the plot). The series is cut into contiguous parts, in time order: train, valid, and the held-out
 tail test. The tail has ``data.horizon`` values when that is > 0, else the test fraction of ``data.split``
@@ -44,7 +44,7 @@ from torch import nn
 
 from seqlab import checkpoint
 from seqlab.config import RunConfig
-from seqlab.data.series import read_series
+from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
@@ -70,7 +70,7 @@ class Series:
     n_train: int  # values in the train part
     n_valid: int  # values in the valid part
     n_test: int  # values in the held-out tail
-    name: str  # what the values are (the column's header, or "value")
+    name: str  # what the values are: the column's header (its index as text without a header)
     mean: float  # mean of the train part (neural forecasters standardise with it)
     std: float  # standard deviation of the train part (population, ddof 0)
 
@@ -103,8 +103,12 @@ def _data_options(cfg: RunConfig) -> tuple[str | None, str | None, int]:
     if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 0:
         raise SeqlabError(f"data.horizon must be a whole number >= 0 (0 = the test fraction of data.split), "
                           f"got {horizon!r}")
-    as_spec = lambda v: None if v is None or v == "" else str(v)  # noqa: E731 - an index may come as an int
-    return as_spec(column), as_spec(date_column), horizon
+    return _column_spec(column), _column_spec(date_column), horizon
+
+
+def _column_spec(value: object) -> str | None:
+    """A column as read_series takes it: None for "" (not given), else text (an index may come as an int)."""
+    return None if value is None or value == "" else str(value)
 
 
 def read_splits(cfg: RunConfig) -> Series:
@@ -118,7 +122,8 @@ def read_splits(cfg: RunConfig) -> Series:
         raise SeqlabError(f"data.source {path!r} is not a CSV file; forecasting reads a series: "
                           "--set data.source=PATH.csv (one column of numbers, optionally a header and dates)")
     column, date_column, horizon = _data_options(cfg)
-    values, dates = read_series(path, column=column, date_column=date_column)
+    col = read_column(path, column=column, date_column=date_column)
+    values, dates = col.values, col.dates
     n = len(values)
     f_train, f_valid, _ = d.split
     a, b = round(n * f_train), round(n * (f_train + f_valid))
@@ -134,8 +139,7 @@ def read_splits(cfg: RunConfig) -> Series:
     if std == 0.0:
         raise SeqlabError(f"{path}: the series is constant over its train part (every value is {train[0]!r}); "
                           "forecasting needs a series that varies")
-    name = str(column) if column is not None and not column.lstrip("-").isdigit() else "value"
-    return Series(values, dates, n_train, n_valid, n_test, name, mean, std)
+    return Series(values, dates, n_train, n_valid, n_test, col.name, mean, std)
 
 
 def save_series(series: Series, run_dir: Path) -> None:
@@ -150,11 +154,15 @@ def load_series(run_dir: Path) -> Series:
         raise SeqlabError(f"{run_dir} has no {SERIES_FILE}; train it with `seqlab train`") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise SeqlabError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None
-    if not isinstance(doc, dict) or doc.get("format_version") != SERIES_FORMAT:
-        raise SeqlabError(f"{path} has format_version {doc.get('format_version') if isinstance(doc, dict) else None!r}, "
-                          f"this seqlab reads {SERIES_FORMAT}; use the seqlab version that wrote it")
-    return Series(np.asarray(doc["values"], dtype=np.float64), doc["dates"], int(doc["n_train"]),
-                  int(doc["n_valid"]), int(doc["n_test"]), doc["name"], float(doc["mean"]), float(doc["std"]))
+    version = doc.get("format_version") if isinstance(doc, dict) else None
+    if version != SERIES_FORMAT:
+        raise SeqlabError(f"{path} has format_version {version!r}, this seqlab reads {SERIES_FORMAT}; "
+                          "use the seqlab version that wrote it")
+    try:
+        return Series(np.asarray(doc["values"], dtype=np.float64), doc["dates"], int(doc["n_train"]),
+                      int(doc["n_valid"]), int(doc["n_test"]), str(doc["name"]), float(doc["mean"]), float(doc["std"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise SeqlabError(f"{path} is missing or has a bad field ({e}); the run directory is damaged") from None
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -231,6 +239,7 @@ class ForecastTask:
         return ((model(x).float() - y) ** 2).sum()  # sum over windows of (x_hat_t - x_t)^2
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
+        """The whole valid part every time (it is small; ``max_batches`` is not needed)."""
         if not len(self.Yv):
             return {"loss": math.nan}
         total = 0.0
@@ -345,8 +354,10 @@ class Forecaster:
             return fitted.forecast(int(steps))
         return forecast_neural(self.model, self.series, split, int(steps), self.device)
 
-    def predict(self, lines: list[str] | None = None, steps: int | None = None) -> list[float]:
+    def predict(self, lines: list[str] | None = None, steps: int | None = None, beam: int | None = None) -> list[float]:
         """The ``steps`` forecasts after the end of train + valid (the first ones cover the held-out tail)."""
+        if beam is not None:
+            raise SeqlabError("--beam is for translation; a forecast takes --steps N only")
         if lines is not None or steps is None:
             raise SeqlabError("forecasting reads no input lines; give the number of values to forecast: "
                               "`seqlab predict RUN --steps N`")
@@ -382,17 +393,19 @@ class Forecaster:
 
 def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, origin: int) -> Path:
     """The series up to ``origin`` (train and valid shaded apart), the forecast after it, and the truth."""
-    from seqlab.viz import _pyplot, _save
+    from seqlab.viz import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 4))
     t = np.arange(len(series.values))
     ax.plot(t[:origin], series.values[:origin], lw=1, color="C0", label="history (train + valid)")
     if series.n_valid:
         ax.axvspan(series.start("valid"), origin, color="0.9", zorder=0, label="valid")
+    joint = max(origin - 1, 0)  # truth and forecast start from the last value of the history
     if series.n_test:
-        ax.plot(t[origin:], series.part("test"), lw=1, color="C2", label="held-out truth")
-    ax.plot(origin + np.arange(len(forecast)), forecast, lw=1.5, color="C3", label="forecast")
+        ax.plot(t[joint:], series.values[joint:], lw=1, color="C2", label="held-out truth")
+    ax.plot(np.arange(joint, origin + len(forecast)), np.concatenate([series.values[joint:origin], forecast]),
+            lw=1.5, color="C3", label="forecast")
     if series.dates:
         ticks = np.linspace(0, len(series.dates) - 1, 6).round().astype(int)
         ax.set_xticks(ticks, [series.dates[i] for i in ticks], rotation=20, fontsize=8)
@@ -402,7 +415,7 @@ def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, o
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Forecaster:

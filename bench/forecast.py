@@ -1,0 +1,170 @@
+"""Forecasting: held-out-tail RMSE of AR(p*) (p by AIC), LSTM and Transformer, beside statsmodels AutoReg.
+
+Series (../shared/data/timeseries): the daily female births (365 values, tail 30), the Melbourne daily minimum
+temperatures (3,650 values, tail 60) and the airline passengers, log-differenced as the data README advises
+(143 values, tail 24). Each series is cut into train, valid (as long as the tail) and the held-out tail;
+every model forecasts the whole tail recursively from the end of train + valid, and the RMSE is taken
+against the tail, in the series' units.
+
+- seqlab AR: the `ar` preset (p in 1..max_p by AIC, least squares on train + valid) through seqlab.api.
+- statsmodels: ``ar_select_order(history, max_p, ic="aic")`` then ``AutoReg(history, p*, trend="c")`` on the same
+  history; the forecasts are compared with seqlab's (max |difference|).
+- LSTM and Transformer: the `forecast-lstm` and `forecast-transformer` presets (windows of 32 values, trained on
+  train with the valid part for validation), one run per seed; the median RMSE over the seeds is reported
+  with the range, since a single tail and a small network make the figure noisy.
+- the history's mean as a forecast, for scale.
+
+Fit times: AR with order selection, median of ``--repeats`` fits, each side on the same numpy array, with
+numpy's BLAS held to one thread on both sides (threadpoolctl; on a shared 2-core machine OpenBLAS's threads
+swing these fits by 10x); the neural fits are whole ``seqlab.api.train`` runs (one thread, CPU).
+
+    .venv/bin/python bench/forecast.py [--seeds 3] [--repeats 5]
+
+Prints one JSON line last; ``ratio`` = statsmodels' AR fit time (order selection + fit) over seqlab's,
+geometric mean over the series (above 1 = seqlab faster); the RMSEs are in the same line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+from common import machine, median, write_section  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timeseries"
+SERIES = {  # name: (file, transform, held-out tail, max_p)
+    "births": ("daily-total-female-births.csv", None, 30, 30),
+    "temperatures": ("daily-min-temperatures.csv", None, 60, 30),
+    "airline (log-diff)": ("airline-passengers.csv", "logdiff", 24, 24),
+}
+NEURAL = {"LSTM": "forecast-lstm", "Transformer": "forecast-transformer"}
+
+
+def prepare(folder: Path, name: str) -> tuple[Path, np.ndarray, int, int]:
+    """The series as a one-column CSV (transformed if needed), its values, tail length and max_p."""
+    from seqlab.data.series import read_series
+
+    file, transform, tail, max_p = SERIES[name]
+    values = read_series(DATA / file)[0]
+    if transform == "logdiff":
+        values = np.diff(np.log(values))
+    path = folder / f"{name.split()[0]}.csv"
+    path.write_text("value\n" + "".join(f"{v!r}\n" for v in values.tolist()))
+    return path, values, tail, max_p
+
+
+def split_override(n: int, tail: int) -> str:
+    """data.split that cuts exactly `tail` values of test and `tail` of valid (boundaries are rounded)."""
+    return f"data.split=[{(n - 2 * tail) / n!r}, {tail / n!r}, {tail / n!r}]"
+
+
+def timed(fn, repeats: int) -> tuple[object, float]:
+    result, times = None, []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return result, median(times)
+
+
+def rmse(f, y) -> float:
+    return float(np.sqrt(np.mean((np.asarray(f) - np.asarray(y)) ** 2)))
+
+
+def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
+    import seqlab.tasks
+    from seqlab import api
+    from seqlab.models.autoregressive import AR, ARConfig
+    from statsmodels.tsa.ar_model import AutoReg, ar_select_order
+
+    seqlab.tasks.TASK_MODULES.setdefault("forecast", "seqlab.tasks.forecast")
+    path, values, tail, max_p = prepare(folder, name)
+    history, truth = values[:-tail], values[-tail:]
+    base = [f"data.source={path}", split_override(len(values), tail), "train.progress=false"]
+    quiet = lambda *a, **k: None  # noqa: E731
+    row: dict = {"series": name, "n": len(values), "tail": tail}
+
+    run = api.train("ar", folder / "ar", overrides=[*base, f"model.max_p={max_p}"], force=True, log=quiet)
+    ar = api.load(run)
+    assert ar.series.n_test == tail and len(ar.series.history) == len(history), "split boundaries moved"
+    ours = np.asarray(ar.predict(steps=tail))
+    _, row["ar_fit_s"] = timed(lambda: AR(ARConfig(max_p=max_p)).fit(history), repeats)
+
+    def statsmodels_fit():
+        p = max(ar_select_order(history, max_p, ic="aic", trend="c").ar_lags or [0])
+        return AutoReg(history, lags=p, trend="c").fit(), p
+
+    (res, p_sm), row["statsmodels_fit_s"] = timed(statsmodels_fit, repeats)
+    theirs = res.forecast(tail)
+    row.update(p_seqlab=ar.model.p, p_statsmodels=p_sm, rmse_ar=ar.evaluate("test")["rmse"],
+               rmse_statsmodels=rmse(theirs, truth), forecast_max_abs_diff=float(np.abs(ours - theirs).max()),
+               rmse_mean=rmse(np.full(tail, history.mean()), truth))
+
+    for label, preset in NEURAL.items():
+        scores, times = [], []
+        for seed in range(seeds):
+            t = time.perf_counter()
+            run = api.train(preset, folder / preset, overrides=[*base, f"train.seed={seed}"], force=True, log=quiet)
+            times.append(time.perf_counter() - t)
+            scores.append(api.load(run, device="cpu").evaluate("test")["rmse"])
+        key = label.lower()
+        row[f"rmse_{key}"], row[f"rmse_{key}_range"] = median(scores), (min(scores), max(scores))
+        row[f"{key}_fit_s"] = median(times)
+    return row
+
+
+def table(rows: list[dict], seeds: int) -> str:
+    lines = ["| series (values, tail) | mean | statsmodels AutoReg AR(p*) | seqlab AR(p*) | seqlab LSTM | "
+             "seqlab Transformer |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        neural = [f"{r[f'rmse_{k}']:.4g} ({r[f'rmse_{k}_range'][0]:.4g}-{r[f'rmse_{k}_range'][1]:.4g}); "
+                  f"{r[f'{k}_fit_s']:.1f} s" for k in ("lstm", "transformer")]
+        lines.append(f"| {r['series']} ({r['n']}, {r['tail']}) | {r['rmse_mean']:.4g} | "
+                     f"{r['rmse_statsmodels']:.4g} (p={r['p_statsmodels']}); {1e3 * r['statsmodels_fit_s']:.1f} ms | "
+                     f"{r['rmse_ar']:.4g} (p={r['p_seqlab']}); {1e3 * r['ar_fit_s']:.1f} ms | "
+                     f"{neural[0]} | {neural[1]} |")
+    diffs = max(r["forecast_max_abs_diff"] for r in rows)
+    names = {"ar": "AR(p*) (seqlab and statsmodels alike)", "lstm": "LSTM", "transformer": "Transformer",
+             "mean": "the mean"}
+    best = "; ".join(f"{r['series']}: {names[min(names, key=lambda k: r[f'rmse_{k}'])]}" for r in rows)
+    return ("Held-out-tail RMSE (series units; the airline series is log-differenced) of recursive forecasts from "
+            "the end of train + valid, then the fit time. AR: p* chosen by AIC up to max_p (30, 30, 24), "
+            "fit = order selection + least squares, median of repeated fits, BLAS on one thread on both sides. "
+            "LSTM / Transformer: the "
+            f"`forecast-lstm` / `forecast-transformer` presets, median (min-max) over {seeds} seeds, fit = a whole "
+            "`seqlab.api.train` run on one CPU thread. `mean` forecasts the history's mean.\n\n"
+            + "\n".join(lines) + f"\n\nseqlab's AR forecasts equal statsmodels' to max |diff| {diffs:.1e}. "
+            f"Lowest RMSE per series: {best}. One tail per series, so differences of a few percent are noise.\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=3, help="training seeds per neural forecaster")
+    ap.add_argument("--repeats", type=int, default=5, help="timed AR fits per side")
+    args = ap.parse_args()
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, threadpool_limits(1):
+        for name in SERIES:
+            rows.append(bench_series(name, Path(folder), args.seeds, args.repeats))
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    write_section("forecast", "## Forecasting: AR(p*), LSTM, Transformer vs statsmodels AutoReg (`bench/forecast.py`)"
+                  "\n\n" + table(rows, args.seeds))
+    ratio = math.exp(np.mean([math.log(r["statsmodels_fit_s"] / r["ar_fit_s"]) for r in rows]))
+    rmses = {r["series"]: {k[5:]: r[k] for k in r if k.startswith("rmse_") and not k.endswith("range")} for r in rows}
+    print(json.dumps({"bench": "forecast", "machine": machine(), "ratio": ratio, "rmse": rmses,
+                      "forecast_max_abs_diff": max(r["forecast_max_abs_diff"] for r in rows)}))
+
+
+if __name__ == "__main__":
+    main()
