@@ -7,9 +7,10 @@ mean pooling, L2 normalisation), written out with ``transformers`` because sente
 installed here. Both sides include tokenization and return (sentences, 384) unit vectors; the benchmark checks
 they agree. A third row runs seqlab's encoder inside the peer's recipe (same batches, same padding), which
 separates the encoder's speed from the batching: seqlab sorts by token count, sentence-transformers by characters.
-The candidates run interleaved in shuffled rounds; each figure is a median.
+The candidates run interleaved batch by batch in shuffled order; each figure sums per-batch medians over the
+rounds, plus the median of each side's tokenize-and-sort step.
 
-    .venv/bin/python bench/encoder.py [--sentences 512] [--rounds 5] [--threads N] [--device cpu|cuda]
+    .venv/bin/python bench/encoder.py [--sentences 512] [--rounds 7] [--threads N] [--device cpu|cuda]
 
 Prints one JSON line last: sentences/s of each side and ``ratio`` = seqlab's over HF's (above 1 = seqlab faster).
 """
@@ -47,37 +48,39 @@ def read_sentences(n: int) -> list[str]:
 class HFRecipe:
     """The sentence-transformers encode() recipe on transformers' BertModel (see the module docstring)."""
 
-    def __init__(self, directory: Path, device: torch.device) -> None:
+    def __init__(self, directory: Path, device: torch.device, forward=None) -> None:
         import transformers
 
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(directory))
         self.model = transformers.BertModel.from_pretrained(str(directory)).to(device).eval()
         self.device = device
+        self.forward = forward or (lambda batch: self.model(**batch).last_hidden_state)  # -> batch, seq, 384
 
-    def bert(self, batch) -> torch.Tensor:
-        return self.model(**batch).last_hidden_state  # batch, seq, 384
+    def plan(self, sentences: list[str]) -> list[tuple[list[int], list[str]]]:
+        order = np.argsort([-len(s) for s in sentences])  # sentence-transformers sorts by length, longest first
+        return [(list(rows), [sentences[i] for i in rows])
+                for rows in (order[start : start + BATCH] for start in range(0, len(sentences), BATCH))]
 
     @torch.inference_mode()
-    def embed(self, sentences: list[str], forward=None) -> np.ndarray:
-        """(sentences, 384) unit vectors; ``forward(batch) -> (batch, seq, 384)`` replaces BertModel."""
-        forward = forward or self.bert
-        order = np.argsort([-len(s) for s in sentences])  # sentence-transformers sorts by length, longest first
-        out = np.zeros((len(sentences), self.model.config.hidden_size), dtype=np.float32)
-        for start in range(0, len(sentences), BATCH):
-            rows = order[start : start + BATCH]
-            batch = self.tokenizer([sentences[i] for i in rows], padding=True, truncation="longest_first",
-                                   max_length=256, return_tensors="pt").to(self.device)
-            hidden = forward(batch)  # batch, seq, 384
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # batch, seq, 1
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # batch, 384
-            out[rows] = F.normalize(pooled, p=2, dim=1).cpu().numpy()
-        return out
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        batch = self.tokenizer(texts, padding=True, truncation="longest_first", max_length=256,
+                               return_tensors="pt").to(self.device)
+        hidden = self.forward(batch)  # batch, seq, 384
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # batch, seq, 1
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # batch, 384
+        return F.normalize(pooled, p=2, dim=1).cpu().numpy()
+
+
+def timed(fn, *args):
+    t = time.perf_counter()
+    out = fn(*args)  # returns host arrays: any device work is finished
+    return time.perf_counter() - t, out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=int, default=512)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = PyTorch's default)")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
@@ -92,38 +95,53 @@ def main():
     directory = resolve_pretrained("all-MiniLM-L6-v2")
     sentences = read_sentences(args.sentences)
     ours = SentenceEncoder.from_pretrained(directory, device)
-    theirs = HFRecipe(directory, device)
     peer, inside = "HF BertModel + mean pooling", "seqlab encoder in the HF recipe"
 
     def our_bert(batch) -> torch.Tensor:
         return ours.encoder.encode(batch["input_ids"], batch["attention_mask"])  # batch, seq, 384
 
-    candidates = {"seqlab": lambda: ours.embed(sentences, batch_size=BATCH), peer: lambda: theirs.embed(sentences),
-                  inside: lambda: theirs.embed(sentences, our_bert)}
-    results = {name: fn() for name, fn in candidates.items()}  # also the warm-up
+    hf = HFRecipe(directory, device)
+    # name -> (plan: sentences -> [(rows, batch input)], embed one batch input -> (batch, 384))
+    candidates = {"seqlab": (lambda s: ours.plan(s, BATCH), ours.embed_batch),
+                  peer: (hf.plan, hf.embed_batch),
+                  inside: (hf.plan, HFRecipe(directory, device, our_bert).embed_batch)}
+    results, plans = {}, {}
+    for name, (plan, embed_batch) in candidates.items():  # also the warm-up
+        plans[name] = plan(sentences)
+        results[name] = np.zeros((len(sentences), 384), dtype=np.float32)
+        for rows, batch in plans[name]:
+            results[name][rows] = embed_batch(batch)
     diff = max(float(np.abs(results[name] - results[peer]).max()) for name in ("seqlab", inside))
-    times: dict[str, list[float]] = {name: [] for name in candidates}
+    # interleaved batch by batch (a burst of load on this shared machine hits every side alike), shuffled
+    n_batches = len(plans[peer])
+    prep: dict[str, list[float]] = {name: [] for name in candidates}
+    per_batch: dict[str, list[list[float]]] = {name: [[] for _ in range(n_batches)] for name in candidates}
     for r in range(args.rounds):
+        rng = random.Random(r)
         order = list(candidates)
-        random.Random(r).shuffle(order)
+        rng.shuffle(order)
         for name in order:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            t = time.perf_counter()
-            candidates[name]()  # returns numpy on the host: the device work is finished
-            times[name].append(time.perf_counter() - t)
-    rate = {name: len(sentences) / median(ts) for name, ts in times.items()}
+            seconds, plans[name] = timed(candidates[name][0], sentences)
+            prep[name].append(seconds)
+        for j in range(n_batches):
+            rng.shuffle(order)
+            for name in order:
+                per_batch[name][j].append(timed(candidates[name][1], plans[name][j][1])[0])
+    total = {name: median(prep[name]) + sum(median(ts) for ts in per_batch[name]) for name in candidates}
+    rate = {name: len(sentences) / seconds for name, seconds in total.items()}
     ratio, encoder_ratio = rate["seqlab"] / rate[peer], rate[inside] / rate[peer]
-
-    threads = f"{torch.get_num_threads()} threads" if device.type == "cpu" else torch.cuda.get_device_name(device)
+    n = torch.get_num_threads()
+    threads = f"{n} thread{'s' * (n != 1)}{' by --threads' * bool(args.threads)}" if device.type == "cpu" \
+        else torch.cuda.get_device_name(device)
     rows = "\n".join(f"| {n} | {rate[n]:.0f} | {rate[n] / rate[peer]:.2f} |" for n in candidates)
     write_section("encoder", f"""## Encoder: sentence embeddings, all-MiniLM-L6-v2 (bench/encoder.py)
 
 {len(sentences)} SST-2 test sentences, batch {BATCH}, fp32 on {device.type} ({threads}); tokenization,
 encoder, mean pooling and normalisation included. Peer: transformers {transformers.__version__} `BertModel` with
-the sentence-transformers recipe written out (sentence-transformers itself is not installed). Medians of
-{args.rounds} interleaved, shuffled rounds; max abs diff of the embeddings vs the peer's {diff:.1e}.
-The third row is seqlab's encoder fed the peer's (character-sorted) batches.
+the sentence-transformers recipe written out (sentence-transformers itself is not installed). {args.rounds}
+rounds, interleaved batch by batch in shuffled order; each figure sums the per-batch medians. Max abs diff of
+the embeddings vs the peer's {diff:.1e}. The third row is seqlab's encoder fed the peer's batches (sorted by
+characters; seqlab sorts by tokens, which pads less).
 
 | candidate | sentences / s | speed vs HF |
 |---|---|---|

@@ -30,6 +30,8 @@ COMMANDS = [
     "neighbors",
     "analogy",
     "map",
+    "embed",
+    "similarity",
     "explain",
     "data",
 ]
@@ -48,6 +50,8 @@ examples:
   seqlab neighbors runs/w2v king -k 10
   seqlab analogy runs/w2v man king woman           man is to king as woman is to ?
   seqlab map runs/w2v --words 300 --out map.png
+  seqlab embed all-MiniLM-L6-v2 --out vectors.npy < sentences.txt
+  seqlab similarity all-MiniLM-L6-v2 "a cat sat" "a cat was sitting"
   seqlab explain                                the worked example of the notes, every tensor named
   seqlab data list
   seqlab data get tinyshakespeare

@@ -28,7 +28,10 @@ def _device(device: str | torch.device | None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
         raise SeqlabError(f"device {device} asked for but CUDA is not available; use --device cpu")
-    return torch.device(device)
+    try:
+        return torch.device(device)
+    except RuntimeError:
+        raise SeqlabError(f"unknown device {device!r}; use cpu, cuda or cuda:N") from None
 
 
 class SentenceEncoder:
@@ -43,28 +46,38 @@ class SentenceEncoder:
     @classmethod
     def from_pretrained(cls, name_or_dir: str | Path, device: str | torch.device | None = None) -> SentenceEncoder:
         """From a BERT-style directory or a known model name (see :func:`seqlab.from_pretrained`)."""
+        device = _device(device)  # a bad device is refused before the model is read
         return cls(*from_pretrained(name_or_dir), device=device)
 
     @property
     def dim(self) -> int:
         return self.encoder.cfg.d_model
 
-    @torch.inference_mode()
-    def embed(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """(sentences, dim) float32 array of mean-pooled, L2-normalised embeddings, in input order."""
+    def plan(self, sentences: Sequence[str], batch_size: int = 32) -> list[tuple[list[int], list[list[int]]]]:
+        """Tokenize and group into batches of similar length: [(rows, id lists)], longest first; ``rows`` are
+        the sentences' positions in the input."""
         if isinstance(sentences, str):
             raise SeqlabError("embed takes a list of sentences, not one string; wrap it: embed([text])")
         if batch_size < 1:
             raise SeqlabError(f"batch_size must be >= 1, got {batch_size}")
         id_lists = self.tokenizer.encode_batch(list(sentences))
-        out = np.zeros((len(id_lists), self.dim), dtype=np.float32)  # sentences, dim
         order = sorted(range(len(id_lists)), key=lambda i: -len(id_lists[i]))  # longest first
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            ids, mask = self.tokenizer.batch([id_lists[i] for i in rows], self.device)  # batch, seq
-            hidden = self.encoder.encode(ids, mask)  # batch, seq, dim
-            vectors = F.normalize(mean_pool(hidden, mask).float(), p=2, dim=-1)  # batch, dim
-            out[rows] = vectors.cpu().numpy()
+        return [(rows, [id_lists[i] for i in rows])
+                for rows in (order[start : start + batch_size] for start in range(0, len(order), batch_size))]
+
+    @torch.inference_mode()
+    def embed_batch(self, id_lists: list[list[int]]) -> np.ndarray:
+        """One batch, padded to its longest: (batch, dim) float32 unit vectors."""
+        ids, mask = self.tokenizer.batch(id_lists, self.device)  # batch, seq
+        hidden = self.encoder.encode(ids, mask)  # batch, seq, dim
+        return F.normalize(mean_pool(hidden, mask).float(), p=2, dim=-1).cpu().numpy()  # batch, dim
+
+    def embed(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """(sentences, dim) float32 array of mean-pooled, L2-normalised embeddings, in input order."""
+        batches = self.plan(sentences, batch_size)
+        out = np.zeros((len(sentences), self.dim), dtype=np.float32)  # sentences, dim
+        for rows, id_lists in batches:
+            out[rows] = self.embed_batch(id_lists)
         return out
 
     def similarity(self, a: str, b: str) -> float:

@@ -8,6 +8,7 @@ contract and the run-directory hook.
 from __future__ import annotations
 
 import importlib.util
+import io
 from types import SimpleNamespace
 
 import numpy as np
@@ -87,6 +88,9 @@ def test_similarity_is_the_cosine_and_ranks_meaning(minilm):
     assert minilm.similarity(movie, movie) == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(SeqlabError, match="list of sentences"):
         minilm.embed("one string")
+    with pytest.raises(SeqlabError, match="text 1 has a lone surrogate at character 2"):
+        minilm.embed(["fine", "ab\udcff"])  # what undecodable stdin bytes become under surrogateescape
+    assert minilm.embed([]).shape == (0, 384)
 
 
 def test_open_encoder_run_directory_hook(tmp_path, monkeypatch):
@@ -111,7 +115,7 @@ def run_cli(monkeypatch, capsys):
     monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + [v for v in ("embed", "similarity") if v not in cli.COMMANDS])
 
     def run(argv, stdin=""):
-        monkeypatch.setattr("sys.stdin", __import__("io").StringIO(stdin))
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
         code = cli.main(argv)
         out, err = capsys.readouterr()
         return code, out, err
@@ -149,6 +153,7 @@ def test_cli_similarity(run_cli, minilm):
     (["embed", "all-MiniLM-L6-v2"], "", "no sentences on stdin"),
     (["embed", "all-MiniLM-L6-v2", "--batch-size", "0"], "a\n", "--batch-size must be >= 1"),
     (["embed", "no/such/model"], "a\n", "neither a directory nor a known model"),
+    (["embed", "all-MiniLM-L6-v2", "--device", "gpu"], "a\n", "unknown device 'gpu'"),
     (["similarity", "no/such/model", "a", "b"], "", "neither a directory nor a known model"),
 ])
 def test_cli_errors(run_cli, argv, stdin, message):

@@ -102,6 +102,10 @@ def test_vocab_txt_tokenizer_matches(minilm, tmp_path):
     for s in SENTENCES + ["[CLS] inside text [SEP]", "unaffable tokenization"]:
         assert from_vocab.encode(s) == hf_tok(s)["input_ids"], s
     assert from_vocab.vocab_size == tok.vocab_size
+    (tmp_path / "again").mkdir()  # to_json() is a tokenizer.json that loads back to the same tokenizer
+    (tmp_path / "again" / "tokenizer.json").write_text(from_vocab.to_json(), encoding="utf-8")
+    again = pretrained.WordPieceTokenizer.from_directory(tmp_path / "again", 256)
+    assert again.encode_batch(SENTENCES) == from_vocab.encode_batch(SENTENCES)
 
 
 @needs_minilm
@@ -167,7 +171,13 @@ def test_tiny_bert_with_token_types(tmp_path, head):
         assert any(k.startswith("cls.") for k in keys) and "bert.embeddings.word_embeddings.weight" in keys
     enc, tok = from_pretrained(tmp_path)
     assert enc.cfg.activation == "relu" and enc.cfg.layer_norm_eps == 1e-6 and enc.cfg.type_vocab_size == 3
+    assert not enc.training
+    # the table names every parameter of ours exactly once
+    ours = [name for name, _ in pretrained.weight_table(enc.cfg.n_layers)]
+    assert sorted(ours) == sorted(dict(enc.named_parameters())) and len(set(ours)) == len(ours)
     assert tok.encode("the cats sat") == [2, 5, 6, 11, 7, 3]
+    assert tok.encode_words(["the", "cats", "sat"]) == ([2, 5, 6, 11, 7, 3], [None, 0, 1, 1, 2, None])
+    assert from_pretrained(tmp_path, dropout=0.25).encoder.cfg.dropout == 0.25
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(5, 13, (3, 9), generator=g)
     types = torch.randint(0, 3, (3, 9), generator=g)

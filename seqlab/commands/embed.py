@@ -30,7 +30,10 @@ def run(args) -> int:
         raise SeqlabError(f"--out {out} must end in .npy; e.g. --out vectors.npy")
     if args.batch_size < 1:
         raise SeqlabError(f"--batch-size must be >= 1, got {args.batch_size}")
-    sentences = sys.stdin.read().splitlines()
+    try:
+        sentences = sys.stdin.read().splitlines()
+    except UnicodeDecodeError as e:
+        raise SeqlabError(f"stdin is not valid UTF-8 ({e.reason} at byte {e.start}); give UTF-8 text") from None
     if not sentences:
         raise SeqlabError("no sentences on stdin; pipe one sentence per line, e.g. seqlab embed MODEL < sentences.txt")
     vectors = open_encoder(args.model, args.device).embed(sentences, batch_size=args.batch_size)

