@@ -19,6 +19,8 @@ TASK_MODULES = {
     "embed": "seqlab.tasks.embed",
     "translate": "seqlab.tasks.translate",
     "forecast": "seqlab.tasks.forecast",
+    "tag": "seqlab.tasks.tag",
+    "classify": "seqlab.tasks.classify",
 }
 
 

@@ -39,8 +39,8 @@ from seqlab.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.tagger import PAD_ID, init_embeddings
-from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, read_splits, sample_batch, \
-    sorted_batches
+from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
+    sample_batch, sorted_batches
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.train import Dist, Trainer, resolve_device
 
@@ -105,11 +105,6 @@ def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, list[Example]]:
 def encode_examples(examples: list[Example], tokenizer: Tokenizer, labels: Labels) -> Encoded:
     """Token and label ids; a label the training data never had is an error naming its file:line."""
     return Encoded([tokenizer.encode(ex.text) for ex in examples], [labels.id(ex.label, ex.where) for ex in examples])
-
-
-def max_len(cfg: RunConfig) -> int | None:
-    """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
-    return getattr(cfg.model, "max_len", None)
 
 
 def fit_length(data: Encoded, limit: int | None) -> tuple[Encoded, int]:
@@ -254,9 +249,9 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 
 def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title: str = "") -> Path:
     """Heatmap of counts[gold, predicted] with the count in each cell (rows: gold class, columns: predicted)."""
-    from seqlab.viz import _pyplot, _save
+    from seqlab.viz import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     size = 2.5 + 0.55 * len(names)
     fig, ax = plt.subplots(figsize=(size + 1.0, size))
     image = ax.imshow(counts, cmap="Blues")
@@ -272,7 +267,7 @@ def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title:
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     if title:
         ax.set_title(title, fontsize=9)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 class SentenceClassifier:

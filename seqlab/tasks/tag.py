@@ -30,13 +30,13 @@ from torch import Tensor, nn
 from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch
-from seqlab.data.conll import read_conll
+from seqlab.data.conll import detect_scheme, read_conll, to_iob2
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum
 from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
-from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, read_splits, sample_batch, \
-    sorted_batches
+from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
+    sample_batch, sorted_batches
 from seqlab.text.vocab import Vocab
 from seqlab.train import Dist, Trainer, resolve_device
 
@@ -53,9 +53,15 @@ class Example(NamedTuple):
     """One tagged sentence of a CoNLL file."""
 
     tokens: tuple[str, ...]
-    tags: tuple[str, ...]
+    tags: tuple[str, ...]  # IOB2 when the file is IOB1, else as written
+    written: tuple[str, ...]  # the tags as the file writes them
     path: str  # the file it came from
     line: int  # line of its first token (token i is on line + i)
+
+    def where(self, i: int) -> str:
+        """file:line of token i, and the tag as written when IOB1 was converted."""
+        note = f" (written {self.written[i]!r}, read as IOB2)" if self.written[i] != self.tags[i] else ""
+        return f"{self.path}:{self.line + i}{note}"
 
 
 class Encoded(NamedTuple):
@@ -75,7 +81,9 @@ class Batch(NamedTuple):
 
 
 def read_examples(path: str) -> list[Example]:
-    return [Example(s.tokens, s.tags, str(path), s.line) for s in read_conll(path, iob2=True)]
+    sentences = read_conll(path)
+    iob1 = detect_scheme(s.tags for s in sentences) == "IOB1"
+    return [Example(s.tokens, to_iob2(s.tags) if iob1 else s.tags, s.tags, str(path), s.line) for s in sentences]
 
 
 def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, list[Example]]:
@@ -92,14 +100,14 @@ def words(tokens, lowercase: bool) -> list[str]:
 def encode_examples(examples: list[Example], vocab: Vocab, labels: Labels, lowercase: bool) -> Encoded:
     """Word and tag ids; a tag the training data never had is an error naming its file:line."""
     return Encoded([vocab.encode(words(ex.tokens, lowercase)) for ex in examples],
-                   [[labels.id(tag, f"{ex.path}:{ex.line + i}") for i, tag in enumerate(ex.tags)] for ex in examples])
+                   [[labels.id(tag, ex.where(i)) for i, tag in enumerate(ex.tags)] for ex in examples])
 
 
-def fit_length(data: Encoded, max_len: int | None) -> tuple[Encoded, int]:
-    """The sentences a model with ``max_len`` positions can read (None: all), and how many were left out."""
-    if max_len is None:
+def fit_length(data: Encoded, limit: int | None) -> tuple[Encoded, int]:
+    """The sentences of at most ``limit`` tokens (None: all), and how many were left out."""
+    if limit is None:
         return data, 0
-    keep = [i for i, w in enumerate(data.words) if len(w) <= max_len]
+    keep = [i for i, w in enumerate(data.words) if len(w) <= limit]
     return Encoded([data.words[i] for i in keep], [data.tags[i] for i in keep]), len(data.words) - len(keep)
 
 
@@ -125,11 +133,6 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[
     if not data["train"].words:
         raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
     return vocab, labels, data
-
-
-def max_len(cfg: RunConfig) -> int | None:
-    """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
-    return getattr(cfg.model, "max_len", None)
 
 
 def build_model(cfg: RunConfig, vocab_size: int, n_labels: int) -> Tagger:
@@ -266,7 +269,7 @@ class SequenceTagger:
                               "in data.split")
         for ex in examples:
             for i, tag in enumerate(ex.tags):
-                self.labels.id(tag, f"{ex.path}:{ex.line + i}")  # a tag the model never saw: error naming its line
+                self.labels.id(tag, ex.where(i))  # a tag the model never saw: error naming its line
         predicted = self._run([list(ex.tokens) for ex in examples],
                               lambda i: f"{examples[i].path}:{examples[i].line} (a sentence)")
         names = self.labels.names

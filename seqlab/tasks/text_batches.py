@@ -21,7 +21,7 @@ from typing import TypeVar
 import torch
 from torch import Tensor
 
-from seqlab.config import DataConfig
+from seqlab.config import DataConfig, RunConfig
 from seqlab.data import download
 from seqlab.data.sources import EMBEDDED
 from seqlab.errors import SeqlabError
@@ -37,15 +37,16 @@ PREDICT_BATCH = 64  # sentences run together at prediction and evaluation
 # splits
 
 
-def cut(items: list[T], fractions: Sequence[float], what: str = "examples") -> tuple[list[T], list[T], list[T]]:
+def cut(items: list[T], fractions: Sequence[float], what: str = "examples",
+        used: Iterable[str] = SPLITS) -> tuple[list[T], list[T], list[T]]:
     """(train, valid, test): contiguous pieces of ``items`` in order, boundaries round(n f_train) and
-    round(n (f_train + f_valid)); a split with a positive fraction that comes out empty is an error."""
+    round(n (f_train + f_valid)); a ``used`` split with a positive fraction that comes out empty is an error."""
     n = len(items)
     a = min(n, round(n * fractions[0]))
     b = max(a, min(n, round(n * (fractions[0] + fractions[1]))))
     parts = (items[:a], items[a:b], items[b:])
     for part, fraction, split in zip(parts, fractions, SPLITS):
-        if fraction > 0 and not part:
+        if split in used and fraction > 0 and not part:
             raise SeqlabError(f"{n} {what} are too few for a {split} split of {fraction:g}; give more data, a "
                               f"data.{split} file, or change data.split")
     return parts
@@ -73,13 +74,18 @@ def read_splits(data: DataConfig, reader: Callable[[str], list[T]], datasets: di
                               f"(and data.valid, data.test) at {task} files")
         cut_here = [s for s in splits if s == "train" or not named[s]]  # the splits cut from the source file
         if cut_here:
-            pieces = dict(zip(SPLITS, cut(reader(source), data.split, f"examples in {source}")))
+            pieces = dict(zip(SPLITS, cut(reader(source), data.split, f"examples in {source}", cut_here)))
             out = {s: pieces[s] for s in cut_here}
         paths = named
     for s in splits:
         if s not in out:
             out[s] = reader(paths[s])
     return out
+
+
+def max_len(cfg: RunConfig) -> int | None:
+    """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
+    return getattr(cfg.model, "max_len", None)
 
 
 # ------------------------------------------------------------------------------------------------------
