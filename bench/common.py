@@ -46,7 +46,17 @@ def write_section(name: str, markdown: str) -> None:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process, in MiB (Linux reports KiB)."""
+    """Peak resident set size of this process, in MiB.
+
+    Linux's VmHWM belongs to the address space, which exec replaces; ``ru_maxrss`` instead carries the
+    parent's peak over fork + exec, so a small child of a big benchmark would report the parent's size.
+    """
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
