@@ -58,6 +58,16 @@ class TrainTask(Protocol):
         """Validation metrics (must include ``loss``); deterministic, draws from no training stream."""
 
 
+def shard_rows(batch, rank: int, world: int):
+    """This process's contiguous share of a global batch: every tensor of a tuple (or NamedTuple) cut along
+    dim 0 into ``world`` equal parts. The default ``TrainTask.shard`` of every task."""
+    if world == 1:
+        return batch
+    n = batch[0].shape[0] // world
+    parts = [t[rank * n:(rank + 1) * n] for t in batch]
+    return type(batch)(*parts) if hasattr(batch, "_fields") else tuple(parts)
+
+
 # ------------------------------------------------------------------------------------------------------
 # devices, precision, processes
 

@@ -42,7 +42,7 @@ from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
     sample_batch, sorted_batches
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.train import Dist, Trainer, resolve_device
+from seqlab.train import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = CLASSIFIER_CONFIGS  # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer
 DATASETS = {
@@ -77,8 +77,6 @@ class Batch(NamedTuple):
     mask: Tensor  # batch, seq: True = real token
     labels: Tensor  # batch
 
-    def rows(self, start: int, stop: int) -> Batch:
-        return Batch(*(t[start:stop] for t in self))
 
 
 def example_lines(path: str) -> list[int]:
@@ -199,9 +197,8 @@ class ClassifyTask:
     def train_batch(self, generator: torch.Generator, n: int) -> Batch:
         return collate(self.train, sample_batch(self.lengths, n, generator))
 
-    def shard(self, batch: Batch, rank: int, world: int) -> Batch:
-        n = batch.ids.shape[0] // world
-        return batch.rows(rank * n, (rank + 1) * n)
+    def shard(self, batch, rank: int, world: int):
+        return shard_rows(batch, rank, world)
 
     def count(self, batch: Batch) -> int:
         return batch.ids.shape[0]

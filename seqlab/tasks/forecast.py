@@ -48,7 +48,7 @@ from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
-from seqlab.train import Dist, Trainer, resolve_device
+from seqlab.train import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
 SPLITS = ("train", "valid", "test")
@@ -227,9 +227,7 @@ class ForecastTask:
         return self.X[rows], self.Y[rows]  # (batch, L), (batch,)
 
     def shard(self, batch, rank: int, world: int):
-        x, y = batch
-        n = x.size(0) // world
-        return x[rank * n:(rank + 1) * n], y[rank * n:(rank + 1) * n]
+        return shard_rows(batch, rank, world)
 
     def count(self, batch) -> int:
         return batch[1].numel()

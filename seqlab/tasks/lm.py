@@ -29,7 +29,7 @@ from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
-from seqlab.train import Dist, Trainer, resolve_device
+from seqlab.train import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS}
 SPLITS = ("train", "valid", "test")
@@ -177,9 +177,7 @@ class LMTask:
         return random_lm_batch(self.train_tokens_array, n, self.max_len, generator)  # (batch, seq) twice
 
     def shard(self, batch, rank: int, world: int):
-        x, y = batch
-        n = x.size(0) // world
-        return x[rank * n:(rank + 1) * n], y[rank * n:(rank + 1) * n]
+        return shard_rows(batch, rank, world)
 
     def count(self, batch) -> int:
         return batch[1].numel()

@@ -38,7 +38,7 @@ from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
     sample_batch, sorted_batches
 from seqlab.text.vocab import Vocab
-from seqlab.train import Dist, Trainer, resolve_device
+from seqlab.train import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = TAGGER_CONFIGS  # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
@@ -76,8 +76,6 @@ class Batch(NamedTuple):
     mask: Tensor  # batch, seq: True = real token
     tags: Tensor  # batch, seq: tag ids (0 at padded positions, which the loss leaves out)
 
-    def rows(self, start: int, stop: int) -> Batch:
-        return Batch(*(t[start:stop] for t in self))
 
 
 def read_examples(path: str) -> list[Example]:
@@ -183,9 +181,8 @@ class TagTask:
     def train_batch(self, generator: torch.Generator, n: int) -> Batch:
         return collate(self.train, sample_batch(self.lengths, n, generator))
 
-    def shard(self, batch: Batch, rank: int, world: int) -> Batch:
-        n = batch.ids.shape[0] // world
-        return batch.rows(rank * n, (rank + 1) * n)
+    def shard(self, batch, rank: int, world: int):
+        return shard_rows(batch, rank, world)
 
     def count(self, batch: Batch) -> int:
         return int(batch.mask.sum())

@@ -40,7 +40,7 @@ from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.train import Dist, Trainer, resolve_device
+from seqlab.train import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 MODELS = {"seq2seq-attention": Seq2SeqAttention, "transformer": EncoderDecoder}
@@ -73,8 +73,6 @@ class Batch(NamedTuple):
     tgt_out: Tensor  # batch, tgt: y_1 .. y_n <eos>
     tgt_mask: Tensor  # batch, tgt: True = real target token
 
-    def rows(self, start: int, stop: int) -> Batch:
-        return Batch(*(t[start:stop] for t in self))
 
 
 def save_tokenizers(run_dir: Path, src_tok: Tokenizer, tgt_tok: Tokenizer) -> None:
@@ -158,9 +156,8 @@ class TranslateTask:
         start = int(torch.randint(POOL_BATCHES, (1,), generator=generator)) * n
         return collate(self.train, pool[start:start + n].tolist(), **self.special)
 
-    def shard(self, batch: Batch, rank: int, world: int) -> Batch:
-        n = batch.src.shape[0] // world
-        return batch.rows(rank * n, (rank + 1) * n)
+    def shard(self, batch, rank: int, world: int):
+        return shard_rows(batch, rank, world)
 
     def count(self, batch: Batch) -> int:
         return int(batch.tgt_mask.sum())
