@@ -14,8 +14,13 @@ labels, spelled as in the data, numbers in numeric order. An unknown label in a 
 naming ``file:line``. With a Transformer encoder, training sentences longer than ``model.max_len`` tokens
 are left out (and counted in the log); at prediction and evaluation they are refused.
 
-Run directory: ``tokenizer.json``, ``labels.json``, the Trainer's checkpoint files; ``evaluate`` writes
-``plots/confusion.png``.
+``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.finetune`, mean pooling
+over the real tokens, dropout, a linear layer): the sentences are read with the encoder's own WordPiece
+tokenizer (``data.tokenizer`` and ``data.lowercase`` do not apply; ``model.max_len`` counts sub-words,
+[CLS] and [SEP] included).
+
+Run directory: ``tokenizer.json`` (a pretrained run has ``pretrained.json`` and ``wordpiece.json`` instead),
+``labels.json``, the Trainer's checkpoint files; ``evaluate`` writes ``plots/confusion.png``.
 """
 
 from __future__ import annotations
@@ -37,14 +42,17 @@ from seqlab.data.conll import numbered_lines
 from seqlab.data.labelled import detect_format, read_labelled
 from seqlab.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
+from seqlab.models import finetune
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
+from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
     sample_batch, sorted_batches
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.train import Dist, Trainer, resolve_device, shard_rows
 
-MODEL_CONFIGS = CLASSIFIER_CONFIGS  # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer
+# model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
+MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
 DATASETS = {
     "sst2": ("sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),
     "sst5": ("sst5/trees/train.txt", "sst5/trees/dev.txt", "sst5/trees/test.txt"),
@@ -100,7 +108,7 @@ def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, list[Example]]:
     return read_splits(cfg.data, read_examples, DATASETS, "classification", splits)
 
 
-def encode_examples(examples: list[Example], tokenizer: Tokenizer, labels: Labels) -> Encoded:
+def encode_examples(examples: list[Example], tokenizer: Tokenizer | SubwordTokenizer, labels: Labels) -> Encoded:
     """Token and label ids; a label the training data never had is an error naming its file:line."""
     return Encoded([tokenizer.encode(ex.text) for ex in examples], [labels.id(ex.label, ex.where) for ex in examples])
 
@@ -117,18 +125,26 @@ def train_tokenizer(cfg: RunConfig, sentences: list[str]) -> Tokenizer:
     return lm_tokenizer(cfg, "\n".join(sentences))
 
 
-def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[Tokenizer, Labels, dict[str, Encoded]]:
-    """Tokenizer and labels (learned once per run directory from the training split, then reloaded) and the
-    encoded train/valid splits."""
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
+                 log=print) -> tuple[nn.Module, Tokenizer | SubwordTokenizer, Labels, dict[str, Encoded]]:
+    """The model, the tokenizer (learned from the training split, or the pretrained encoder's) and the labels
+    (written once per run directory, then reloaded), and the encoded train/valid splits."""
     examples = read_data(cfg, ("train", "valid"))
+    pretrained = isinstance(cfg.model, PretrainedClassifierConfig)
     if dist.main and not (run_dir / LABELS).exists():
-        train_tokenizer(cfg, [ex.text for ex in examples["train"]]).save(run_dir / TOKENIZER)
+        if not pretrained:
+            train_tokenizer(cfg, [ex.text for ex in examples["train"]]).save(run_dir / TOKENIZER)
         Labels.build(ex.label for ex in examples["train"]).save(run_dir / LABELS)
     if dist.world > 1:
         import torch.distributed as torch_dist
 
         torch_dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
-    tokenizer, labels = load_tokenizer(run_dir / TOKENIZER), Labels.load(run_dir / LABELS)
+    labels = Labels.load(run_dir / LABELS)
+    if pretrained:
+        model, tokenizer = finetune.start(replace(cfg.model, n_classes=len(labels)), run_dir, write=dist.main)
+    else:
+        tokenizer = load_tokenizer(run_dir / TOKENIZER)
+        model = build_model(cfg, tokenizer.vocab_size, len(labels))
     data = {}
     for split, exs in examples.items():
         data[split], dropped = fit_length(encode_examples(exs, tokenizer, labels), max_len(cfg))
@@ -137,7 +153,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[
                 f"model.max_len={max_len(cfg)}")
     if not data["train"].ids:
         raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
-    return tokenizer, labels, data
+    return model, tokenizer, labels, data
 
 
 def vocabulary_tokens(tokenizer: Tokenizer) -> list[str]:
@@ -158,6 +174,7 @@ def build_model(cfg: RunConfig, vocab_size: int, n_classes: int) -> Classifier:
 
 
 def collate(data: Encoded, index: list[int]) -> Batch:
+    """Padded ids (sub-word ids too are padded with 0: an id of every vocabulary, hidden by the mask)."""
     ids, mask = pad_batch([data.ids[i] for i in index], PAD_ID)  # batch, seq
     labels = torch.tensor([data.labels[i] for i in index] if data.labels else [0] * len(index))  # batch
     return Batch(ids, mask, labels)
@@ -188,7 +205,7 @@ def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_
 class ClassifyTask:
     """Plugs classification into :class:`seqlab.train.Trainer`; items counted are sentences."""
 
-    def __init__(self, model: Classifier, train: Encoded, valid: Encoded, eval_batch_size: int):
+    def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, eval_batch_size: int):
         self.model, self.train, self.valid = model, train, valid
         self.train_tokens = len(train.ids)  # items per epoch: sentences
         self.lengths = torch.tensor([len(x) for x in train.ids])  # sentences
@@ -219,9 +236,8 @@ class ClassifyTask:
 
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
-    tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log)
-    model = build_model(cfg, tokenizer.vocab_size, len(labels))
-    if cfg.model.vectors and not (resume and checkpoint.exists(run_dir)):
+    model, tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log)
+    if getattr(cfg.model, "vectors", "") and not (resume and checkpoint.exists(run_dir)):
         found = init_embeddings(model.token_embedding, vocabulary_tokens(tokenizer), cfg.model.vectors,
                                 seed=cfg.train.seed)
         log(f"embeddings: {found:,} of {tokenizer.vocab_size:,} tokens from {cfg.model.vectors}"
@@ -268,10 +284,11 @@ def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title:
 
 
 class SentenceClassifier:
-    """A trained classifier loaded from a run directory: ``predict``, ``evaluate``."""
+    """A trained classifier loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``
+    when it was fine-tuned from a pretrained encoder)."""
 
-    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, labels: Labels, model: Classifier,
-                 device: torch.device):
+    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer | SubwordTokenizer, labels: Labels,
+                 model: nn.Module, device: torch.device):
         self.run_dir, self.config, self.tokenizer, self.labels, self.model, self.device = (
             run_dir, cfg, tokenizer, labels, model, device)
 
@@ -319,10 +336,23 @@ class SentenceClassifier:
         return scores
 
 
+class FineTunedClassifier(SentenceClassifier):
+    """A classifier fine-tuned from a pretrained encoder; its encoder also gives sentence embeddings."""
+
+    def sentence_encoder(self):
+        """:class:`seqlab.embed.SentenceEncoder` over the fine-tuned encoder (for ``seqlab embed RUN``)."""
+        return finetune.sentence_encoder(self.model, self.tokenizer, self.device)
+
+
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SentenceClassifier:
     device = resolve_device("auto") if device is None else torch.device(device)
-    tokenizer, labels = load_tokenizer(run_dir / TOKENIZER), Labels.load(run_dir / LABELS)
-    model = build_model(cfg, tokenizer.vocab_size, len(labels))
+    labels = Labels.load(run_dir / LABELS)
+    if isinstance(cfg.model, PretrainedClassifierConfig):
+        model, tokenizer = finetune.reload(replace(cfg.model, n_classes=len(labels)), run_dir)
+    else:
+        tokenizer = load_tokenizer(run_dir / TOKENIZER)
+        model = build_model(cfg, tokenizer.vocab_size, len(labels))
     checkpoint.load_model(model, run_dir / "model.safetensors")
     model.to(device).eval()
-    return SentenceClassifier(run_dir, cfg, tokenizer, labels, model, device)
+    kind = FineTunedClassifier if isinstance(cfg.model, PretrainedClassifierConfig) else SentenceClassifier
+    return kind(run_dir, cfg, tokenizer, labels, model, device)

@@ -14,7 +14,13 @@ Tokens are CoNLL's first column at training and whitespace-separated words at pr
 file is an error naming ``file:line``. With a Transformer encoder, training sentences longer than
 ``model.max_len`` are left out (and counted in the log); at prediction and evaluation they are refused.
 
-Run directory: ``vocab.json`` (words), ``labels.json`` (tags), the Trainer's checkpoint files.
+``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.finetune`): the words are
+split into the encoder's WordPiece sub-words instead (``model.max_len`` counts those, [CLS] and [SEP]
+included), each word's tag sits on its first sub-word, the loss reads only those positions and a word's
+prediction is read there.
+
+Run directory: ``vocab.json`` (words; a pretrained run has ``pretrained.json`` and ``wordpiece.json``
+instead), ``labels.json`` (tags), the Trainer's checkpoint files.
 """
 
 from __future__ import annotations
@@ -34,13 +40,16 @@ from seqlab.data.conll import detect_scheme, read_conll, to_iob2
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum
 from seqlab.metrics.ner import entity_f1
+from seqlab.models import finetune
+from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
     sample_batch, sorted_batches
 from seqlab.text.vocab import Vocab
 from seqlab.train import Dist, Trainer, resolve_device, shard_rows
 
-MODEL_CONFIGS = TAGGER_CONFIGS  # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer
+# model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
+MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
 VOCAB, LABELS = "vocab.json", "labels.json"
 
@@ -65,16 +74,20 @@ class Example(NamedTuple):
 
 
 class Encoded(NamedTuple):
-    """Sentences as ids: ``words[i]`` and ``tags[i]`` have one entry per token."""
+    """Sentences as ids: ``words[i]`` has one entry per token (word, or sub-word with ``first``), ``tags[i]``
+    one per word (empty lists at prediction); ``first[i]`` is the position of each word's first sub-word
+    (None: the ids are the words)."""
 
     words: list[list[int]]
     tags: list[list[int]]
+    first: list[list[int]] | None = None
 
 
 class Batch(NamedTuple):
-    ids: Tensor  # batch, seq: word ids, <pad> after the real tokens
+    ids: Tensor  # batch, seq: word (or sub-word) ids, padding after the real tokens
     mask: Tensor  # batch, seq: True = real token
-    tags: Tensor  # batch, seq: tag ids (0 at padded positions, which the loss leaves out)
+    tags: Tensor  # batch, seq: tag ids (0 where not scored)
+    scored: Tensor  # batch, seq: True = a word's tag is read here (the real tokens, or first sub-words)
 
 
 
@@ -95,10 +108,20 @@ def words(tokens, lowercase: bool) -> list[str]:
     return [t.lower() for t in tokens] if lowercase else list(tokens)
 
 
-def encode_examples(examples: list[Example], vocab: Vocab, labels: Labels, lowercase: bool) -> Encoded:
-    """Word and tag ids; a tag the training data never had is an error naming its file:line."""
-    return Encoded([vocab.encode(words(ex.tokens, lowercase)) for ex in examples],
-                   [[labels.id(tag, ex.where(i)) for i, tag in enumerate(ex.tags)] for ex in examples])
+def encode_sentences(sentences: list[list[str]], vocab: Vocab | SubwordTokenizer,
+                     lowercase: bool) -> tuple[list[list[int]], list[list[int]] | None]:
+    """Token ids of each sentence and, with a sub-word tokenizer, each word's first sub-word position."""
+    if isinstance(vocab, SubwordTokenizer):
+        pairs = [vocab.encode_words(list(tokens)) for tokens in sentences]
+        return [ids for ids, _ in pairs], [first for _, first in pairs]
+    return [vocab.encode(words(tokens, lowercase)) for tokens in sentences], None
+
+
+def encode_examples(examples: list[Example], vocab: Vocab | SubwordTokenizer, labels: Labels,
+                    lowercase: bool) -> Encoded:
+    """Token and tag ids; a tag the training data never had is an error naming its file:line."""
+    ids, first = encode_sentences([ex.tokens for ex in examples], vocab, lowercase)
+    return Encoded(ids, [[labels.id(tag, ex.where(i)) for i, tag in enumerate(ex.tags)] for ex in examples], first)
 
 
 def fit_length(data: Encoded, limit: int | None) -> tuple[Encoded, int]:
@@ -106,23 +129,32 @@ def fit_length(data: Encoded, limit: int | None) -> tuple[Encoded, int]:
     if limit is None:
         return data, 0
     keep = [i for i, w in enumerate(data.words) if len(w) <= limit]
-    return Encoded([data.words[i] for i in keep], [data.tags[i] for i in keep]), len(data.words) - len(keep)
+    first = None if data.first is None else [data.first[i] for i in keep]
+    return Encoded([data.words[i] for i in keep], [data.tags[i] for i in keep], first), len(data.words) - len(keep)
 
 
-def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[Vocab, Labels, dict[str, Encoded]]:
-    """Word and tag vocabularies (built once per run directory from the training split, then reloaded) and
-    the encoded train/valid splits."""
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
+                 log=print) -> tuple[nn.Module, Vocab | SubwordTokenizer, Labels, dict[str, Encoded]]:
+    """The model, the word vocabulary (or the pretrained encoder's sub-word tokenizer) and the tags (built once
+    per run directory from the training split, then reloaded), and the encoded train/valid splits."""
     examples = read_data(cfg, ("train", "valid"))
     d = cfg.data
+    pretrained = isinstance(cfg.model, PretrainedTaggerConfig)
     if dist.main and not (run_dir / LABELS).exists():
-        Vocab.build((words(ex.tokens, d.lowercase) for ex in examples["train"]), min_freq=d.min_freq,
-                    max_size=d.max_size or None).save(run_dir / VOCAB)
+        if not pretrained:
+            Vocab.build((words(ex.tokens, d.lowercase) for ex in examples["train"]), min_freq=d.min_freq,
+                        max_size=d.max_size or None).save(run_dir / VOCAB)
         Labels.build((tag for ex in examples["train"] for tag in ex.tags), first=("O",)).save(run_dir / LABELS)
     if dist.world > 1:
         import torch.distributed as torch_dist
 
         torch_dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
-    vocab, labels = Vocab.load(run_dir / VOCAB), Labels.load(run_dir / LABELS)
+    labels = Labels.load(run_dir / LABELS)
+    if pretrained:
+        model, vocab = finetune.start(replace(cfg.model, n_labels=len(labels)), run_dir, write=dist.main)
+    else:
+        vocab = Vocab.load(run_dir / VOCAB)
+        model = build_model(cfg, len(vocab), len(labels))
     data = {}
     for split, exs in examples.items():
         data[split], dropped = fit_length(encode_examples(exs, vocab, labels, d.lowercase), max_len(cfg))
@@ -130,7 +162,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[
             log(f"{split}: left out {dropped} of {len(exs)} sentences longer than model.max_len={max_len(cfg)}")
     if not data["train"].words:
         raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
-    return vocab, labels, data
+    return model, vocab, labels, data
 
 
 def build_model(cfg: RunConfig, vocab_size: int, n_labels: int) -> Tagger:
@@ -142,9 +174,17 @@ def build_model(cfg: RunConfig, vocab_size: int, n_labels: int) -> Tagger:
 
 
 def collate(data: Encoded, index: list[int]) -> Batch:
+    """Padded ids and mask; tags at the scored positions: every real word, or each word's first sub-word.
+    (Sub-word ids are padded with 0 too: an id of every vocabulary, hidden by the mask.)"""
     ids, mask = pad_batch([data.words[i] for i in index], PAD_ID)  # batch, seq
-    tags, _ = pad_batch([data.tags[i] for i in index], 0)  # batch, seq
-    return Batch(ids, mask, tags)
+    if data.first is None:
+        tags, _ = pad_batch([data.tags[i] for i in index], 0)  # batch, seq
+        if tags.shape != mask.shape:  # prediction: no tags
+            tags = torch.zeros_like(ids)  # batch, seq
+        return Batch(ids, mask, tags, mask)
+    tags, scored = finetune.word_labels([data.first[i] for i in index], [data.tags[i] for i in index],
+                                        ids.shape[1])  # batch, seq
+    return Batch(ids, mask, tags, scored)
 
 
 @torch.no_grad()
@@ -154,14 +194,14 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
     of them, or ``max_batches`` spread evenly); ``data.tags`` may be empty lists (prediction: no loss)."""
     total, count, predicted = 0.0, 0, {}
     for index in sorted_batches([len(w) for w in data.words], batch_size, max_batches):
-        ids, mask, tags = (t.to(device) for t in collate(data, index))
+        ids, mask, tags, scored = (t.to(device) for t in collate(data, index))
         logits = model(ids, mask)  # batch, seq, labels
         if data.tags[index[0]]:
-            s, c = nll_sum(logits, tags, mask)
+            s, c = nll_sum(logits, tags, scored)
             total, count = total + float(s), count + c
-        best = logits.argmax(dim=-1).cpu()  # batch, seq
+        best, scored = logits.argmax(dim=-1).cpu(), scored.cpu()  # batch, seq
         for row, i in enumerate(index):
-            predicted[i] = best[row, :len(data.words[i])].tolist()
+            predicted[i] = best[row][scored[row]].tolist()  # words: one tag each, in order
     return total, count, predicted
 
 
@@ -172,9 +212,9 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
 class TagTask:
     """Plugs tagging into :class:`seqlab.train.Trainer`; items counted are real tokens."""
 
-    def __init__(self, model: Tagger, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int):
+    def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int):
         self.model, self.train, self.valid, self.labels = model, train, valid, labels
-        self.train_tokens = sum(len(w) for w in train.words)  # tokens per epoch
+        self.train_tokens = sum(len(t) for t in train.tags)  # tokens (words) per epoch
         self.lengths = torch.tensor([len(w) for w in train.words])  # sentences
         self.eval_batch_size = eval_batch_size
 
@@ -185,11 +225,11 @@ class TagTask:
         return shard_rows(batch, rank, world)
 
     def count(self, batch: Batch) -> int:
-        return int(batch.mask.sum())
+        return int(batch.scored.sum())
 
     def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
-        ids, mask, tags = (t.to(device, non_blocking=True) for t in batch)
-        return nll_sum(model(ids, mask), tags, mask)[0]  # summed over real tokens only
+        ids, mask, tags, scored = (t.to(device, non_blocking=True) for t in batch)
+        return nll_sum(model(ids, mask), tags, scored)[0]  # summed over the scored (real) tokens only
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         """Token NLL and entity F1 over the validation sentences scored (all, or ``max_batches`` batches)."""
@@ -204,9 +244,8 @@ class TagTask:
 
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
-    vocab, labels, data = prepare_data(cfg, run_dir, dist, log)
-    model = build_model(cfg, len(vocab), len(labels))
-    if cfg.model.vectors and not (resume and checkpoint.exists(run_dir)):
+    model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log)
+    if getattr(cfg.model, "vectors", "") and not (resume and checkpoint.exists(run_dir)):
         found = init_embeddings(model.token_embedding, vocab.tokens, cfg.model.vectors, seed=cfg.train.seed)
         log(f"embeddings: {found:,} of {len(vocab):,} words from {cfg.model.vectors}"
             + (" (frozen)" if cfg.model.freeze_vectors else ""))
@@ -229,18 +268,19 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 
 
 class SequenceTagger:
-    """A trained tagger loaded from a run directory: ``predict``, ``evaluate``."""
+    """A trained tagger loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder`` when
+    it was fine-tuned from a pretrained encoder)."""
 
-    def __init__(self, run_dir: Path, cfg: RunConfig, vocab: Vocab, labels: Labels, model: Tagger,
-                 device: torch.device):
+    def __init__(self, run_dir: Path, cfg: RunConfig, vocab: Vocab | SubwordTokenizer, labels: Labels,
+                 model: nn.Module, device: torch.device):
         self.run_dir, self.config, self.vocab, self.labels, self.model, self.device = (
             run_dir, cfg, vocab, labels, model, device)
 
     def _run(self, sentences: list[list[str]], where) -> dict[int, list[int]]:
         """Predicted tag ids of each sentence; ``where(i)`` names sentence i in messages."""
-        ids = [self.vocab.encode(words(tokens, self.config.data.lowercase)) for tokens in sentences]
+        ids, first = encode_sentences(sentences, self.vocab, self.config.data.lowercase)
         check_lengths(ids, max_len(self.config), where)
-        return run_tagger(self.model, Encoded(ids, [[] for _ in ids]), self.device)[2]
+        return run_tagger(self.model, Encoded(ids, [[] for _ in ids], first), self.device)[2]
 
     def predict(self, lines: list[str] | None, **options) -> list[dict]:
         """One result per line: ``{"tokens": [...], "tags": [...]}``, the line split at whitespace, one tag per
@@ -274,10 +314,23 @@ class SequenceTagger:
                          [[names[t] for t in predicted[i]] for i in range(len(examples))])
 
 
+class FineTunedTagger(SequenceTagger):
+    """A tagger fine-tuned from a pretrained encoder; its encoder also gives sentence embeddings."""
+
+    def sentence_encoder(self):
+        """:class:`seqlab.embed.SentenceEncoder` over the fine-tuned encoder (for ``seqlab embed RUN``)."""
+        return finetune.sentence_encoder(self.model, self.vocab, self.device)
+
+
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SequenceTagger:
     device = resolve_device("auto") if device is None else torch.device(device)
-    vocab, labels = Vocab.load(run_dir / VOCAB), Labels.load(run_dir / LABELS)
-    model = build_model(cfg, len(vocab), len(labels))
+    labels = Labels.load(run_dir / LABELS)
+    if isinstance(cfg.model, PretrainedTaggerConfig):
+        model, vocab = finetune.reload(replace(cfg.model, n_labels=len(labels)), run_dir)
+    else:
+        vocab = Vocab.load(run_dir / VOCAB)
+        model = build_model(cfg, len(vocab), len(labels))
     checkpoint.load_model(model, run_dir / "model.safetensors")
     model.to(device).eval()
-    return SequenceTagger(run_dir, cfg, vocab, labels, model, device)
+    kind = FineTunedTagger if isinstance(cfg.model, PretrainedTaggerConfig) else SequenceTagger
+    return kind(run_dir, cfg, vocab, labels, model, device)

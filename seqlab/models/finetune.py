@@ -1,0 +1,266 @@
+"""Fine-tuning a pretrained BERT-style encoder (:mod:`seqlab.models.pretrained`) for tagging and classification.
+
+Two heads on the encoder's last hidden states H = Encoder(X^0) (seed 001 "Transformer"; BERT, Devlin et al.
+2019, section 4 "token-level / sequence-level tasks"):
+
+    token classification     logits_t = W · dropout(h_t) + b          at every sub-word t; a word's label sits on
+                             its FIRST sub-word (BERT's CoNLL recipe): the loss reads only those positions and
+                             a word's prediction is the argmax there (seed 004 NER "Many to Many")
+    sequence classification  s = (1/T) Σ_t m_t h_t  (mean over the T real tokens, :func:`mean_pool`)
+                             logits = W · dropout(s) + b                (seed 004 "Many to One Mapping")
+
+Both train with the NLL of seed 004 (the tasks sum it over labelled words / sentences and divide by their count).
+
+The run keeps what the model needs without the original directory: ``pretrained.json`` (the name or directory
+it was fine-tuned from, and the encoder's :class:`BertConfig`) and ``wordpiece.json`` (the tokenizer).
+:class:`SubwordTokenizer` turns text, or pre-split words, into the ``[CLS] pieces [SEP]`` ids the tasks batch.
+
+Shapes: batch; seq (sub-words, [CLS] and [SEP] included); d_model; labels; classes; words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.errors import SeqlabError
+from seqlab.models.pretrained import BertConfig, BertEncoder, WordPieceTokenizer, from_pretrained, \
+    mean_pool, resolve_pretrained
+from seqlab.text.vocab import read_json, write_json_atomic
+
+PRETRAINED, WORDPIECE = "pretrained.json", "wordpiece.json"  # files of a fine-tuned run directory
+
+
+# ------------------------------------------------------------------------------------------------------
+# configs
+
+
+@dataclass(frozen=True, kw_only=True)
+class PretrainedConfig:
+    """``model.arch = "pretrained"``: a BERT-style encoder loaded from ``pretrained``, fine-tuned with a head."""
+
+    pretrained: str = "all-MiniLM-L6-v2"  # a BERT-style directory, or a known model name (an installed package)
+    dropout: float = 0.1  # replaces the checkpoint's (embeddings, attention, FFN, residuals); also before the head
+    max_len: int = 128  # most sub-words per sentence, [CLS] and [SEP] included; longer training sentences are left out
+
+    def __post_init__(self) -> None:
+        if not self.pretrained:
+            raise SeqlabError("model.pretrained is empty; give a BERT-style directory or all-MiniLM-L6-v2")
+        if not 0.0 <= self.dropout < 1.0:
+            raise SeqlabError(f"model.dropout={self.dropout} is outside [0, 1); use e.g. 0.1, or 0 to turn it off")
+        if self.max_len < 3:
+            raise SeqlabError(f"model.max_len={self.max_len} leaves no room for a word beside [CLS] and [SEP]; "
+                              "use e.g. 128")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PretrainedTaggerConfig(PretrainedConfig):
+    """The encoder + a per-sub-word linear layer read at each word's first sub-word."""
+
+    n_labels: int  # tags in the label vocabulary (from the training data)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_labels < 1:
+            raise SeqlabError(f"n_labels={self.n_labels} must be >= 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PretrainedClassifierConfig(PretrainedConfig):
+    """The encoder + mean pooling over the real tokens + dropout + a linear layer."""
+
+    n_classes: int  # classes in the label vocabulary (from the training data)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_classes < 1:
+            raise SeqlabError(f"n_classes={self.n_classes} must be >= 1")
+
+
+# ------------------------------------------------------------------------------------------------------
+# the tokenizer of a fine-tuned run
+
+
+class SubwordTokenizer:
+    """The encoder's WordPiece tokenizer, as the tagging and classification tasks use it.
+
+    Sequences longer than ``max_len`` sub-words come back with ``max_len + 1`` ids (truncated there), so the
+    tasks' length checks leave them out in training and refuse them at prediction. Text without any piece
+    (an empty line) gives ``[]``, which the tasks treat as empty input.
+    """
+
+    def __init__(self, tokenizer_json: str, max_len: int) -> None:
+        from tokenizers import Tokenizer
+
+        self.json, self.max_len = tokenizer_json, max_len
+        self.wordpiece = WordPieceTokenizer(Tokenizer.from_str(tokenizer_json), max_len + 1)
+        self.pad_id, self.unk_id = self.wordpiece.pad_id, self.wordpiece.unk_id
+        self.unk = self.wordpiece._tok.id_to_token(self.unk_id)  # "[UNK]", a special token of the vocabulary
+
+    @property
+    def vocab_size(self) -> int:
+        return self.wordpiece.vocab_size
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> ``[CLS] pieces [SEP]`` ids; ``[]`` when the text has no piece."""
+        ids = self.wordpiece.encode(text)
+        return ids if len(ids) > 2 else []
+
+    def encode_words(self, words: list[str]) -> tuple[list[int], list[int]]:
+        """Pre-split words -> (``[CLS] pieces [SEP]`` ids, position of each word's first sub-word).
+
+        A word the normaliser erases (a lone control or zero-width character) is read as ``[UNK]``, so every
+        word has a position and gets a tag. No words: ``([], [])``.
+        """
+        if not words:
+            return [], []
+        ids, word_ids = self.wordpiece.encode_words(words)
+        if len(ids) > self.max_len:
+            return ids, []  # too long: the caller leaves it out or refuses it
+        present = set(word_ids)
+        if len(present - {None}) < len(words):
+            words = [w if i in present else self.unk for i, w in enumerate(words)]
+            ids, word_ids = self.wordpiece.encode_words(words)
+            if len(ids) > self.max_len:
+                return ids, []
+        first, seen = [], set()
+        for position, w in enumerate(word_ids):
+            if w is not None and w not in seen:
+                seen.add(w)
+                first.append(position)
+        return ids, first
+
+    def sentence_tokenizer(self) -> WordPieceTokenizer:
+        """A WordPiece tokenizer truncating at ``max_len`` (sentence embeddings, as sentence-transformers does)."""
+        from tokenizers import Tokenizer
+
+        return WordPieceTokenizer(Tokenizer.from_str(self.json), self.max_len)
+
+
+# ------------------------------------------------------------------------------------------------------
+# the heads
+
+
+class TokenClassifier(nn.Module):
+    """logits_t = W · dropout(h_t) + b over the encoder's per-sub-word states h_t (BERT's NER head)."""
+
+    def __init__(self, cfg: PretrainedTaggerConfig, encoder: BertEncoder) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = encoder
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.head = nn.Linear(encoder.cfg.d_model, cfg.n_labels)  # W: d_model -> labels, b
+        _init_head(self.head)
+
+    def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
+        """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, seq, labels); real positions do
+        not depend on the padding (attention never looks at padded keys)."""
+        h = self.encoder.encode(ids, padding)  # batch, seq, d_model
+        return self.head(self.dropout(h))  # batch, seq, labels
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class SequenceClassifier(nn.Module):
+    """logits = W · dropout(mean_t h_t) + b, the mean over the real tokens (Sentence-BERT pooling)."""
+
+    def __init__(self, cfg: PretrainedClassifierConfig, encoder: BertEncoder) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = encoder
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.head = nn.Linear(encoder.cfg.d_model, cfg.n_classes)  # W: d_model -> classes, b
+        _init_head(self.head)
+
+    def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
+        """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, classes); padding changes nothing."""
+        h = self.encoder.encode(ids, padding)  # batch, seq, d_model
+        if padding is None:
+            padding = torch.ones(ids.shape, dtype=torch.bool, device=ids.device)  # batch, seq
+        return self.head(self.dropout(mean_pool(h, padding)))  # batch, classes
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def _init_head(head: nn.Linear) -> None:
+    """BERT's initialisation of a new head: N(0, 0.02) weights, zero bias."""
+    nn.init.normal_(head.weight, std=0.02)
+    nn.init.zeros_(head.bias)
+
+
+HEADS = {PretrainedTaggerConfig: TokenClassifier, PretrainedClassifierConfig: SequenceClassifier}
+
+
+# ------------------------------------------------------------------------------------------------------
+# a run directory: start from the pretrained directory, reload from the run's own files
+
+
+def start(cfg: PretrainedTaggerConfig | PretrainedClassifierConfig, run_dir: Path,
+          write: bool) -> tuple[nn.Module, SubwordTokenizer]:
+    """The head on the pretrained encoder (its weights) and the tokenizer; ``write`` saves ``pretrained.json``
+    and ``wordpiece.json`` into ``run_dir`` (rank 0)."""
+    encoder, wordpiece = from_pretrained(cfg.pretrained, dropout=cfg.dropout)
+    _check_max_len(cfg, encoder.cfg)
+    if write:
+        write_json_atomic(run_dir / PRETRAINED, {"kind": "pretrained", "source": str(cfg.pretrained),
+                                                 "directory": str(resolve_pretrained(cfg.pretrained).resolve()),
+                                                 "encoder": dataclasses.asdict(encoder.cfg)})
+        write_json_atomic(run_dir / WORDPIECE, {"kind": "wordpiece", "tokenizer": wordpiece.to_json()})
+    return HEADS[type(cfg)](cfg, encoder.train()), SubwordTokenizer(wordpiece.to_json(), cfg.max_len)
+
+
+def reload(cfg: PretrainedTaggerConfig | PretrainedClassifierConfig,
+           run_dir: Path) -> tuple[nn.Module, SubwordTokenizer]:
+    """The head and encoder rebuilt from ``run_dir``'s own files (random weights: load the checkpoint next)."""
+    saved = read_json(run_dir / PRETRAINED, "pretrained encoder")
+    tok = read_json(run_dir / WORDPIECE, "WordPiece tokenizer")
+    if not (isinstance(saved, dict) and saved.get("kind") == "pretrained" and isinstance(saved.get("encoder"), dict)
+            and isinstance(tok, dict) and tok.get("kind") == "wordpiece" and isinstance(tok.get("tokenizer"), str)):
+        raise SeqlabError(f"{run_dir} has a damaged {PRETRAINED} or {WORDPIECE}; retrain the run")
+    try:
+        bert = BertConfig(**saved["encoder"])
+    except TypeError as e:
+        raise SeqlabError(f"{run_dir / PRETRAINED} does not describe an encoder ({e}); retrain the run") from None
+    bert = dataclasses.replace(bert, dropout=cfg.dropout)
+    _check_max_len(cfg, bert)
+    return HEADS[type(cfg)](cfg, BertEncoder(bert)), SubwordTokenizer(tok["tokenizer"], cfg.max_len)
+
+
+def _check_max_len(cfg: PretrainedConfig, bert: BertConfig) -> None:
+    if cfg.max_len > bert.max_len:
+        raise SeqlabError(f"model.max_len={cfg.max_len} is more than the encoder's {bert.max_len} positions; "
+                          f"set model.max_len <= {bert.max_len}")
+
+
+def sentence_encoder(model: TokenClassifier | SequenceClassifier, tokenizer: SubwordTokenizer,
+                     device: torch.device):
+    """The fine-tuned encoder as a :class:`seqlab.embed.SentenceEncoder` (mean-pooled, L2-normalised)."""
+    from seqlab.embed import SentenceEncoder
+
+    return SentenceEncoder(model.encoder, tokenizer.sentence_tokenizer(), device=device)
+
+
+# ------------------------------------------------------------------------------------------------------
+# words <-> first sub-words
+
+
+def word_labels(first: list[list[int]], tags: list[list[int]], seq: int) -> tuple[Tensor, Tensor]:
+    """Per-sub-word targets from per-word tags: (tags (batch, seq), scored (batch, seq)) with word k's tag at
+    its first sub-word ``first[row][k]`` and scored True there only (the loss reads nothing else)."""
+    target = torch.zeros(len(first), seq, dtype=torch.long)  # batch, seq
+    scored = torch.zeros(len(first), seq, dtype=torch.bool)  # batch, seq
+    for row, positions in enumerate(first):
+        index = torch.tensor(positions, dtype=torch.long)  # words
+        scored[row, index] = True
+        if tags[row]:
+            target[row, index] = torch.tensor(tags[row], dtype=torch.long)
+    return target, scored
