@@ -468,7 +468,7 @@ class Word2VecTrainer:
         return {}  # SGD has no state beyond the weights; the epoch's random streams derive from the seed
 
     def restore_trainer_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        pass
+        """Nothing to restore: plain SGD keeps no optimiser state (see ``trainer_tensors``)."""
 
     def train_epoch(self, corpus: Corpus, epoch: int, n_epochs: int, lr: float, min_lr: float, *,
                     engine: str = "numba", threads: int = 0, device: torch.device | None = None,
