@@ -10,7 +10,7 @@ from seqlab.commands import add_parser
 
 DEMO_OVERRIDES = [
     "model.n_layers=4", "model.n_heads=4", "model.d_model=128", "model.d_ff=512", "model.max_len=128",
-    "train.batch_size=32", "train.max_steps=1500", "train.warmup_steps=100", "train.lr=2e-3",
+    "train.batch_size=32", "train.max_steps=3000", "train.warmup_steps=100", "train.lr=2e-3",
     "train.eval_every=250", "train.save_every=500", "train.eval_batches=10",
 ]
 
@@ -21,7 +21,7 @@ def add(sub):
                    description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("--corpus", default="pydocs", help="embedded corpus: pydocs (English prose) or pystdlib (Python)")
     p.add_argument("--minutes", type=float, default=4.0, help="training time budget (default 4)")
-    p.add_argument("--steps", type=int, default=1500, help="maximum training steps (default 1500)")
+    p.add_argument("--steps", type=int, default=3000, help="maximum training steps (default 3000)")
     p.add_argument("--out", default="runs/demo", help="run directory, always replaced (default runs/demo)")
     p.add_argument("--prompt", default=None, help="prompt for the sample (default: a line from the corpus)")
     p.set_defaults(run=run)
