@@ -20,7 +20,7 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "seqlab.config",
     "TrainConfig": "seqlab.config",
     "DataConfig": "seqlab.config",
-    "Trainer": "seqlab.train",
+    "Trainer": "seqlab.trainer",
     # text and data
     "Vocab": "seqlab.text.vocab",
     "CharTokenizer": "seqlab.text.tokenizers",

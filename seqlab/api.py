@@ -71,7 +71,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
 def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
           resume: bool = False, force: bool = False, log=print) -> Path:
     """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory."""
-    from seqlab.train import init_distributed
+    from seqlab.trainer import init_distributed
 
     name = cfg if isinstance(cfg, str) else None
     if not isinstance(cfg, RunConfig):

@@ -33,7 +33,7 @@ def save_figure(fig, path: str | Path) -> Path:
 
 def plot_loss(metrics_path: str | Path, out: str | Path) -> Path | None:
     """Training and validation loss against the step, from a run's metrics.jsonl."""
-    from seqlab.train import read_metrics
+    from seqlab.trainer import read_metrics
 
     rows = read_metrics(metrics_path)
     train = [(r["step"], r["loss"]) for r in rows if r.get("split") == "train"]

@@ -70,3 +70,12 @@ def test_bad_files_for_the_corpus(tmp_path, capsys):
 def test_python_m_seqlab_runs():
     out = subprocess.run([sys.executable, "-m", "seqlab", "presets"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "lm-char" in out.stdout and "lm-bpe" in out.stdout
+
+
+def test_public_api_names_are_the_functions():
+    """seqlab.train / seqlab.load are the API functions, even after every submodule has been imported."""
+    import seqlab.tasks.lm  # noqa: F401  (imports the trainer module)
+    import seqlab.trainer  # noqa: F401
+
+    assert callable(seqlab.train) and seqlab.train.__module__ == "seqlab.api"
+    assert callable(seqlab.load) and seqlab.load.__module__ == "seqlab.api"

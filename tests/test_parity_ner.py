@@ -393,3 +393,31 @@ def test_classification_metrics_hand_computed():
         cls.accuracy(y_true, y_pred[:4])
     with pytest.raises(SeqlabError, match="no examples"):
         cls.macro_f1([], [])
+
+
+@pytest.mark.slow
+def test_trained_tagger_predictions_match_seqeval(shared_data, tmp_path):
+    """A BiLSTM tagger trained briefly on CoNLL-2003: on its predictions for eng.testb our entity F1 equals
+    seqeval's (default and strict IOB2), bit for bit."""
+    import seqeval.metrics as sm
+    from seqeval.scheme import IOB2
+
+    import seqlab
+    from seqlab.config import resolve
+    from seqlab.data.conll import read_conll
+
+    conll = shared_data / "conll2003"
+    cfg = resolve("ner-bilstm", [f'data.train="{conll / "iob2" / "train.txt"}"',
+                                 f'data.valid="{conll / "iob2" / "valid.txt"}"',
+                                 f'data.test="{conll / "iob2" / "test.txt"}"', "train.max_steps=150",
+                                 "train.progress=false", "train.eval_every=0", "train.save_every=0"])
+    tagger = seqlab.load(seqlab.train(cfg, tmp_path / "ner", log=lambda *a, **k: None))
+    sentences = read_conll(conll / "iob2" / "test.txt")
+    gold = [list(s.tags) for s in sentences]
+    pred = [r["tags"] for r in tagger.predict([" ".join(s.tokens) for s in sentences])]
+    assert sum(g != p for g, p in zip(gold, pred)) > 0  # a real, imperfect model
+    ours = ner.entity_f1(gold, pred)
+    assert (ours["precision"], ours["recall"], ours["f1"]) == (
+        sm.precision_score(gold, pred), sm.recall_score(gold, pred), sm.f1_score(gold, pred))
+    strict = ner.entity_f1(gold, pred, mode="strict", scheme="IOB2")
+    assert strict["f1"] == sm.f1_score(gold, pred, mode="strict", scheme=IOB2)

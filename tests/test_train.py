@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from seqlab import api, checkpoint
 from seqlab.config import resolve
 from seqlab.errors import SeqlabError
-from seqlab.train import TrainConfig, learning_rate
+from seqlab.trainer import TrainConfig, learning_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -173,7 +173,7 @@ class PoisonedTask:
 
 
 def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path):
-    from seqlab.train import Trainer
+    from seqlab.trainer import Trainer
 
     cfg = TrainConfig(max_steps=20, batch_size=4, save_every=3, eval_every=0, progress=False, precision="fp32")
     trainer = Trainer(PoisonedTask(poison_at=8), cfg, tmp_path)

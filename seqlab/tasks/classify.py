@@ -49,7 +49,7 @@ from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
     sample_batch, sorted_batches
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.train import Dist, Trainer, resolve_device, shard_rows
+from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
 
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
@@ -203,7 +203,7 @@ def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_
 
 
 class ClassifyTask:
-    """Plugs classification into :class:`seqlab.train.Trainer`; items counted are sentences."""
+    """Plugs classification into :class:`seqlab.trainer.Trainer`; items counted are sentences."""
 
     def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, eval_batch_size: int):
         self.model, self.train, self.valid = model, train, valid

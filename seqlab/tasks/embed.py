@@ -40,7 +40,7 @@ from seqlab.errors import SeqlabError
 from seqlab.models.glove import GloVe, GloVeConfig, GloVeTrainer
 from seqlab.models.word2vec import Corpus, SkipGram, Word2VecConfig, Word2VecTrainer
 from seqlab.text.tokenizers import split_words
-from seqlab.train import Dist, MetricsLog, SigintFlag, resolve_device
+from seqlab.trainer import Dist, MetricsLog, SigintFlag, resolve_device
 from seqlab.vectors import KeyedVectors
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}

@@ -17,7 +17,7 @@ Models (``model.arch``):
   Trainer: the run directory still holds ``model.safetensors`` (params and the last p values, float64),
   ``trainer.safetensors`` (empty) and ``state.json`` (p, sigma2, llf, criteria, format_version).
 - ``lstm``, ``gru``, ``transformer``: :mod:`seqlab.models.forecaster`, over windows of ``model.max_len`` values,
-  trained with the shared :class:`~seqlab.train.Trainer` on the windows whose target lies in train, on the
+  trained with the shared :class:`~seqlab.trainer.Trainer` on the windows whose target lies in train, on the
   series standardised with the train part's mean and standard deviation. Validation: the mean squared
   one-step error (standardised) of the windows whose target lies in valid (``loss``) and the RMSE of the
   recursive forecast of the valid part from the end of train (``rmse``, original units).
@@ -48,7 +48,7 @@ from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
-from seqlab.train import Dist, Trainer, resolve_device, shard_rows
+from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
 SPLITS = ("train", "valid", "test")
@@ -206,7 +206,7 @@ def load_ar(run_dir: Path) -> FittedAR:
 
 
 class ForecastTask:
-    """Plugs a neural forecaster into :class:`seqlab.train.Trainer`: one example = one window and its target."""
+    """Plugs a neural forecaster into :class:`seqlab.trainer.Trainer`: one example = one window and its target."""
 
     def __init__(self, model: nn.Module, series: Series):
         self.model, self.series = model, series

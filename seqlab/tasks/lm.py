@@ -29,7 +29,7 @@ from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
-from seqlab.train import Dist, Trainer, resolve_device, shard_rows
+from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS}
 SPLITS = ("train", "valid", "test")
@@ -160,7 +160,7 @@ def score_stream(model: nn.Module, tokens: np.ndarray, max_len: int, batch_size:
 
 
 class LMTask:
-    """Plugs language modelling into :class:`seqlab.train.Trainer`."""
+    """Plugs language modelling into :class:`seqlab.trainer.Trainer`."""
 
     def __init__(self, model: nn.Module, splits: dict[str, np.ndarray], eval_batch_size: int):
         self.model = model

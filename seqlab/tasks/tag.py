@@ -46,7 +46,7 @@ from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
     sample_batch, sorted_batches
 from seqlab.text.vocab import Vocab
-from seqlab.train import Dist, Trainer, resolve_device, shard_rows
+from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
@@ -210,7 +210,7 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
 
 
 class TagTask:
-    """Plugs tagging into :class:`seqlab.train.Trainer`; items counted are real tokens."""
+    """Plugs tagging into :class:`seqlab.trainer.Trainer`; items counted are real tokens."""
 
     def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int):
         self.model, self.train, self.valid, self.labels = model, train, valid, labels

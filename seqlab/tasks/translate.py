@@ -40,7 +40,7 @@ from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.train import Dist, Trainer, resolve_device, shard_rows
+from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 MODELS = {"seq2seq-attention": Seq2SeqAttention, "transformer": EncoderDecoder}
@@ -141,7 +141,7 @@ def build_model(cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> nn.Mo
 
 
 class TranslateTask:
-    """Plugs translation into :class:`seqlab.train.Trainer`."""
+    """Plugs translation into :class:`seqlab.trainer.Trainer`."""
 
     def __init__(self, model: nn.Module, train: Examples, valid: Examples, tgt_tok: Tokenizer, eval_batch_size: int):
         self.model, self.train, self.valid = model, train, valid
