@@ -124,3 +124,13 @@ def bucket_batches(
         chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
         batches += [chunk[i : i + batch_size].tolist() for i in range(0, len(chunk), batch_size)]
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+def spread_batches(items: Sequence, batch_size: int, max_batches: int | None = None) -> list:
+    """``items`` cut into consecutive batches of ``batch_size``; with ``max_batches``, only that many, spread
+    evenly over them (periodic validation scores a representative subset, deterministically)."""
+    batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+    if max_batches is not None and len(batches) > max_batches:
+        step = len(batches) / max_batches
+        batches = [batches[int(i * step)] for i in range(max_batches)]
+    return batches

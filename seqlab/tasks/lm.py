@@ -20,7 +20,7 @@ from torch import nn
 
 from seqlab import checkpoint
 from seqlab.config import RunConfig
-from seqlab.data.batching import random_lm_batch
+from seqlab.data.batching import random_lm_batch, spread_batches
 from seqlab.data.sources import read_text, split_text
 from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
@@ -134,10 +134,7 @@ def score_stream(model: nn.Module, tokens: np.ndarray, max_len: int, batch_size:
     validation); the full split is scored otherwise.
     """
     windows = eval_windows(len(tokens), max_len)
-    batches = [windows[i:i + batch_size] for i in range(0, len(windows), batch_size)]
-    if max_batches is not None and len(batches) > max_batches:
-        step = len(batches) / max_batches
-        batches = [batches[int(i * step)] for i in range(max_batches)]
+    batches = spread_batches(windows, batch_size, max_batches)
     total, count = 0.0, 0
     for batch in batches:
         length = max(n for _, n in batch)

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data import download
+from seqlab.data.batching import spread_batches
 from seqlab.data.sources import EMBEDDED
 from seqlab.errors import SeqlabError
 from seqlab.text.vocab import read_json, write_json_atomic
@@ -146,11 +147,7 @@ def sample_batch(lengths: Tensor, n: int, generator: torch.Generator) -> list[in
 def sorted_batches(lengths: Sequence[int], batch_size: int, max_batches: int | None = None) -> list[list[int]]:
     """Example indices in length-sorted batches; with ``max_batches``, that many spread evenly over them."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    if max_batches is not None and len(batches) > max_batches:
-        step = len(batches) / max_batches
-        batches = [batches[int(i * step)] for i in range(max_batches)]
-    return batches
+    return spread_batches(order, batch_size, max_batches)
 
 
 def check_lengths(ids: Sequence[Sequence[int]], max_len: int | None, where: Callable[[int], str]) -> None:

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from seqlab import checkpoint
 from seqlab.beam import Hypothesis, translate_ids
 from seqlab.config import RunConfig
-from seqlab.data.batching import pad_batch
+from seqlab.data.batching import pad_batch, spread_batches
 from seqlab.data.parallel import ParallelCorpus, encode_lines, joint_vocab, read_splits, train_tokenizers
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
@@ -179,10 +179,7 @@ def score_examples(model: nn.Module, examples: Examples, special: dict, batch_si
     """(sum of target-token NLL, number of target tokens) under teacher forcing, in length-sorted batches;
     with ``max_batches``, that many batches spread evenly over the split."""
     order = sorted(range(len(examples)), key=lambda i: (len(examples.tgt[i]), len(examples.src[i]), i))
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    if max_batches is not None and len(batches) > max_batches:
-        step = len(batches) / max_batches
-        batches = [batches[int(i * step)] for i in range(max_batches)]
+    batches = spread_batches(order, batch_size, max_batches)
     total, count = 0.0, 0
     for index in batches:
         src, src_mask, tgt_in, tgt_out, tgt_mask = (t.to(device) for t in collate(examples, index, **special))
