@@ -86,6 +86,7 @@ class TrainConfig:
     beta1: float = 0.9
     beta2: float = 0.99
     grad_clip: float = 1.0  # max global gradient norm (0 = off)
+    label_smoothing: float = 0.0  # eps of the smoothed cross-entropy training loss (validation stays plain NLL)
     seed: int = 1337
     precision: str = "auto"  # auto | fp32 | bf16 | fp16 (fp16 on CUDA only, with a gradient scaler)
     compile: bool = False  # torch.compile the model for training
@@ -112,9 +113,15 @@ class TrainConfig:
         for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every"):
             _at_least(f"train.{name}", getattr(self, name), 0)
         _at_least("train.eval_batches", self.eval_batches, 1)
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise SeqlabError(f"train.label_smoothing={self.label_smoothing} is outside [0, 1); use e.g. 0.1, or 0 "
+                              "to turn it off")
         _choice("train.precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
         _choice("train.device", self.device, ("auto", "cpu", "cuda"))
 
+
+# Task kinds trained with a (token or sentence) cross-entropy loss: the ones train.label_smoothing applies to.
+CROSS_ENTROPY_KINDS = ("lm", "translate", "tag", "classify")
 
 # Keys of a model config that come from the data, not from the user.
 DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size", "n_labels", "n_classes"})
@@ -162,6 +169,9 @@ def from_dict(raw: dict[str, Any]) -> RunConfig:
     task = _build(TaskConfig, raw.get("task", {}), "task")
     data = _build(DataConfig, raw.get("data", {}), "data")
     train = _build(TrainConfig, raw.get("train", {}), "train")
+    if train.label_smoothing and task.kind not in CROSS_ENTROPY_KINDS:
+        raise SeqlabError(f"train.label_smoothing applies to the cross-entropy tasks ({', '.join(CROSS_ENTROPY_KINDS)}), "
+                          f"not to task.kind = {task.kind!r}; remove it")
     model_raw = dict(raw.get("model", {}))
     arch = model_raw.pop("arch", "transformer")
     if not isinstance(arch, str):

@@ -37,6 +37,34 @@ def test_perplexity_worked_example():
     assert math.isnan(perplexity(0.0, 0))
 
 
+def test_label_smoothing_is_the_mixture_of_nll_and_uniform_cross_entropy():
+    """(1 - eps) * -log p(y) + eps * mean_v -log p(v), summed over the unmasked positions only."""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 7, generator=gen, dtype=torch.float64)
+    targets = torch.randint(7, (3, 5), generator=gen)
+    mask = torch.rand(3, 5, generator=gen) > 0.3
+    logp = logits.log_softmax(-1)
+    nll = -logp.gather(-1, targets[..., None])[..., 0]  # batch, seq
+    uniform = -logp.mean(-1)  # batch, seq
+    for eps in (0.0, 0.1, 0.5):
+        expected = (((1 - eps) * nll + eps * uniform) * mask).sum()
+        total, count = nll_sum(logits, targets, mask, label_smoothing=eps)
+        assert count == int(mask.sum())
+        assert abs(float(total) - float(expected)) < 1e-12, eps
+        unmasked, _ = nll_sum(logits, targets, label_smoothing=eps)
+        assert abs(float(unmasked) - float(((1 - eps) * nll + eps * uniform).sum())) < 1e-12, eps
+
+
+def test_label_smoothing_config_is_checked():
+    from seqlab import config
+
+    assert config.resolve("mt-transformer", ["train.label_smoothing=0.1"]).train.label_smoothing == 0.1
+    with pytest.raises(SeqlabError, match=r"train.label_smoothing=1.0 is outside \[0, 1\)"):
+        config.resolve("mt-transformer", ["train.label_smoothing=1.0"])
+    with pytest.raises(SeqlabError, match="label_smoothing applies to the cross-entropy tasks"):
+        config.resolve("ar", ["train.label_smoothing=0.1"])
+
+
 def test_eval_windows_score_every_token_once():
     for n, T in [(2, 4), (10, 3), (100, 7), (64, 8), (65, 8)]:
         targets = [i + 1 + j for i, length in eval_windows(n, T) for j in range(length)]

@@ -14,11 +14,14 @@ import torch
 import torch.nn.functional as F
 
 
-def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, int]:
+def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None,
+            label_smoothing: float = 0.0) -> tuple[torch.Tensor, int]:
     """Sum of -log p(target) over the real (mask True) positions, and their count.
 
     logits (batch, seq, vocab) score the targets (batch, seq) at the same positions (already shifted:
     logits at position i predict the token at i + 1 of the input). The log-softmax runs in float32 at least.
+    With ``label_smoothing`` = eps (a training loss, Szegedy et al. 2016), each term is
+    (1 - eps) * -log p(target) + eps * mean over the vocabulary of -log p(v), as torch's cross_entropy.
     """
     vocab = logits.size(-1)
     flat_logits = logits.reshape(-1, vocab)  # (batch * seq, vocab)
@@ -26,9 +29,10 @@ def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | No
     if flat_logits.dtype in (torch.float16, torch.bfloat16):
         flat_logits = flat_logits.float()
     if mask is None:
-        return F.cross_entropy(flat_logits, flat_targets, reduction="sum"), flat_targets.numel()
+        return (F.cross_entropy(flat_logits, flat_targets, reduction="sum", label_smoothing=label_smoothing),
+                flat_targets.numel())
     keep = mask.reshape(-1)
-    losses = F.cross_entropy(flat_logits, flat_targets, reduction="none")  # (batch * seq,)
+    losses = F.cross_entropy(flat_logits, flat_targets, reduction="none", label_smoothing=label_smoothing)  # (batch * seq,)
     return (losses * keep).sum(), int(keep.sum())
 
 

@@ -205,7 +205,9 @@ def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_
 class ClassifyTask:
     """Plugs classification into :class:`seqlab.trainer.Trainer`; items counted are sentences."""
 
-    def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, eval_batch_size: int):
+    def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, eval_batch_size: int,
+                 label_smoothing: float = 0.0):
+        self.label_smoothing = label_smoothing
         self.model, self.train, self.valid = model, train, valid
         self.train_tokens = len(train.ids)  # items per epoch: sentences
         self.lengths = torch.tensor([len(x) for x in train.ids])  # sentences
@@ -223,7 +225,8 @@ class ClassifyTask:
     def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
         ids, mask, labels = (t.to(device, non_blocking=True) for t in batch)
         logits = model(ids, mask)  # batch, classes
-        return F.cross_entropy(logits.float(), labels, reduction="sum")  # Σ over sentences of -log ŷ[y]
+        # Σ over sentences of -log ŷ[y] (smoothed with train.label_smoothing)
+        return F.cross_entropy(logits.float(), labels, reduction="sum", label_smoothing=self.label_smoothing)
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         """Sentence NLL and accuracy over the validation sentences scored (all, or ``max_batches`` batches)."""
@@ -246,7 +249,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         f"{len(data['train'].ids):,}, valid {len(data['valid'].ids):,}; vocabulary {tokenizer.vocab_size:,}; "
         f"{len(labels)} classes")
     task = ClassifyTask(model, data["train"], data["valid"],
-                        eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum))
+                        eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
+                        label_smoothing=cfg.train.label_smoothing)
     trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
     if resume and trainer.restore():
         log(f"resumed from step {trainer.step}")

@@ -159,8 +159,10 @@ def score_stream(model: nn.Module, tokens: np.ndarray, max_len: int, batch_size:
 class LMTask:
     """Plugs language modelling into :class:`seqlab.trainer.Trainer`."""
 
-    def __init__(self, model: nn.Module, splits: dict[str, np.ndarray], eval_batch_size: int):
+    def __init__(self, model: nn.Module, splits: dict[str, np.ndarray], eval_batch_size: int,
+                 label_smoothing: float = 0.0):
         self.model = model
+        self.label_smoothing = label_smoothing
         self.train_tokens_array = splits["train"]
         self.valid_tokens = splits["valid"]
         self.max_len = model.cfg.max_len
@@ -182,7 +184,7 @@ class LMTask:
     def loss_sum(self, model: nn.Module, batch, device: torch.device) -> torch.Tensor:
         x, y = (t.to(device, non_blocking=True) for t in batch)
         logits = model(x)  # (batch, seq, vocab)
-        return nll_sum(logits, y)[0]
+        return nll_sum(logits, y, label_smoothing=self.label_smoothing)[0]
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         if len(self.valid_tokens) < 2:
@@ -209,7 +211,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     model = build_model(cfg, tokenizer.vocab_size)
     log(f"model: {model.num_params() / 1e6:.2f}M parameters; tokens: "
         + ", ".join(f"{s} {len(splits[s]):,}" for s in SPLITS) + f"; vocabulary {tokenizer.vocab_size:,}")
-    task = LMTask(model, splits, eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum))
+    task = LMTask(model, splits, eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
+                  label_smoothing=cfg.train.label_smoothing)
     trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
     if trainer.precision == "bf16" and trainer.device.type == "cpu":
         set_attention_impl(model, "equations")  # explicit matmuls beat SDPA for bf16 training on CPU (notes)

@@ -212,7 +212,9 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
 class TagTask:
     """Plugs tagging into :class:`seqlab.trainer.Trainer`; items counted are real tokens."""
 
-    def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int):
+    def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int,
+                 label_smoothing: float = 0.0):
+        self.label_smoothing = label_smoothing
         self.model, self.train, self.valid, self.labels = model, train, valid, labels
         self.train_tokens = sum(len(t) for t in train.tags)  # tokens (words) per epoch
         self.lengths = torch.tensor([len(w) for w in train.words])  # sentences
@@ -229,7 +231,7 @@ class TagTask:
 
     def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
         ids, mask, tags, scored = (t.to(device, non_blocking=True) for t in batch)
-        return nll_sum(model(ids, mask), tags, scored)[0]  # summed over the scored (real) tokens only
+        return nll_sum(model(ids, mask), tags, scored, self.label_smoothing)[0]  # over the scored (real) tokens
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         """Token NLL and entity F1 over the validation sentences scored (all, or ``max_batches`` batches)."""
@@ -253,7 +255,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
         f"{len(labels)} tags")
     task = TagTask(model, data["train"], data["valid"], labels,
-                   eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum))
+                   eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
+                   label_smoothing=cfg.train.label_smoothing)
     trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
     if resume and trainer.restore():
         log(f"resumed from step {trainer.step}")

@@ -143,8 +143,10 @@ def build_model(cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> nn.Mo
 class TranslateTask:
     """Plugs translation into :class:`seqlab.trainer.Trainer`."""
 
-    def __init__(self, model: nn.Module, train: Examples, valid: Examples, tgt_tok: Tokenizer, eval_batch_size: int):
+    def __init__(self, model: nn.Module, train: Examples, valid: Examples, tgt_tok: Tokenizer, eval_batch_size: int,
+                 label_smoothing: float = 0.0):
         self.model, self.train, self.valid = model, train, valid
+        self.label_smoothing = label_smoothing
         self.special = dict(sos_id=tgt_tok.sos_id, eos_id=tgt_tok.eos_id, pad_id=tgt_tok.pad_id)
         self.train_tokens = sum(len(t) + 1 for t in train.tgt)  # target tokens (with <eos>) per epoch
         self.lengths = torch.tensor([max(len(s), len(t) + 1) for s, t in zip(train.src, train.tgt)])  # pairs
@@ -166,7 +168,7 @@ class TranslateTask:
         src, src_mask, tgt_in, tgt_out, tgt_mask = (t.to(device, non_blocking=True) for t in batch)
         # no target padding mask: padding follows the real tokens, which the causal mask already hides it from
         logits = model(src, tgt_in, src_mask)  # batch, tgt, vocab
-        return nll_sum(logits, tgt_out, tgt_mask)[0]
+        return nll_sum(logits, tgt_out, tgt_mask, self.label_smoothing)[0]
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         total, count = score_examples(model, self.valid, self.special, self.eval_batch_size, device, max_batches)
@@ -196,7 +198,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     log(f"model: {cfg.arch}, {model.num_params() / 1e6:.2f}M parameters; pairs: train {len(examples['train']):,}, "
         f"valid {len(examples['valid']):,}; vocabulary {src_tok.vocab_size:,} source, {tgt_tok.vocab_size:,} target")
     task = TranslateTask(model, examples["train"], examples["valid"], tgt_tok,
-                         eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum))
+                         eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
+                         label_smoothing=cfg.train.label_smoothing)
     trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
     equations = trainer.precision == "bf16" and trainer.device.type == "cpu" and isinstance(model, EncoderDecoder)
     if equations:
