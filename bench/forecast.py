@@ -81,12 +81,10 @@ def rmse(f, y) -> float:
 
 
 def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
-    import seqlab.tasks
     from seqlab import api
     from seqlab.models.autoregressive import AR, ARConfig
     from statsmodels.tsa.ar_model import AutoReg, ar_select_order
 
-    seqlab.tasks.TASK_MODULES.setdefault("forecast", "seqlab.tasks.forecast")
     path, values, tail, max_p = prepare(folder, name)
     history, truth = values[:-tail], values[-tail:]
     base = [f"data.source={path}", split_override(len(values), tail), "train.progress=false"]

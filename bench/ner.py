@@ -36,14 +36,6 @@ CALIBRATION_STEPS = 40
 BUDGET_SHARE = 0.85  # of the budget given to optimiser steps; the rest covers validation and checkpoints
 
 
-def register_tasks() -> None:
-    """Until the lead lists them in seqlab.tasks.TASK_MODULES."""
-    from seqlab.tasks import TASK_MODULES
-
-    TASK_MODULES.setdefault("tag", "seqlab.tasks.tag")
-    TASK_MODULES.setdefault("classify", "seqlab.tasks.classify")
-
-
 def seconds_per_step(cfg, steps: int = CALIBRATION_STEPS) -> float:
     """Train ``steps`` steps of ``cfg`` in a scratch directory; the mean seconds per optimiser step after the
     first (which pays for warm-up), from the Trainer's metrics rows at step 1 and the last step (elapsed time
@@ -97,7 +89,6 @@ def main(argv: list[str] | None = None) -> dict:
 
     from seqlab import api, config
 
-    register_tasks()
     base = [f"data.train={args.data / 'eng.train'}", f"data.valid={args.data / 'eng.testa'}",
             f"data.test={args.data / 'eng.testb'}", f"train.threads={args.threads}", f"train.device={args.device}",
             "train.progress=false"]

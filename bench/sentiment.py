@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import write_section  # noqa: E402
-from bench.ner import budget_overrides, register_tasks, train_and_time  # noqa: E402
+from bench.ner import budget_overrides, train_and_time  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 TARGET = 0.78  # issue 4: SST-2 sentence-level LSTM test accuracy
@@ -69,7 +69,6 @@ def main(argv: list[str] | None = None) -> dict:
     if unknown:
         parser.error(f"unknown run(s) {unknown}; choose from {', '.join(RUNS)}")
 
-    register_tasks()
     rows = [run_one(name, args) for name in names]
     lstm = next((r for r in rows if r["run"] == "sst2-lstm"), None)
     summary = {"runs": rows, "target": TARGET, "ratio": lstm["accuracy"] / TARGET if lstm else None}

@@ -52,9 +52,6 @@ def main(argv: list[str] | None = None) -> dict:
     from seqlab import api, config
     from seqlab.data.parallel import read_splits
     from seqlab.metrics.bleu import corpus_bleu
-    from seqlab.tasks import TASK_MODULES
-
-    TASK_MODULES.setdefault("translate", "seqlab.tasks.translate")
     src, tgt = args.direction.split("-")
     overrides = [f"data.train={args.data / 'train'}", f"data.valid={args.data / 'val'}",
                  f"data.test={args.data / 'test'}", f"data.src={src}", f"data.tgt={tgt}",

@@ -170,8 +170,8 @@ def from_dict(raw: dict[str, Any]) -> RunConfig:
     data = _build(DataConfig, raw.get("data", {}), "data")
     train = _build(TrainConfig, raw.get("train", {}), "train")
     if train.label_smoothing and task.kind not in CROSS_ENTROPY_KINDS:
-        raise SeqlabError(f"train.label_smoothing applies to the cross-entropy tasks ({', '.join(CROSS_ENTROPY_KINDS)}), "
-                          f"not to task.kind = {task.kind!r}; remove it")
+        raise SeqlabError(f"train.label_smoothing applies to the cross-entropy tasks "
+                          f"({', '.join(CROSS_ENTROPY_KINDS)}), not to task.kind = {task.kind!r}; remove it")
     model_raw = dict(raw.get("model", {}))
     arch = model_raw.pop("arch", "transformer")
     if not isinstance(arch, str):

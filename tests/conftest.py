@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SEQLAB_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -17,3 +18,14 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"needs the shared datasets at {SHARED_DATA} (set SEQLAB_SHARED_DATA to point elsewhere)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch intra-op thread for a module of small models (``pytestmark = pytest.mark.usefixtures("one_thread")``):
+    they gain nothing from threads, and on a busy 2-core machine OpenMP threads spinning against other processes
+    make them 20-60x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

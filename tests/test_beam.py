@@ -17,12 +17,7 @@ PAD, SOS, EOS, A, B = 0, 2, 3, 4, 5
 SOURCES = [[5, 6, 7, EOS], [4, 5, 6, 7, 8, 9, 10, 11, EOS], [12, EOS], [6, 6, 8, 9, 4, EOS]]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def half_trained(model, steps: int = 40):

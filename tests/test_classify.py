@@ -18,7 +18,6 @@ from seqlab.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier, pool
 from seqlab.models.recurrent import RecurrentEncoder
-from seqlab.tasks import TASK_MODULES
 
 QUIET = {"log": lambda *a, **k: None}
 FILLER = ["the", "film", "was", "a", "story", "of", "and", "it", "plot", "acting", "with", "long", "music", "very"]
@@ -27,14 +26,7 @@ TINY = {"lstm": {"d_model": 16, "hidden_size": 16, "n_layers": 1, "dropout": 0.0
         "transformer": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 12, "dropout": 0.0}}
 
 
-@pytest.fixture(autouse=True)
-def tasks(monkeypatch):
-    """Register the task (the lead adds it to seqlab.tasks.TASK_MODULES); tiny models run on one thread."""
-    monkeypatch.setitem(TASK_MODULES, "classify", "seqlab.tasks.classify")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def example(rng: random.Random) -> tuple[str, str]:

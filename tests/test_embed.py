@@ -26,14 +26,7 @@ SENTENCES = ["A man is eating food.", "A man is eating a piece of bread.", "The 
              "Stock markets fell sharply on Monday after weak earnings reports from three large banks.", "x"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: on a small shared CPU, OpenMP threads spinning against other processes make
-    these small forward passes ~20x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -34,12 +34,7 @@ LOWER = ["the", "a", "runs", "sees", "and", "with", "film"]
 NAMES = ["Paris", "Anna", "Kim", "Bonn", "Limas", "Oslo"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def write_tiny_bert(directory, seed: int = 0):

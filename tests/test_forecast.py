@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import torch
 
-import seqlab.tasks
 from seqlab import api, checkpoint
 from seqlab.cli import main
 from seqlab.config import DataConfig, RunConfig, TaskConfig
@@ -34,11 +33,6 @@ from seqlab.models.forecaster import (
 FAST = ["train.progress=false", "train.threads=1"]  # one thread: fastest for models this small
 
 
-@pytest.fixture(autouse=True)
-def forecast_task(monkeypatch):
-    monkeypatch.setitem(seqlab.tasks.TASK_MODULES, "forecast", "seqlab.tasks.forecast")
-
-
 @pytest.fixture(scope="module")
 def births_csv(shared_data):
     return shared_data / "timeseries" / "daily-total-female-births.csv"
@@ -47,12 +41,8 @@ def births_csv(shared_data):
 @pytest.fixture(scope="module")
 def ar_run(births_csv, tmp_path_factory):
     """The `ar` preset (p by AIC up to 30) on the births, default split [0.9, 0.05, 0.05]."""
-    monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setitem(seqlab.tasks.TASK_MODULES, "forecast", "seqlab.tasks.forecast")
-    run = api.train("ar", tmp_path_factory.mktemp("ar") / "run", overrides=[f"data.source={births_csv}"],
+    return api.train("ar", tmp_path_factory.mktemp("ar") / "run", overrides=[f"data.source={births_csv}"],
                     log=lambda *a, **k: None)
-    yield run
-    monkeypatch.undo()
 
 
 def births_parts(births_csv):

@@ -44,14 +44,7 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: on a small shared CPU, OpenMP threads spinning against other processes make
-    these small forward passes ~20x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _hf_embed(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -16,13 +16,7 @@ from seqlab.nn.additive import AdditiveAttention, masked_softmax
 PAD, SOS, EOS = 0, 2, 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a busy machine thread wake-ups dominate (40x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_seq2seq(cell="gru", n_layers=1, seed=0, dtype=torch.float64, **kw) -> Seq2SeqAttention:

@@ -15,7 +15,6 @@ from seqlab import api, config
 from seqlab.errors import SeqlabError
 from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger, init_embeddings
-from seqlab.tasks import TASK_MODULES
 
 QUIET = {"log": lambda *a, **k: None}
 LOWER = ["the", "a", "runs", "sees", "big", "old", "and", "with", "near", "green"]
@@ -25,14 +24,7 @@ TINY = {"lstm": {"d_model": 16, "hidden_size": 16, "n_layers": 1, "dropout": 0.0
         "transformer": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 12, "dropout": 0.0}}
 
 
-@pytest.fixture(autouse=True)
-def tasks(monkeypatch):
-    """Register the task (the lead adds it to seqlab.tasks.TASK_MODULES); tiny models run on one thread."""
-    monkeypatch.setitem(TASK_MODULES, "tag", "seqlab.tasks.tag")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def sentence(rng: random.Random) -> list[tuple[str, str]]:

@@ -271,15 +271,6 @@ def test_dropout_off_in_eval_on_in_train():
     assert not torch.equal(model(ids), model(ids))
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny models gain nothing from threads, and on a busy 2-core box 2 threads thrash (60x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_tiny_lm_learns_a_repeated_pattern(one_thread):
     torch.manual_seed(0)
     cfg = TransformerLMConfig(vocab_size=5, n_layers=1, n_heads=2, d_model=32, d_ff=64, max_len=16, dropout=0.0)

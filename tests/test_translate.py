@@ -13,21 +13,13 @@ from seqlab import api, config
 from seqlab.data.parallel import ParallelCorpus, read_parallel, read_splits, train_tokenizers
 from seqlab.errors import SeqlabError
 from seqlab.metrics.bleu import corpus_bleu
-from seqlab.tasks import TASK_MODULES
 
 WORDS = ["red", "blue", "cat", "dog", "runs", "sleeps", "big", "small"]
 TRANSLATION = {"red": "rot", "blue": "blau", "cat": "Katze", "dog": "Hund", "runs": "rennt", "sleeps": "schläft",
                "big": "groß", "small": "klein"}
 
 
-@pytest.fixture(autouse=True)
-def translate_task(monkeypatch):
-    """Register the task (the lead adds it to seqlab.tasks.TASK_MODULES) and keep tiny models on one thread."""
-    monkeypatch.setitem(TASK_MODULES, "translate", "seqlab.tasks.translate")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def write_pair(prefix, src_lines, tgt_lines, src="en", tgt="de", newline="\n"):

@@ -187,14 +187,6 @@ def test_quality_smoke_on_real_text():
 
 
 @pytest.fixture
-def embed_task(monkeypatch):
-    """Register the embed task (the lead adds it to seqlab.tasks.TASK_MODULES)."""
-    from seqlab import tasks
-
-    monkeypatch.setitem(tasks.TASK_MODULES, "embed", "seqlab.tasks.embed")
-
-
-@pytest.fixture
 def corpus_file(tmp_path):
     path = tmp_path / "topics.txt"
     path.write_text("\n".join(" ".join(s) for s in topic_sentences(sentences=400)) + "\n")
@@ -206,7 +198,7 @@ def _overrides(corpus_file, *extra):
             "train.threads=1", "train.progress=false", *extra]
 
 
-def test_run_directory_interrupt_resume_and_eval(embed_task, corpus_file, tmp_path, monkeypatch):
+def test_run_directory_interrupt_resume_and_eval(corpus_file, tmp_path, monkeypatch):
     from seqlab.api import Interrupted, load, train
 
     overrides = _overrides(corpus_file, "train.epochs=3", "model.sample=0")
@@ -253,7 +245,7 @@ def _quiet(*args, **kwargs):
 
 
 @pytest.mark.parametrize("arch", ["w2v-hs", "glove"])
-def test_other_presets_train(embed_task, corpus_file, tmp_path, arch):
+def test_other_presets_train(corpus_file, tmp_path, arch):
     from seqlab.api import load, train
 
     extra = ["model.sample=0"] if arch.startswith("w2v") else []
@@ -278,7 +270,7 @@ def _cli(argv: list[str]) -> int:
         return 2
 
 
-def test_cli_verbs(embed_task, corpus_file, tmp_path, capsys):
+def test_cli_verbs(corpus_file, tmp_path, capsys):
     from seqlab.api import train
 
     run = train("w2v-sgns", tmp_path / "run", overrides=_overrides(corpus_file, "train.epochs=2"), log=_quiet)
@@ -304,7 +296,7 @@ def test_cli_verbs(embed_task, corpus_file, tmp_path, capsys):
     assert "line 3: 2 values, the header says 3" in capsys.readouterr().out
 
 
-def test_bad_input(embed_task, tmp_path):
+def test_bad_input(tmp_path):
     from seqlab.api import train
 
     empty = tmp_path / "empty.txt"

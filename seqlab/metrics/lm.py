@@ -9,9 +9,13 @@ batches before dividing, never averaged per batch (§4.3).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None,
@@ -32,7 +36,8 @@ def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | No
         return (F.cross_entropy(flat_logits, flat_targets, reduction="sum", label_smoothing=label_smoothing),
                 flat_targets.numel())
     keep = mask.reshape(-1)
-    losses = F.cross_entropy(flat_logits, flat_targets, reduction="none", label_smoothing=label_smoothing)  # (batch * seq,)
+    losses = F.cross_entropy(flat_logits, flat_targets, reduction="none",
+                             label_smoothing=label_smoothing)  # (batch * seq,)
     return (losses * keep).sum(), int(keep.sum())
 
 
@@ -43,7 +48,7 @@ def perplexity(total_nll: float, count: int) -> float:
     return math.exp(total_nll / count)
 
 
-def ngram_nll(train: "np.ndarray", tokens: "np.ndarray", order: int, vocab_size: int,
+def ngram_nll(train: np.ndarray, tokens: np.ndarray, order: int, vocab_size: int,
               alpha: float = 1.0) -> tuple[float, int]:
     """(sum of NLL, count) of an add-alpha smoothed unigram (order 1) or bigram (order 2) model.
 

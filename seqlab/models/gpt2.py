@@ -7,7 +7,6 @@ transpose of ``nn.Linear``; the name table below is the whole mapping.
 
 from __future__ import annotations
 
-import torch
 
 from seqlab.errors import SeqlabError
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
