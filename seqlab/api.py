@@ -14,6 +14,7 @@ from pathlib import Path
 from seqlab import checkpoint, config as config_mod
 from seqlab.config import RunConfig
 from seqlab.errors import SeqlabError
+from seqlab.io import write_text_atomic
 from seqlab.tasks import task_module
 
 class Interrupted(Exception):
@@ -65,7 +66,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
     elif has_content and force:
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint.atomic_write_text(run_dir / "config.toml", cfg.to_toml())
+    write_text_atomic(run_dir / "config.toml", cfg.to_toml())
 
 
 def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,

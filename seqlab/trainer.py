@@ -34,6 +34,7 @@ from torch import nn
 from seqlab import checkpoint
 from seqlab.config import TrainConfig
 from seqlab.errors import SeqlabError
+from seqlab.io import write_text_atomic
 
 
 class TrainTask(Protocol):
@@ -417,7 +418,7 @@ class MetricsLog:
             return
         rows = [line for line in self.path.read_text(encoding="utf-8").splitlines()
                 if line.strip() and json.loads(line).get("step", 0) <= step]
-        checkpoint.atomic_write_text(self.path, "".join(r + "\n" for r in rows))
+        write_text_atomic(self.path, "".join(r + "\n" for r in rows))
 
     def write(self, row: dict) -> None:
         if self.enabled:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.errors import SeqlabError
+from seqlab.io import write_bytes_atomic
 
 RESTRICT_VOCAB = 300_000  # gensim's default for the evaluations: the most frequent words that take part
 
@@ -254,7 +255,7 @@ class KeyedVectors:
         row = " ".join(["%.9g"] * self.dim)
         lines = [f"{len(self)} {self.dim}\n"]
         lines += [f"{w} {row % tuple(v)}\n" for w, v in zip(self.words, self.vectors.tolist())]
-        return _atomic_write(path, "".join(lines).encode("utf-8"))
+        return write_bytes_atomic(path, "".join(lines).encode("utf-8"))
 
     @classmethod
     def load_word2vec_format(cls, path: str | os.PathLike) -> KeyedVectors:
@@ -301,7 +302,7 @@ class KeyedVectors:
             tensors["counts"] = self.counts
         if any("\n" in w for w in self.words):
             raise SeqlabError("a word holds a newline, which the safetensors word list cannot store")
-        return _atomic_write(path, save(tensors, metadata={"format": "seqlab.KeyedVectors"}))
+        return write_bytes_atomic(path, save(tensors, metadata={"format": "seqlab.KeyedVectors"}))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> KeyedVectors:
@@ -362,18 +363,6 @@ def _read_lines(path: str | os.PathLike, keep_ends: bool = False) -> list[str]:
     from seqlab.data.sources import read_text_file
 
     return read_text_file(path).splitlines(keepends=keep_ends)
-
-
-def _atomic_write(path: str | os.PathLike, data: bytes) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
 
 
 def rankdata(x: Sequence[float]) -> np.ndarray:

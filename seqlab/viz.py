@@ -6,10 +6,11 @@ file + rename), and an ``--out`` path's missing parent folders are created.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
+
+from seqlab.io import atomic_path
 
 
 def pyplot():
@@ -22,13 +23,12 @@ def pyplot():
 
 
 def save_figure(fig, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    os.replace(tmp, path)
-    pyplot().close(fig)
-    return path
+    try:
+        with atomic_path(path) as tmp:  # same suffix: matplotlib picks the format from it
+            fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    finally:
+        pyplot().close(fig)
+    return Path(path)
 
 
 def plot_loss(metrics_path: str | Path, out: str | Path) -> Path | None:

@@ -48,17 +48,9 @@ def run(args) -> int:
 
 def _save_npy(path, array) -> None:
     """np.save through a temporary file in the same folder and a rename (never a partial file)."""
-    import os
-    import tempfile
-
     import numpy as np
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    from seqlab.io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, array)

@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.errors import SeqlabError
+from seqlab.io import write_json_atomic
 
 FORMAT_VERSION = 1  # of the JSON written by FittedAR.save
 CRITERIA = ("aic", "bic", "hqic")
@@ -232,18 +232,7 @@ class FittedAR:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model as JSON (floats round-trip exactly), atomically: temp file, then rename."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.to_dict(), f, indent=1)
-                f.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_json_atomic(path, self.to_dict(), indent=1)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "FittedAR":

@@ -30,7 +30,8 @@ from torch import Tensor, nn
 from seqlab.errors import SeqlabError
 from seqlab.models.pretrained import BertConfig, BertEncoder, WordPieceTokenizer, from_pretrained, \
     mean_pool, resolve_pretrained
-from seqlab.text.vocab import read_json, write_json_atomic
+from seqlab.io import write_json_atomic
+from seqlab.text.vocab import read_json
 
 PRETRAINED, WORDPIECE = "pretrained.json", "wordpiece.json"  # files of a fine-tuned run directory
 

@@ -37,6 +37,7 @@ from seqlab.config import RunConfig
 from seqlab.data import download
 from seqlab.data.sources import read_text, split_text
 from seqlab.errors import SeqlabError
+from seqlab.io import write_text_atomic
 from seqlab.models.glove import GloVe, GloVeConfig, GloVeTrainer
 from seqlab.models.word2vec import Corpus, SkipGram, Word2VecConfig, Word2VecTrainer
 from seqlab.text.tokenizers import split_words
@@ -125,7 +126,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
             raise SeqlabError(f"cannot resume {run_dir}: the training text changed since the run started (its "
                               "vocabulary differs); start a new run with --force")
     else:
-        checkpoint.atomic_write_text(run_dir / "vocab.json", json.dumps(vocab) + "\n")
+        write_text_atomic(run_dir / "vocab.json", json.dumps(vocab) + "\n")
     log(f"{cfg.arch}: {len(corpus.words):,} words in the vocabulary, {corpus.raw_words:,} words in "
         f"{len(corpus.sentence_starts) - 1:,} sentences; engine {engine}")
     trainer = make_trainer(cfg, corpus)

@@ -46,6 +46,7 @@ from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
+from seqlab.io import write_text_atomic
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
 from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
@@ -143,7 +144,7 @@ def read_splits(cfg: RunConfig) -> Series:
 
 
 def save_series(series: Series, run_dir: Path) -> None:
-    checkpoint.atomic_write_text(run_dir / SERIES_FILE, json.dumps(series.to_dict()) + "\n")
+    write_text_atomic(run_dir / SERIES_FILE, json.dumps(series.to_dict()) + "\n")
 
 
 def load_series(run_dir: Path) -> Series:

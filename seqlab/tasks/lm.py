@@ -24,6 +24,7 @@ from seqlab.data.batching import random_lm_batch, spread_batches
 from seqlab.data.sources import read_text, split_text
 from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
+from seqlab.io import atomic_path, write_text_atomic
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
@@ -80,14 +81,12 @@ def _chunks(text: str):
 def encode_to_file(tokenizer: Tokenizer, text: str, path: Path) -> int:
     """Encode ``text`` chunk by chunk into a raw binary of token ids; returns the token count."""
     dtype = np.uint16 if tokenizer.vocab_size <= np.iinfo(np.uint16).max else np.uint32
-    tmp = path.with_name(f".{path.name}.tmp")
     count = 0
-    with open(tmp, "wb") as f:
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
         for piece in _chunks(text):
             ids = np.asarray(tokenizer.encode(piece), dtype=dtype)
             f.write(ids.tobytes())
             count += ids.size
-    tmp.replace(path)
     return count
 
 
@@ -101,7 +100,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path) -> tuple[Tokenizer, dict[str, np
         counts = {s: encode_to_file(tokenizer, texts[s], run_dir / "data" / f"{s}.bin") for s in SPLITS}
         tokenizer.save(run_dir / "tokenizer.json")
         dtype = "uint16" if tokenizer.vocab_size <= np.iinfo(np.uint16).max else "uint32"
-        checkpoint.atomic_write_text(meta_path, json.dumps({"dtype": dtype, "tokens": counts}) + "\n")
+        write_text_atomic(meta_path, json.dumps({"dtype": dtype, "tokens": counts}) + "\n")
     return load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
 
 

@@ -26,7 +26,8 @@ from seqlab.data import download
 from seqlab.data.batching import spread_batches
 from seqlab.data.sources import EMBEDDED
 from seqlab.errors import SeqlabError
-from seqlab.text.vocab import read_json, write_json_atomic
+from seqlab.io import write_json_atomic
+from seqlab.text.vocab import read_json
 
 T = TypeVar("T")
 SPLITS = ("train", "valid", "test")

@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 import regex
 
 from seqlab.errors import SeqlabError
-from seqlab.text.vocab import EOS, PAD, SOS, SPECIALS, UNK, Vocab, read_json, write_json_atomic
+from seqlab.io import write_json_atomic
+from seqlab.text.vocab import EOS, PAD, SOS, SPECIALS, UNK, Vocab, read_json
 
 UNK_CHAR = "\ufffd"  # how CharTokenizer.decode shows <unk>: U+FFFD REPLACEMENT CHARACTER
 WORD_PATTERN = r"\w+|[^\w\s]"  # a run of word characters, or one other non-space character

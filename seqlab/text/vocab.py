@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from seqlab.errors import SeqlabError
+from seqlab.io import write_json_atomic
 
 PAD = "<pad>"
 UNK = "<unk>"
@@ -33,29 +33,9 @@ EOS = "<eos>"
 SPECIALS: tuple[str, ...] = (PAD, UNK, SOS, EOS)  # in id order: <pad>=0, <unk>=1, <sos>=2, <eos>=3
 
 
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as JSON to ``path`` atomically: a temporary file in the same folder, then
-    ``os.replace``, so a crash never leaves a half-written file. Missing parent folders are created."""
-    path = Path(path)
-    if path.is_dir():
-        raise SeqlabError(f"{path} is a directory; give a file path such as {path / 'vocab.json'}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, ensure_ascii=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
 
 def read_json(path: str | os.PathLike, what: str) -> Any:
-    """Read a JSON file written by :func:`write_json_atomic`; bad input raises SeqlabError."""
+    """Read a JSON file written by :func:`seqlab.io.write_json_atomic`; bad input raises SeqlabError."""
     path = Path(path)
     if not path.exists():
         raise SeqlabError(f"{what} file not found: {path}; check the path")
