@@ -340,6 +340,16 @@ class Trainer:
             return True
         return bool(self.cfg.epochs) and self.tokens_seen >= self.cfg.epochs * self.task.train_tokens
 
+    def run(self, resume: bool) -> dict[str, Any]:
+        """Restore the run directory's checkpoint when ``resume`` (and one exists), then train to the end;
+        returns the final state. What every task's ``train`` ends with."""
+        if resume and self.restore():
+            self.log(f"resumed from step {self.step}")
+        if self.done():
+            self.log(f"already trained to step {self.step}; nothing to do")
+            return self.state()
+        return self.fit()
+
     def fit(self) -> dict[str, Any]:
         """Train until max_steps or epochs; returns the final state. SIGINT saves and stops cleanly."""
         cfg = self.cfg

@@ -252,12 +252,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
                         eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
                         label_smoothing=cfg.train.label_smoothing)
     trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
-    if resume and trainer.restore():
-        log(f"resumed from step {trainer.step}")
-    if trainer.done():
-        log(f"already trained to step {trainer.step}; nothing to do")
-        return trainer.state()
-    return trainer.fit()
+    return trainer.run(resume)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -309,12 +309,7 @@ def _train_neural(cfg: RunConfig, run_dir: Path, series: Series, resume: bool, d
     n_params = sum(p.numel() for p in model.parameters())
     log(f"{cfg.arch} forecaster: {n_params:,} parameters; {task.train_tokens:,} training windows of "
         f"{cfg.model.max_len} values")
-    if resume and trainer.restore():
-        log(f"resumed from step {trainer.step}")
-    if trainer.done():
-        log(f"already trained to step {trainer.step}; nothing to do")
-        return trainer.state()
-    return trainer.fit()
+    return trainer.run(resume)
 
 
 def _version() -> str:

@@ -204,12 +204,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     equations = trainer.precision == "bf16" and trainer.device.type == "cpu" and isinstance(model, EncoderDecoder)
     if equations:
         set_attention_impl(model, "equations")  # explicit matmuls beat SDPA for bf16 training on CPU (lm.py)
-    if resume and trainer.restore():
-        log(f"resumed from step {trainer.step}")
-    if trainer.done():
-        log(f"already trained to step {trainer.step}; nothing to do")
-        return trainer.state()
-    state = trainer.fit()
+    state = trainer.run(resume)
     if equations:
         set_attention_impl(model, "fused")
     return state
