@@ -188,7 +188,7 @@ def test_config_validation(tiny_bert, tmp_path):
     for preset, kind in (("ner-minilm", PretrainedTaggerConfig), ("sentiment-minilm", PretrainedClassifierConfig)):
         cfg = config.resolve(preset)
         assert isinstance(cfg.model, kind) and cfg.model.pretrained == "all-MiniLM-L6-v2"
-        assert cfg.train.lr == 5e-5 and cfg.train.warmup_steps > 0 and config.preset_summary(preset)
+        assert cfg.train.lr == 1e-4 and cfg.train.warmup_steps > 0 and config.preset_summary(preset)
 
 
 # --- the tasks end to end on a tiny BERT ---
