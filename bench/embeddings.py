@@ -134,7 +134,8 @@ def speed(args) -> tuple[str, dict]:
         rows.append(f"| {obj} | {side} | {med([x['effective'] for x in rs]):,.0f} | {med([x['raw'] for x in rs]):,.0f}"
                     f" | {ratio} | {med([x['cpu'] for x in rs]):,.0f} | {ws_cell} |")
     ws_glove = spearman(glove_kv, "wordsim353.tsv")
-    md = (f"Skip-gram on shakespeare_complete.txt ({corpus.raw_words:,} words, {len(corpus.words):,}-word vocabulary), "
+    md = ("## Word embeddings: skip-gram (NS, HS) vs gensim, and GloVe (bench/embeddings.py)\n\n"
+          f"Skip-gram on shakespeare_complete.txt ({corpus.raw_words:,} words, {len(corpus.words):,}-word vocabulary), "
           f"dim 100, window 5, min_count 5, sample 1e-3, {args.epochs} epochs, {args.threads} threads, "
           f"{args.rounds} interleaved rounds (medians; ratio = seqlab / gensim within a round).\n\n"
           + "\n".join(rows)
