@@ -32,6 +32,16 @@ PRESETS = {"transformer": "mt-transformer", "seq2seq-attention": "mt-gru-attenti
 DATA = ROOT.parent / "shared" / "data" / "multi30k"
 
 
+def sacrebleu_score(hyps: list[str], refs: list[str]) -> dict | None:
+    """sacreBLEU's own corpus BLEU of the same hypotheses (a cross-check), when the package is installed."""
+    try:
+        import sacrebleu
+    except ImportError:
+        return None
+    bleu = sacrebleu.BLEU()
+    return {"score": bleu.corpus_score(hyps, [refs]).score, "signature": str(bleu.get_signature())}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", choices=list(PRESETS), default="transformer")
@@ -75,10 +85,12 @@ def main(argv: list[str] | None = None) -> dict:
     hyps = [r["translation"] for r in model.predict(test.src[:n], beam=args.beam)]
     decode_seconds = time.perf_counter() - started
     score = corpus_bleu(hyps, [test.tgt[:n]])
+    (run_dir / "test.hyp").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")  # for error analysis
+    peer = sacrebleu_score(hyps, test.tgt[:n])
 
     row = {"arch": args.arch, "direction": args.direction, "steps": steps, "train_minutes": round(train_minutes, 2),
            "test_sentences": n, "beam": args.beam, "bleu": score.score, "signature": score.signature,
-           "decode_seconds": round(decode_seconds, 1), "reference": args.reference,
+           "decode_seconds": round(decode_seconds, 1), "reference": args.reference, "sacrebleu": peer,
            "ratio": score.score / args.reference}
     if not args.no_results:
         full = "full test2016" if n == len(test) else f"first {n} of {len(test)} test2016 sentences"
@@ -91,7 +103,10 @@ def main(argv: list[str] | None = None) -> dict:
             f"{decode_seconds:.0f} |",
             "",
             f"BLEU signature: `{score.signature}` (detokenised hypotheses vs raw references). Reference: issue 5's "
-            "target for the Transformer on de->en test2016. "
+            "target for the Transformer on de->en test2016"
+            + (". " if args.direction == "de-en" else " (the issue sets none for en->de). ")
+            + (f"sacreBLEU itself on the same hypotheses (kept in the run directory as test.hyp): {peer['score']:.2f}, "
+               f"`{peer['signature']}`. " if peer else "")
             + ("" if n == len(test) and steps >= cfg.train.max_steps else
                "This is a short run (fewer steps or sentences than the full benchmark): it checks the pipeline, "
                "its BLEU is not comparable to the reference."),
