@@ -31,6 +31,7 @@ from seqlab.errors import SeqlabError
 from seqlab.models.pretrained import BertConfig, BertEncoder, WordPieceTokenizer, from_pretrained, \
     mean_pool, resolve_pretrained
 from seqlab.io import write_json_atomic
+from seqlab.nn.dropout import Dropout
 from seqlab.text.vocab import read_json
 
 PRETRAINED, WORDPIECE = "pretrained.json", "wordpiece.json"  # files of a fine-tuned run directory
@@ -156,7 +157,7 @@ class TokenClassifier(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = encoder
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.head = nn.Linear(encoder.cfg.d_model, cfg.n_labels)  # W: d_model -> labels, b
         _init_head(self.head)
 
@@ -177,7 +178,7 @@ class SequenceClassifier(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = encoder
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.head = nn.Linear(encoder.cfg.d_model, cfg.n_classes)  # W: d_model -> classes, b
         _init_head(self.head)
 

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
 from seqlab.models.transformer import POSITIONS, Encoder, TransformerConfig, _check_positions
+from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, set_forget_bias
 
 
@@ -151,7 +152,7 @@ class TransformerForecaster(nn.Module):
         enc = cfg.encoder_config()
         self.embed = nn.Linear(1, cfg.d_model)  # w_in, b_in: one value -> d_model
         self.positions = POSITIONS[cfg.positions](cfg.d_model, cfg.max_len)  # P: max_len, d_model
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.encoder = Encoder(enc)
         self.head = nn.Linear(cfg.d_model, 1)  # w_out: d_model -> 1, b_out
 

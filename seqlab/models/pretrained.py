@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
 from seqlab.models.transformer import Encoder, TransformerConfig, _check_positions, _check_positive
+from seqlab.nn.dropout import Dropout
 from seqlab.nn.positions import LearnedPositions
 
 # model names -> (importable package holding the directory in model/, the pip name that installs it)
@@ -80,7 +81,7 @@ class BertEmbeddings(nn.Module):
         self.positions = LearnedPositions(cfg.d_model, cfg.max_len)  # P: max_len, d_model
         self.token_types = nn.Embedding(cfg.type_vocab_size, cfg.d_model)  # S: type, d_model
         self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
         """ids (batch, seq), token_type_ids (batch, seq) or None (all type 0) -> (batch, seq, d_model)."""

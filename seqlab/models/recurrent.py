@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
 from seqlab.models.transformer import _check_positions
+from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, State, set_forget_bias
 
 
@@ -119,7 +120,7 @@ class RecurrentEncoder(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=padding_idx)  # E: vocab, d_model
         self.rnn = RecurrentStack(cfg.stack_config(bidirectional))
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.out_size = cfg.hidden_size * (2 if bidirectional else 1)  # width of a per-token state
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)  # as PyTorch's word_language_model example
         if padding_idx is not None:

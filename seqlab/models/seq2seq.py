@@ -34,6 +34,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.errors import SeqlabError
 from seqlab.nn.additive import AdditiveAttention
+from seqlab.nn.dropout import Dropout
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 
@@ -103,7 +104,7 @@ class Encoder(nn.Module):
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
         self.embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model)  # E_src: vocab, d_model
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.rnn = CELLS[cfg.cell](cfg.d_model, cfg.hidden_size, cfg.n_layers, batch_first=True,
                                    bidirectional=True, dropout=cfg.dropout if cfg.n_layers > 1 else 0.0)
         self.bridge_h = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size)  # W_b: [→a_m ; ←a_1] -> s_0
@@ -138,7 +139,7 @@ class AttentionDecoder(nn.Module):
         super().__init__()
         memory = 2 * cfg.hidden_size  # width of a_{t'} and c_t
         self.embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model)  # E_tgt: vocab, d_model
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.attention = AdditiveAttention(cfg.hidden_size, memory, cfg.attn_size)
         self.rnn = CELLS[cfg.cell](cfg.d_model + memory, cfg.hidden_size, cfg.n_layers, batch_first=True,
                                    dropout=cfg.dropout if cfg.n_layers > 1 else 0.0)

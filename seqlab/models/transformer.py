@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
 from seqlab.nn.attention import KVCache, LayerKV, MultiHeadAttention, check_heads
+from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
 from seqlab.nn.masks import key_padding_to_attn
 from seqlab.nn.norm import PLACEMENTS, Residual
@@ -120,7 +121,7 @@ class Embedding(nn.Module):
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)  # E: vocab, d_model
         self.positions = POSITIONS[cfg.positions](cfg.d_model, cfg.max_len)  # P: max_len, d_model
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else None
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, ids: Tensor, positions: Tensor) -> Tensor:
         """ids (batch, seq), positions (seq,) -> (batch, seq, d_model)."""

@@ -1,5 +1,5 @@
 """Building blocks, each from its equations: masks (the one mask convention), attention
-(scaled dot-product, multi-head, KV cache), positions, feed-forward, norm placement.
+(scaled dot-product, multi-head, KV cache), positions, feed-forward, norm placement, dropout.
 
 Import from the modules (``seqlab.nn.attention`` ...) or from here.
 """
@@ -14,12 +14,14 @@ from seqlab.nn.attention import (
     set_attention_impl,
     split_heads,
 )
+from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import FeedForward
 from seqlab.nn.masks import causal_mask, causal_mask_at, combine, key_padding_to_attn, padding_mask
 from seqlab.nn.norm import Residual
 from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
 
 __all__ = [
+    "Dropout",
     "FeedForward",
     "KVCache",
     "LayerKV",

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
+from seqlab.nn.dropout import dropout
 from seqlab.nn.masks import causal_mask, causal_mask_at, combine, to_additive
 
 IMPLS = ("fused", "equations")
@@ -104,7 +105,7 @@ def attention_equations(
             alpha=1.0 / math.sqrt(depth),
         ).view(batch, head, seq_q, seq_k)  # batch, head, seq_q, seq_k
         weights = torch.softmax(scores, dim=-1)  # batch, head, seq_q, seq_k
-        return F.dropout(weights, dropout_p, training) @ v, weights  # batch, head, seq_q, depth
+        return dropout(weights, dropout_p, training) @ v, weights  # batch, head, seq_q, depth
     else:
         mask = combine(_causal(seq_q, seq_k, q.device), mask) if is_causal else mask
         mask, empty = _open_empty_rows(mask)
@@ -115,7 +116,7 @@ def attention_equations(
     weights = torch.softmax(scores, dim=-1)  # batch, head, seq_q, seq_k
     if empty is not None:
         weights = weights.masked_fill(empty, 0.0)  # fully-masked rows -> zeros
-    out = F.dropout(weights, dropout_p, training) @ v  # batch, head, seq_q, depth
+    out = dropout(weights, dropout_p, training) @ v  # batch, head, seq_q, depth
     return out, weights
 
 
@@ -290,7 +291,9 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         # one query against the cache (a decode step): explicit matmuls beat SDPA's per-call overhead
         one_step = cache is not None and q.shape[-2] == 1
-        if need_weights or self.impl == "equations" or one_step:
+        # in training with dropout on CPU the explicit path too: its dropout is cheaper than SDPA's (nn/dropout.py)
+        cpu_dropout = p > 0.0 and x.device.type == "cpu"
+        if need_weights or self.impl == "equations" or one_step or cpu_dropout:
             o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
         else:
             o, weights = attention_fused(q, k, v, mask, p, self.training, is_causal), None

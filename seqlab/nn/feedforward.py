@@ -9,6 +9,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
+from seqlab.nn.dropout import Dropout
 
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
 
@@ -22,7 +23,7 @@ class FeedForward(nn.Module):
             raise SeqlabError(f"unknown activation {activation!r}; use one of {', '.join(ACTIVATIONS)}")
         self.w1 = nn.Linear(d_model, d_ff, bias=bias)  # W1, b1
         self.act = ACTIVATIONS[activation]()
-        self.dropout = nn.Dropout(dropout)  # on the hidden units, as torch.nn.TransformerEncoderLayer does
+        self.dropout = Dropout(dropout)  # on the hidden units, as torch.nn.TransformerEncoderLayer does
         self.w2 = nn.Linear(d_ff, d_model, bias=bias)  # W2, b2
 
     def forward(self, x: Tensor) -> Tensor:

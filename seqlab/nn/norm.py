@@ -17,6 +17,7 @@ from collections.abc import Callable
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
+from seqlab.nn.dropout import Dropout
 
 PLACEMENTS = ("pre", "post", "sublayer")
 
@@ -34,7 +35,7 @@ class Residual(nn.Module):
             raise SeqlabError(f"unknown norm placement {placement!r}; use one of {', '.join(PLACEMENTS)}")
         self.placement = placement
         self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def enter(self, x: Tensor) -> Tensor:
         """The sublayer's input: LN(x) for "pre", x otherwise."""

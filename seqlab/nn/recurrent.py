@@ -66,6 +66,7 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.errors import SeqlabError
+from seqlab.nn.dropout import dropout
 
 State = tuple[Tensor, ...]
 IMPLS = ("fused", "equations")
@@ -322,7 +323,7 @@ class RecurrentStack(nn.Module):
                 finals.append(s)
             x = torch.cat(outs, dim=-1)  # batch, seq, dirs*hidden: [→a_t, ←a_t]
             if layer < self.cfg.n_layers - 1:
-                x = F.dropout(x, self.cfg.dropout, self.training)
+                x = dropout(x, self.cfg.dropout, self.training)
         # each state tensor (layers*dirs, batch, hidden), in PyTorch's order of h_n
         final = tuple(torch.stack([f[i] for f in finals]) for i in range(self.kind.n_state))
         return x, final
