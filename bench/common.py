@@ -8,6 +8,7 @@ oriented so that above 1 means seqlab is better (DESIGN.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -51,12 +52,10 @@ def peak_rss_mib() -> float:
     Linux's VmHWM belongs to the address space, which exec replaces; ``ru_maxrss`` instead carries the
     parent's peak over fork + exec, so a small child of a big benchmark would report the parent's size.
     """
-    try:
-        for line in open("/proc/self/status"):
+    with contextlib.suppress(OSError), open("/proc/self/status") as status:  # no /proc: ru_maxrss below
+        for line in status:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
-    except OSError:
-        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -26,16 +26,10 @@ from safetensors.torch import load_file, load_model as _load_model, save_file, s
 from torch import nn
 
 from seqlab.errors import SeqlabError
+from seqlab.io import write_fsynced
 
 FORMAT_VERSION = 1
 FILES = ("model.safetensors", "trainer.safetensors", "state.json")
-
-
-def _fsync_write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _contiguous(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -55,11 +49,11 @@ def save(directory: str | Path, model: nn.Module, trainer_tensors: dict[str, tor
     save_model(model, str(nxt / "model.safetensors"), metadata={"step": step})
     save_file(_contiguous(trainer_tensors), nxt / "trainer.safetensors", metadata={"step": step})
     state = {"format_version": FORMAT_VERSION, **state}
-    _fsync_write(nxt / "state.json", (json.dumps(state, indent=1, sort_keys=True) + "\n").encode())
+    write_fsynced(nxt / "state.json", (json.dumps(state, indent=1, sort_keys=True) + "\n").encode())
     for name in ("model.safetensors", "trainer.safetensors"):  # safetensors does not fsync
         with open(nxt / name, "rb") as f:
             os.fsync(f.fileno())
-    _fsync_write(nxt / "COMPLETE", b"")
+    write_fsynced(nxt / "COMPLETE", b"")
     _roll_forward(directory)
 
 

@@ -38,13 +38,18 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def write_fsynced(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` (in place, not atomically) and flush it to disk before returning."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (fsynced before the rename)."""
     with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        write_fsynced(tmp, data)
     return Path(path)
 
 

@@ -19,6 +19,8 @@ from seqlab.metrics.accuracy import classification_scores
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier, pool
 from seqlab.models.recurrent import RecurrentEncoder
 
+from helpers import assert_same_weights
+
 QUIET = {"log": lambda *a, **k: None}
 FILLER = ["the", "film", "was", "a", "story", "of", "and", "it", "plot", "acting", "with", "long", "music", "very"]
 TINY = {"lstm": {"d_model": 16, "hidden_size": 16, "n_layers": 1, "dropout": 0.0},
@@ -158,9 +160,7 @@ def test_resume_continues_exactly(corpus, tmp_path):
     straight = api.train(run_config(corpus, steps=10), tmp_path / "a", **QUIET)
     api.train(run_config(corpus, steps=5), tmp_path / "b", **QUIET)
     resumed = api.train(run_config(corpus, steps=10), tmp_path / "b", resume=True, **QUIET)
-    a, b = api.load(straight, device="cpu").model, api.load(resumed, device="cpu").model
-    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
-        assert torch.equal(p, q), name
+    assert_same_weights(straight, resumed)
 
 
 def test_numeric_labels_keep_their_spelling_and_order(tmp_path):

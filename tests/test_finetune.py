@@ -26,6 +26,8 @@ from seqlab.models.finetune import (PretrainedClassifierConfig, PretrainedTagger
                                     SubwordTokenizer, TokenClassifier)
 from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, weight_table
 
+from helpers import write_conll
+
 QUIET = {"log": lambda *a, **k: None}
 # "bonn" and "limas" are split into two pieces each ("bon ##n", "lima ##s"): one tag per word all the same
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "runs", "sees", "and", "with", "good", "bad",
@@ -69,14 +71,6 @@ def tokenizer(tiny_bert) -> SubwordTokenizer:
 def tag_sentence(rng: random.Random) -> list[tuple[str, str]]:
     words = [rng.choice(NAMES if rng.random() < 0.35 else LOWER) for _ in range(rng.randint(2, 7))]
     return [(w, "B-LOC" if w[0].isupper() else "O") for w in words]
-
-
-def write_conll(path, sentences) -> str:
-    lines = ["-DOCSTART- -X- -X- O", ""]
-    for s in sentences:
-        lines += [f"{w} NN O {t}" for w, t in s] + [""]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
 
 
 def classify_sentence(rng: random.Random) -> tuple[str, str]:

@@ -16,6 +16,8 @@ from seqlab.errors import SeqlabError
 from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger, init_embeddings
 
+from helpers import assert_same_weights, write_conll
+
 QUIET = {"log": lambda *a, **k: None}
 LOWER = ["the", "a", "runs", "sees", "big", "old", "and", "with", "near", "green"]
 UPPER = ["Paris", "Anna", "Bonn", "Kim", "Oslo", "Ravi", "Lima", "Omar"]
@@ -31,14 +33,6 @@ def sentence(rng: random.Random) -> list[tuple[str, str]]:
     """A capitalised word is a one-word entity (B-NAME), every other word is O."""
     words = [rng.choice(UPPER if rng.random() < 0.35 else LOWER) for _ in range(rng.randint(2, 8))]
     return [(w, "B-NAME" if w[0].isupper() else "O") for w in words]
-
-
-def write_conll(path, sentences) -> str:
-    lines = ["-DOCSTART- -X- -X- O", ""]
-    for s in sentences:
-        lines += [f"{w} NN O {t}" for w, t in s] + [""]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
 
 
 @pytest.fixture
@@ -142,9 +136,7 @@ def test_resume_continues_exactly(corpus, tmp_path):
     straight = api.train(run_config(corpus, steps=10), tmp_path / "a", **QUIET)
     api.train(run_config(corpus, steps=5), tmp_path / "b", **QUIET)
     resumed = api.train(run_config(corpus, steps=10), tmp_path / "b", resume=True, **QUIET)
-    a, b = api.load(straight, device="cpu").model, api.load(resumed, device="cpu").model
-    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
-        assert torch.equal(p, q), name
+    assert_same_weights(straight, resumed)
 
 
 def test_iob1_files_are_learned_and_scored_in_iob2(tmp_path):

@@ -14,6 +14,8 @@ from seqlab.data.parallel import ParallelCorpus, read_parallel, read_splits, tra
 from seqlab.errors import SeqlabError
 from seqlab.metrics.bleu import corpus_bleu
 
+from helpers import assert_same_weights
+
 WORDS = ["red", "blue", "cat", "dog", "runs", "sleeps", "big", "small"]
 TRANSLATION = {"red": "rot", "blue": "blau", "cat": "Katze", "dog": "Hund", "runs": "rennt", "sleeps": "schläft",
                "big": "groß", "small": "klein"}
@@ -167,9 +169,7 @@ def test_resume_continues_exactly(corpus, tmp_path):
     api.train(run_config(corpus, "seq2seq-attention", steps=6), tmp_path / "b", log=lambda *a: None)
     resumed = api.train(run_config(corpus, "seq2seq-attention", steps=12), tmp_path / "b", resume=True,
                         log=lambda *a: None)
-    a, b = api.load(straight, device="cpu").model, api.load(resumed, device="cpu").model
-    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
-        assert torch.equal(p, q), name
+    assert_same_weights(straight, resumed)
 
 
 def test_cli_predict_and_eval(corpus, tmp_path, monkeypatch, capsys):

@@ -150,16 +150,26 @@ class SubwordTokenizer:
 # the heads
 
 
-class TokenClassifier(nn.Module):
-    """logits_t = W · dropout(h_t) + b over the encoder's per-sub-word states h_t (BERT's NER head)."""
+class _Head(nn.Module):
+    """A pretrained encoder, dropout, and one linear layer W: d_model -> n_out (labels or classes), b."""
 
-    def __init__(self, cfg: PretrainedTaggerConfig, encoder: BertEncoder) -> None:
+    def __init__(self, cfg: PretrainedConfig, encoder: BertEncoder, n_out: int) -> None:
         super().__init__()
         self.cfg = cfg
         self.encoder = encoder
         self.dropout = Dropout(cfg.dropout)
-        self.head = nn.Linear(encoder.cfg.d_model, cfg.n_labels)  # W: d_model -> labels, b
+        self.head = nn.Linear(encoder.cfg.d_model, n_out)  # W: d_model -> n_out, b
         _init_head(self.head)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class TokenClassifier(_Head):
+    """logits_t = W · dropout(h_t) + b over the encoder's per-sub-word states h_t (BERT's NER head)."""
+
+    def __init__(self, cfg: PretrainedTaggerConfig, encoder: BertEncoder) -> None:
+        super().__init__(cfg, encoder, cfg.n_labels)
 
     def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
         """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, seq, labels); real positions do
@@ -167,20 +177,12 @@ class TokenClassifier(nn.Module):
         h = self.encoder.encode(ids, padding)  # batch, seq, d_model
         return self.head(self.dropout(h))  # batch, seq, labels
 
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
-
-class SequenceClassifier(nn.Module):
+class SequenceClassifier(_Head):
     """logits = W · dropout(mean_t h_t) + b, the mean over the real tokens (Sentence-BERT pooling)."""
 
     def __init__(self, cfg: PretrainedClassifierConfig, encoder: BertEncoder) -> None:
-        super().__init__()
-        self.cfg = cfg
-        self.encoder = encoder
-        self.dropout = Dropout(cfg.dropout)
-        self.head = nn.Linear(encoder.cfg.d_model, cfg.n_classes)  # W: d_model -> classes, b
-        _init_head(self.head)
+        super().__init__(cfg, encoder, cfg.n_classes)
 
     def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
         """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, classes); padding changes nothing."""
@@ -188,9 +190,6 @@ class SequenceClassifier(nn.Module):
         if padding is None:
             padding = torch.ones(ids.shape, dtype=torch.bool, device=ids.device)  # batch, seq
         return self.head(self.dropout(mean_pool(h, padding)))  # batch, classes
-
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
 
 def _init_head(head: nn.Linear) -> None:

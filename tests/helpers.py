@@ -1,0 +1,23 @@
+"""Helpers shared by several test modules (imported as ``from helpers import ...``; pytest puts tests/ on the path)."""
+
+from __future__ import annotations
+
+import torch
+
+from seqlab import api
+
+
+def write_conll(path, sentences) -> str:
+    """CoNLL-2003 layout (word POS chunk tag), one blank line between sentences; returns the path as a string."""
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for s in sentences:
+        lines += [f"{w} NN O {t}" for w, t in s] + [""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def assert_same_weights(run_a, run_b) -> None:
+    """The models of two run directories are bit-identical, tensor by tensor."""
+    a, b = api.load(run_a, device="cpu").model, api.load(run_b, device="cpu").model
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(p, q), name
