@@ -24,6 +24,7 @@ import json
 import random
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,8 +32,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import write_section  # noqa: E402
-from seqlab.models.glove import GloVeConfig, GloVeTrainer  # noqa: E402
-from seqlab.models.word2vec import Corpus, Word2VecConfig, Word2VecTrainer  # noqa: E402
+from seqlab.config import TrainConfig  # noqa: E402
+from seqlab.data.corpus import Corpus  # noqa: E402
+from seqlab.models.glove import GloVeAdaGrad, GloVeConfig  # noqa: E402
+from seqlab.models.word2vec import SkipGramSGD, Word2VecConfig  # noqa: E402
+from seqlab.trainer import Trainer  # noqa: E402
 from seqlab.vectors import KeyedVectors  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -51,14 +55,25 @@ def read_sentences(path: Path, max_words: int = 0) -> list[list[str]]:
     return out
 
 
+def fit(task, epochs: int, lr: float, min_lr: float, seed: int) -> tuple[list[dict], float]:
+    """Train a kernel task through seqlab's Trainer (as `seqlab train` does, checkpoints included) in a temporary
+    run directory: (its per-epoch metrics rows, CPU seconds of the whole fit)."""
+    cfg = TrainConfig(epochs=epochs, lr=lr, min_lr=min_lr, seed=seed, progress=False)
+    with tempfile.TemporaryDirectory() as run_dir:
+        cpu = time.process_time()
+        Trainer(task, cfg, run_dir, log=lambda *a, **k: None).fit()
+        cpu = time.process_time() - cpu
+        rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    return rows, cpu
+
+
 def train_seqlab(sentences, corpus: Corpus, hs: bool, epochs: int, threads: int, seed: int, dim: int = 100):
     cfg = Word2VecConfig(dim=dim, window=5, negative=0 if hs else 5, sample=1e-3)
-    trainer = Word2VecTrainer(cfg, corpus.counts, hs=hs, seed=seed)
-    t0, cpu = time.perf_counter(), time.process_time()
-    stats = [trainer.train_epoch(corpus, e, epochs, 0.025, 0.0001, threads=threads) for e in range(epochs)]
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu
-    return KeyedVectors(corpus.words, trainer.vectors()), sum(s.effective_words for s in stats), \
-        sum(s.raw_words for s in stats), seconds, cpu
+    task = SkipGramSGD(cfg, corpus, hs=hs, seed=seed, threads=threads)
+    rows, cpu = fit(task, epochs, 0.025, 0.0001, seed)
+    seconds = sum(r["seconds"] for r in rows)  # training time as the Trainer measures it (checkpoints excluded)
+    return KeyedVectors(corpus.words, task.vectors()), sum(r["effective_words"] for r in rows), \
+        sum(r["raw_words"] for r in rows), seconds, cpu
 
 
 def train_gensim(sentences, hs: bool, epochs: int, threads: int, seed: int, dim: int = 100):
@@ -75,20 +90,19 @@ def train_gensim(sentences, hs: bool, epochs: int, threads: int, seed: int, dim:
 
 def train_glove(corpus: Corpus, epochs: int, threads: int, seed: int, dim: int = 100):
     t0 = time.perf_counter()
-    trainer = GloVeTrainer(GloVeConfig(dim=dim, window=10, x_max=10.0), corpus, seed=seed)
+    task = GloVeAdaGrad(GloVeConfig(dim=dim, window=10, x_max=10.0), corpus, seed=seed, threads=threads)
     count_seconds = time.perf_counter() - t0
-    stats = [trainer.train_epoch(corpus, e, epochs, 0.05, 0.0, threads=threads) for e in range(epochs)]
-    return (KeyedVectors(corpus.words, trainer.vectors()), count_seconds, sum(s.seconds for s in stats),
-            len(trainer.vals), stats[-1].loss)
+    rows, _ = fit(task, epochs, 0.05, 0.0, seed)
+    return (KeyedVectors(corpus.words, task.vectors()), count_seconds, sum(r["seconds"] for r in rows),
+            len(task.vals), rows[-1]["loss"])
 
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) every kernel on a tiny corpus."""
     tiny = Corpus.build([["a", "b", "c", "a"]] * 50, min_freq=1)
-    for hs in (False, True):
-        Word2VecTrainer(Word2VecConfig(dim=8, negative=0 if hs else 2), tiny.counts, hs=hs, seed=0).train_epoch(
-            tiny, 0, 1, 0.025, 0.0001, threads=1)
-    GloVeTrainer(GloVeConfig(dim=8), tiny, seed=0).train_epoch(tiny, 0, 1, 0.05, 0.0, threads=1)
+    for hs in (False, True):  # constructing a task compiles its kernel
+        SkipGramSGD(Word2VecConfig(dim=8, negative=0 if hs else 2), tiny, hs=hs, seed=0, threads=1)
+    GloVeAdaGrad(GloVeConfig(dim=8), tiny, seed=0, threads=1)
 
 
 def spearman(kv: KeyedVectors, name: str) -> float | None:

@@ -9,7 +9,10 @@ gradient is exactly that of the token-weighted mean over the global batch. Then 
 AdamW (decay on weight matrices only), and a learning rate that is a function of the step alone:
 linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at ``max_steps``.
 
-A task plugs in through :class:`TrainTask`. The trainer owns the loop, precision (bf16/fp16 autocast),
+A task plugs in through :class:`TrainTask`. Word2vec and GloVe plug in through :class:`KernelTask`: their
+numba kernels update the weights themselves (Hogwild SGD / AdaGrad, what makes them as fast as gensim and the
+C tools), one slice of an epoch per step, at the learning rates this module's schedule gives them; everything
+around the update is the same loop. The trainer owns the loop, precision (bf16/fp16 autocast),
 ``torch.compile``, DDP, periodic validation, progress, ``metrics.jsonl``, plots and checkpoints
 (:mod:`seqlab.checkpoint`). Random streams: the data generator and torch's global RNG (dropout) are
 saved with every checkpoint; validation draws from neither, so ``--resume`` continues bit-for-bit.
@@ -26,6 +29,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -57,6 +61,29 @@ class TrainTask(Protocol):
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         """Validation metrics (must include ``loss``); deterministic, draws from no training stream."""
+
+
+class KernelTask(Protocol):
+    """A task whose weights are updated by its own kernel, one slice of an epoch per step (word2vec, GloVe)."""
+
+    model: nn.Module
+    steps_per_epoch: int
+    schedule: str  # the learning-rate shape, see learning_rate: "linear" (word2vec) | "constant" (GloVe)
+    unit: str  # what the progress rate counts ("word")
+
+    def update(self, epoch: int, index: int, lr: Callable[[float], float]) -> Any:
+        """Step ``index`` of ``epoch``; ``lr(epochs done, a float)`` is the schedule's rate at that position.
+        Returns stats with ``loss`` (a sum), ``terms`` (its count), ``words`` and ``raw_words``."""
+
+    def trainer_tensors(self) -> dict[str, torch.Tensor]:
+        """What besides the weights a resume needs (optimiser accumulators, random streams)."""
+
+    def restore_trainer_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Put back what :meth:`trainer_tensors` saved."""
+
+
+def is_kernel_task(task) -> bool:
+    return hasattr(task, "update") and hasattr(task, "steps_per_epoch")
 
 
 def shard_rows(batch, rank: int, world: int):
@@ -156,11 +183,23 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> 
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
 
 
-def learning_rate(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up to ``lr`` over ``warmup_steps``, then cosine decay to ``min_lr`` at ``max_steps``."""
+def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, shape: str = "cosine") -> float:
+    """The learning rate at position ``step`` of ``total`` (default ``max_steps``), for every family:
+
+    - ``cosine`` (models trained by gradient steps): linear warm-up to ``lr`` over ``warmup_steps``, then cosine
+      decay to ``min_lr`` at ``total``;
+    - ``linear`` (word2vec, as the C tool and gensim: alpha falls to min_alpha over the run):
+      ``lr - (lr - min_lr) · step / total``, never below ``min_lr``;
+    - ``constant`` (GloVe, whose AdaGrad scales each weight's step itself): ``lr``.
+    """
+    total = cfg.max_steps if total is None else total
+    if shape == "constant":
+        return cfg.lr
+    if shape == "linear":
+        return max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * step / total)
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
-    span = max(1, cfg.max_steps - cfg.warmup_steps)
+    span = max(1, total - cfg.warmup_steps)
     progress = min(1.0, (step - cfg.warmup_steps) / span)
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
@@ -198,18 +237,34 @@ def _is_main_thread() -> bool:
 
 
 class Trainer:
-    """Runs a :class:`TrainTask` under a :class:`TrainConfig`, writing into ``run_dir`` (rank 0 only)."""
+    """Runs a :class:`TrainTask` (or a :class:`KernelTask`) under a :class:`TrainConfig`, writing into ``run_dir``
+    (rank 0 only)."""
 
-    def __init__(self, task: TrainTask, cfg: TrainConfig, run_dir: str | Path, *, dist: Dist | None = None,
-                 device: torch.device | None = None, extra_state: dict | None = None, log=print):
+    def __init__(self, task: TrainTask | KernelTask, cfg: TrainConfig, run_dir: str | Path, *,
+                 dist: Dist | None = None, device: torch.device | None = None, extra_state: dict | None = None,
+                 log=print):
         self.task, self.cfg, self.run_dir = task, cfg, Path(run_dir)
         self.dist = dist or Dist()
-        self.device = device or resolve_device(cfg.device, self.dist.local_rank)
-        self.precision = resolve_precision(cfg.precision, self.device)
+        self.kernel = is_kernel_task(task)
         self.extra_state = extra_state or {}
         self.log = log if self.dist.main else (lambda *a, **k: None)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        self.step = 0
+        self.examples_seen = 0
+        self.tokens_seen = 0
+        self.best = math.inf
+        self.started = time.perf_counter()
+        if self.kernel:  # the task's kernel owns the weights' device and their update
+            if self.dist.world > 1:
+                raise SeqlabError("word2vec and GloVe train in one process with Hogwild threads; run without "
+                                  "torchrun and set train.threads instead")
+            self.model = self.train_model = task.model
+            self.total_steps = int(cfg.epochs) * task.steps_per_epoch
+            self.epoch_totals = _zero_totals()
+            return
+        self.device = device or resolve_device(cfg.device, self.dist.local_rank)
+        self.precision = resolve_precision(cfg.precision, self.device)
         if cfg.batch_size % (cfg.grad_accum * self.dist.world):
             raise SeqlabError(f"train.batch_size ({cfg.batch_size}) must be divisible by train.grad_accum x processes "
                               f"({cfg.grad_accum} x {self.dist.world})")
@@ -218,11 +273,7 @@ class Trainer:
         self.model = task.model.to(self.device)
         self.optimizer = make_optimizer(self.model, cfg, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
-        self.step = 0
-        self.examples_seen = 0
-        self.tokens_seen = 0
-        self.best = math.inf
-        self.started = time.perf_counter()
+        self.total_steps = cfg.max_steps
         self.train_model = self._wrap(self.model)
 
     def _wrap(self, model: nn.Module) -> nn.Module:
@@ -237,14 +288,20 @@ class Trainer:
     # --- checkpoints ---
 
     def state(self) -> dict[str, Any]:
-        return {"step": self.step, "examples_seen": self.examples_seen, "tokens_seen": self.tokens_seen,
-                "best_valid_loss": None if math.isinf(self.best) else self.best,
-                "versions": {"seqlab": _version(), "torch": torch.__version__}, **self.extra_state}
+        state = {"step": self.step, "examples_seen": self.examples_seen, "tokens_seen": self.tokens_seen,
+                 "best_valid_loss": None if math.isinf(self.best) else self.best,
+                 "versions": {"seqlab": _version(), "torch": torch.__version__}, **self.extra_state}
+        if self.kernel:
+            state.update(steps_per_epoch=self.task.steps_per_epoch, epoch_totals=dict(self.epoch_totals))
+        return state
 
     def save(self, directory: Path | None = None) -> None:
         if not self.dist.main:
             return
-        trainer_tensors = {**checkpoint.optimizer_tensors(self.optimizer), **checkpoint.rng_tensors(self.generator)}
+        if self.kernel:
+            trainer_tensors = self.task.trainer_tensors()
+        else:
+            trainer_tensors = {**checkpoint.optimizer_tensors(self.optimizer), **checkpoint.rng_tensors(self.generator)}
         checkpoint.save(directory or self.run_dir, self.model, trainer_tensors, self.state())
 
     def restore(self) -> bool:
@@ -254,18 +311,34 @@ class Trainer:
         state = checkpoint.load_state(self.run_dir)
         checkpoint.load_model(self.model, self.run_dir / "model.safetensors")
         tensors = checkpoint.load_tensors(self.run_dir / "trainer.safetensors")
-        checkpoint.restore_optimizer(self.optimizer, tensors)
-        checkpoint.restore_rng(self.generator, tensors)
-        if self.dist.rank:  # restore_rng set rank 0's dropout stream; give each process its own again
-            torch.manual_seed(self.cfg.seed + self.dist.rank + 7919 * state["step"])
         self.step = state["step"]
+        if self.kernel:
+            self.task.restore_trainer_tensors(tensors)
+            self.step = self._kernel_step_of(state)
+            self.epoch_totals = {**_zero_totals(), **state.get("epoch_totals", {})}
+        else:
+            checkpoint.restore_optimizer(self.optimizer, tensors)
+            checkpoint.restore_rng(self.generator, tensors)
+            if self.dist.rank:  # restore_rng set rank 0's dropout stream; give each process its own again
+                torch.manual_seed(self.cfg.seed + self.dist.rank + 7919 * state["step"])
         self.examples_seen = state.get("examples_seen", 0)
         self.tokens_seen = state.get("tokens_seen", 0)
         best = state.get("best_valid_loss")
         self.best = math.inf if best is None else best
         return True
 
-    # --- one optimiser step ---
+    def _kernel_step_of(self, state: dict) -> int:
+        """The step to continue from in this run's step geometry. Runs saved before steps existed counted
+        epochs (``step`` = epochs done); an epoch boundary carries over to any geometry."""
+        per_epoch = self.task.steps_per_epoch
+        saved_per_epoch = state.get("steps_per_epoch", 1)
+        epochs, index = divmod(state["step"], saved_per_epoch)
+        if index and saved_per_epoch != per_epoch:
+            raise SeqlabError(f"cannot resume {self.run_dir} mid-epoch: it was saved with {saved_per_epoch} steps "
+                              f"per epoch and this version takes {per_epoch}; start a new run with --force")
+        return epochs * per_epoch + index
+
+    # --- one step ---
 
     def _global_count(self, n: int) -> int:
         if self.dist.world == 1:
@@ -320,6 +393,40 @@ class Trainer:
         self.tokens_seen += total
         return self._reduce_sum(loss_total) / max(total, 1), total
 
+    def kernel_lr(self, epochs_done: float) -> float:
+        """A kernel task's learning rate after ``epochs_done`` epochs (a float) of ``train.epochs``."""
+        return learning_rate(epochs_done, self.cfg, total=self.cfg.epochs, shape=self.task.schedule)
+
+    def kernel_step(self) -> tuple[float, int]:
+        """One step of a kernel task; returns (mean loss over its terms, effective words)."""
+        epoch, index = divmod(self.step, self.task.steps_per_epoch)
+        t0 = time.perf_counter()
+        stats = self.task.update(epoch, index, self.kernel_lr)
+        totals = self.epoch_totals
+        totals["seconds"] += time.perf_counter() - t0
+        for key in ("loss", "terms", "words", "raw_words"):
+            totals[key] += getattr(stats, key)
+        self.step += 1
+        self.tokens_seen += stats.words
+        return stats.loss / max(stats.terms, 1), stats.words
+
+    def _end_epoch(self, metrics: "MetricsLog", progress) -> None:
+        """After a kernel task's last step of an epoch: its row in metrics.jsonl, a line, a checkpoint."""
+        epoch, t, unit = self.step // self.task.steps_per_epoch, self.epoch_totals, self.task.unit
+        seconds = max(t["seconds"], 1e-9)
+        loss, rate, raw_rate = t["loss"] / max(t["terms"], 1), t["words"] / seconds, t["raw_words"] / seconds
+        metrics.write({"step": self.step, "epoch": epoch, "split": "train", "loss": loss, "lr": self.kernel_lr(epoch),
+                       f"{unit}s_per_s": rate, f"raw_{unit}s_per_s": raw_rate, f"effective_{unit}s": t["words"],
+                       f"raw_{unit}s": t["raw_words"], "terms": t["terms"], "seconds": t["seconds"]})
+        line = (f"epoch {epoch}/{int(self.cfg.epochs)}: loss {loss:.4f}, {rate:,.0f} effective {unit}s/s "
+                f"({raw_rate:,.0f} raw)")
+        if self.cfg.progress:
+            progress.write(line, file=sys.stderr)
+        else:
+            self.log(line)
+        self.epoch_totals = _zero_totals()
+        self.save()
+
     # --- validation ---
 
     @torch.no_grad()
@@ -334,11 +441,16 @@ class Trainer:
     # --- the loop ---
 
     def done(self) -> bool:
-        if self.step >= self.cfg.max_steps:
+        """The configured length is reached: ``max_steps`` (or a kernel task's epochs), or ``epochs`` of tokens."""
+        if self.step >= self.total_steps:
             return True
-        if self.cfg.max_minutes and time.perf_counter() - self.started > 60 * self.cfg.max_minutes:
-            return True
-        return bool(self.cfg.epochs) and self.tokens_seen >= self.cfg.epochs * self.task.train_tokens
+        return (not self.kernel and bool(self.cfg.epochs)
+                and self.tokens_seen >= self.cfg.epochs * self.task.train_tokens)
+
+    def over_budget(self) -> bool:
+        """``train.max_minutes`` of this invocation are spent (checked after each step, so every invocation
+        makes progress)."""
+        return bool(self.cfg.max_minutes) and time.perf_counter() - self.started > 60 * self.cfg.max_minutes
 
     def run(self, resume: bool) -> dict[str, Any]:
         """Restore the run directory's checkpoint when ``resume`` (and one exists), then train to the end;
@@ -347,47 +459,58 @@ class Trainer:
             self.log(f"resumed from step {self.step}")
         if self.done():
             self.log(f"already trained to step {self.step}; nothing to do")
-            return self.state()
+            return {**self.state(), "interrupted": False}
         return self.fit()
 
     def fit(self) -> dict[str, Any]:
-        """Train until max_steps or epochs; returns the final state. SIGINT saves and stops cleanly."""
-        cfg = self.cfg
+        """Train until the end (max_steps, epochs or the time budget); returns the final state. SIGINT saves
+        and stops cleanly at the next step boundary."""
+        cfg, kernel = self.cfg, self.kernel
         metrics = MetricsLog(self.run_dir / "metrics.jsonl", enabled=self.dist.main)
         metrics.truncate_after(self.step)
         self.model.train()
-        progress = _progress(cfg, self.step, enabled=self.dist.main and cfg.progress)
+        progress = _progress(self.total_steps, self.step, enabled=self.dist.main and cfg.progress)
+        unit = self.task.unit if kernel else "tok"
+        take_step = self.kernel_step if kernel else self.train_step
+        validates = hasattr(self.task, "validate")
         last_saved = self.step
         t0, tok0 = time.perf_counter(), 0
+        self.started = t0  # the time budget counts from here
         interrupted = False
         with SigintFlag() as interrupt:
             while not self.done():
-                loss, tokens = self.train_step()
+                loss, tokens = take_step()
                 if not math.isfinite(loss):
                     progress.close()
+                    hint = "lower train.lr" if kernel else "lower train.lr or raise train.warmup_steps"
                     raise SeqlabError(f"non-finite loss ({loss}) at step {self.step}; stopped, the last good "
-                                      f"checkpoint (step {last_saved}) is kept; lower train.lr or raise "
-                                      "train.warmup_steps, then --resume")
+                                      f"checkpoint (step {last_saved}) is kept; {hint}, then --resume")
                 tok0 += tokens
                 elapsed = time.perf_counter() - t0
                 rate = tok0 / elapsed if elapsed > 0 else 0.0
                 progress.update(1)
-                progress.set_postfix_str(f"loss {loss:.4f}  {rate:,.0f} tok/s")
-                if cfg.log_every and self.step % cfg.log_every == 0 or self.step == 1:
+                progress.set_postfix_str(f"loss {loss:.4f}  {rate:,.0f} {unit}/s")
+                if kernel and self.step % self.task.steps_per_epoch == 0:
+                    self._end_epoch(metrics, progress)
+                    last_saved = self.step
+                elif not kernel and (cfg.log_every and self.step % cfg.log_every == 0 or self.step == 1):
                     metrics.write({"step": self.step, "split": "train", "loss": loss,
                                    "lr": learning_rate(self.step - 1, cfg), "tokens_per_s": rate,
                                    "tokens": self.tokens_seen})
-                if cfg.eval_every and self.step % cfg.eval_every == 0 and not self.done():
+                if self.over_budget():
+                    break
+                if validates and cfg.eval_every and self.step % cfg.eval_every == 0 and not self.done():
                     self._evaluate(metrics, progress)
-                if cfg.save_every and self.step % cfg.save_every == 0 and not self.done():
+                if cfg.save_every and self.step % cfg.save_every == 0 and not self.done() and last_saved != self.step:
                     self.save()
                     last_saved = self.step
                 if interrupt.flag:
                     interrupted = True
                     break
-        if not interrupted:
+        if validates and not interrupted:
             self._evaluate(metrics, progress)
-        self.save()
+        if last_saved != self.step or not checkpoint.exists(self.run_dir):
+            self.save()
         progress.close()
         return {**self.state(), "interrupted": interrupted}
 
@@ -403,10 +526,14 @@ class Trainer:
                 self.save(self.run_dir / "best")
 
 
-def _progress(cfg: TrainConfig, start: int, enabled: bool):
+def _zero_totals() -> dict[str, float]:
+    return {"loss": 0.0, "terms": 0, "words": 0, "raw_words": 0, "seconds": 0.0}
+
+
+def _progress(total: int, start: int, enabled: bool):
     from tqdm import tqdm
 
-    return tqdm(total=cfg.max_steps, initial=start, disable=not enabled, unit="step", dynamic_ncols=True,
+    return tqdm(total=total, initial=start, disable=not enabled, unit="step", dynamic_ncols=True,
                 file=sys.stderr, desc="train")
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.models.glove import GloVe, GloVeConfig, GloVeTrainer, cooccurrence
-from seqlab.models.word2vec import Corpus
+from helpers import train_epochs
+from seqlab.data.corpus import Corpus
+from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig, cooccurrence
 from seqlab.vectors import KeyedVectors
 
 
@@ -51,20 +52,26 @@ def test_cooccurrence_equals_direct_count(block_pairs):
     assert (np.diff(keys) > 0).all()  # sorted, distinct
 
 
-def _twin_trainers(sentences, **cfg) -> tuple[GloVeTrainer, GloVeTrainer, Corpus]:
+def _glove(sentences, engine: str = "numba", batch_size: int = 16, **cfg) -> GloVeAdaGrad:
     corpus = Corpus.build(sentences, min_freq=1)
     cfg = GloVeConfig(**{"dim": 8, "window": 3, "x_max": 5.0, **cfg})
-    return GloVeTrainer(cfg, corpus, seed=3), GloVeTrainer(cfg, corpus, seed=3), corpus
+    return GloVeAdaGrad(cfg, corpus, seed=3, engine=engine, threads=1, batch_size=batch_size)
+
+
+def _epoch(task: GloVeAdaGrad, epoch: int = 0, eta: float = 0.05) -> tuple[float, int]:
+    """One epoch, step by step at a constant rate: (mean cost, entries)."""
+    stats = [task.update(epoch, i, lambda done: eta) for i in range(task.steps_per_epoch)]
+    terms = sum(s.terms for s in stats)
+    return sum(s.loss for s in stats) / terms, terms
 
 
 def test_numba_and_torch_take_the_same_adagrad_steps():
     """Entry by entry (torch with batches of one), the two engines follow the same trajectory."""
-    a, b, corpus = _twin_trainers(random_sentences())
-    sa = a.train_epoch(corpus, 0, 2, 0.05, 0.0, engine="numba", threads=1)
-    sb = b.train_epoch(corpus, 0, 2, 0.05, 0.0, engine="torch", threads=1, batch_size=1)
-    assert sa.terms == sb.terms == len(a.vals)
-    assert sa.loss == pytest.approx(sb.loss, rel=1e-4)
-    for name in GloVeTrainer.PARAMS:
+    a, b = _glove(random_sentences()), _glove(random_sentences(), engine="torch", batch_size=1)
+    (loss_a, terms_a), (loss_b, terms_b) = _epoch(a), _epoch(b)
+    assert terms_a == terms_b == len(a.vals)
+    assert loss_a == pytest.approx(loss_b, rel=1e-4)
+    for name in GloVeAdaGrad.PARAMS:
         np.testing.assert_allclose(getattr(a.model, name).weight.detach().numpy(),
                                    getattr(b.model, name).weight.detach().numpy(), atol=2e-5)
         np.testing.assert_allclose(a.adagrad[name], b.adagrad[name], rtol=1e-4)
@@ -83,11 +90,11 @@ def test_torch_loss_is_the_weighted_least_squares_term():
 
 @pytest.mark.parametrize("engine", ["numba", "torch"])
 def test_nan_guard_skips_bad_entries(engine):
-    trainer, _, corpus = _twin_trainers(random_sentences())
+    trainer = _glove(random_sentences(), engine=engine)
     trainer.vals[:3] = [0.0, np.inf, np.nan]  # log 0 = -inf, inf, NaN: each would poison the weights
-    stats = trainer.train_epoch(corpus, 0, 1, 0.05, 0.0, engine=engine, threads=1, batch_size=16)
-    assert stats.terms == len(trainer.vals) - 3 and np.isfinite(stats.loss)
-    for name in GloVeTrainer.PARAMS:
+    loss, terms = _epoch(trainer)
+    assert terms == len(trainer.vals) - 3 and np.isfinite(loss)
+    for name in GloVeAdaGrad.PARAMS:
         assert np.isfinite(getattr(trainer.model, name).weight.detach().numpy()).all()
         assert np.isfinite(trainer.adagrad[name]).all()
 
@@ -95,9 +102,9 @@ def test_nan_guard_skips_bad_entries(engine):
 @pytest.mark.parametrize("engine", ["numba", "torch"])
 def test_glove_learns_topics(engine):
     corpus = Corpus.build(topic_sentences(), min_freq=1)
-    trainer = GloVeTrainer(GloVeConfig(dim=10, window=4, x_max=10.0), corpus, seed=0)
-    losses = [trainer.train_epoch(corpus, e, 15, 0.05, 0.0, engine=engine, threads=1, batch_size=64).loss
-              for e in range(15)]
+    trainer = GloVeAdaGrad(GloVeConfig(dim=10, window=4, x_max=10.0), corpus, seed=0, engine=engine, threads=1,
+                           batch_size=64)
+    losses = [row["loss"] for row in train_epochs(trainer, 15, 0.05)]
     assert losses[-1] < 0.5 * losses[0]
     kv = KeyedVectors(corpus.words, trainer.vectors())
     hits = [kv.most_similar(w, topn=1)[0][0].split("w")[0] == w.split("w")[0] for w in kv.words]
@@ -105,10 +112,10 @@ def test_glove_learns_topics(engine):
 
 
 def test_resume_state_round_trips():
-    a, b, corpus = _twin_trainers(random_sentences())
-    a.train_epoch(corpus, 0, 2, 0.05, 0.0, threads=1)
+    a, b = _glove(random_sentences()), _glove(random_sentences())
+    _epoch(a)
     b.model.load_state_dict(a.model.state_dict())
     b.restore_trainer_tensors({k: v.clone() for k, v in a.trainer_tensors().items()})
-    a.train_epoch(corpus, 1, 2, 0.05, 0.0, threads=1)
-    b.train_epoch(corpus, 1, 2, 0.05, 0.0, threads=1)
+    _epoch(a, 1)
+    _epoch(b, 1)
     np.testing.assert_array_equal(a.vectors(), b.vectors())

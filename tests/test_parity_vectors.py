@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 from seqlab.data.sources import pydocs_text
-from seqlab.models.word2vec import Corpus, Word2VecConfig, Word2VecTrainer, cum_table, huffman_tree, sample_ints
+from helpers import train_epochs
+from seqlab.data.corpus import Corpus
+from seqlab.models.word2vec import SkipGramSGD, Word2VecConfig
+from seqlab.models.word2vec_tables import cum_table, huffman_tree, sample_ints
 from seqlab.tasks.embed import sentences_of
 from seqlab.vectors import KeyedVectors
 
@@ -44,10 +47,10 @@ def test_effective_words_match_gensim(pydocs_sentences, sample):
     ref = Word2Vec(vector_size=8, min_count=5, sample=sample, sg=1, negative=1, window=1, workers=1, seed=3)
     ref.build_vocab(pydocs_sentences)
     effective, raw = ref.train(pydocs_sentences, total_examples=ref.corpus_count, epochs=1)
-    ours = Word2VecTrainer(Word2VecConfig(dim=8, window=1, negative=1, sample=sample), corpus.counts, hs=False,
-                           seed=3).train_epoch(corpus, 0, 1, 0.025, 0.0001, threads=1)
-    assert ours.raw_words == raw
-    assert abs(ours.effective_words - effective) / effective < 0.015, (ours.effective_words, effective)
+    task = SkipGramSGD(Word2VecConfig(dim=8, window=1, negative=1, sample=sample), corpus, hs=False, seed=3, threads=1)
+    (ours,) = train_epochs(task, 1, 0.025, 0.0001)
+    assert ours["raw_words"] == raw
+    assert abs(ours["effective_words"] - effective) / effective < 0.015, (ours["effective_words"], effective)
 
 
 @pytest.fixture(scope="module")

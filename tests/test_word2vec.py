@@ -11,8 +11,11 @@ import pytest
 import torch
 
 from seqlab.errors import SeqlabError
-from seqlab.models.word2vec import (MAX_WORDS_IN_CHUNK, Corpus, SkipGram, Word2VecConfig, Word2VecTrainer,
-                                    _sgd_pair, huffman_tree)
+from helpers import train_epochs
+from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
+from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
+from seqlab.models.word2vec_kernels import _sgd_pair
+from seqlab.models.word2vec_tables import huffman_tree
 from seqlab.vectors import KeyedVectors
 
 
@@ -121,10 +124,10 @@ def test_sgd_pair_skips_saturated_scores_but_counts_their_loss():
 def _train(sentences, *, hs=False, engine="numba", seed=1, epochs=4, threads=1, **cfg):
     corpus = Corpus.build(sentences, min_freq=1)
     cfg = {"dim": 16, "window": 3, "negative": 0 if hs else 5, "sample": 0.0, **cfg}
-    trainer = Word2VecTrainer(Word2VecConfig(**cfg), corpus.counts, hs=hs, seed=seed)
-    stats = [trainer.train_epoch(corpus, e, epochs, 0.025, 0.0001, engine=engine, threads=threads, batch_size=256)
-             for e in range(epochs)]
-    return KeyedVectors(corpus.words, trainer.vectors()), stats
+    task = SkipGramSGD(Word2VecConfig(**cfg), corpus, hs=hs, seed=seed, engine=engine, threads=threads,
+                       batch_size=256)
+    rows = train_epochs(task, epochs, 0.025, 0.0001)
+    return KeyedVectors(corpus.words, task.vectors()), rows
 
 
 def _topic_accuracy(kv: KeyedVectors) -> float:
@@ -147,9 +150,9 @@ def test_engines_learn_equivalent_vectors(hs):
     for kv in (numba_kv, torch_kv):
         assert _topic_accuracy(kv) >= 0.95
     for stats in (numba_stats, torch_stats):
-        assert stats[-1].loss < stats[0].loss
-    assert torch_stats[-1].loss == pytest.approx(numba_stats[-1].loss, rel=0.1)
-    assert numba_stats[0].terms == pytest.approx(torch_stats[0].terms, rel=0.05)  # same windows, subsampling
+        assert stats[-1]["loss"] < stats[0]["loss"]
+    assert torch_stats[-1]["loss"] == pytest.approx(numba_stats[-1]["loss"], rel=0.1)
+    assert numba_stats[0]["terms"] == pytest.approx(torch_stats[0]["terms"], rel=0.05)  # same windows, subsampling
     words = numba_kv.words
     same_engine = np.corrcoef(_cosines(numba_kv, words), _cosines(other_kv, words))[0, 1]
     across = np.corrcoef(_cosines(numba_kv, words), _cosines(torch_kv, words))[0, 1]
@@ -172,10 +175,10 @@ def test_quality_smoke_on_real_text():
     from seqlab.tasks.embed import sentences_of
 
     corpus = Corpus.build(sentences_of(pydocs_text(), lowercase=True), min_freq=5)
-    trainer = Word2VecTrainer(Word2VecConfig(dim=50), corpus.counts, hs=False, seed=1)
-    losses = [trainer.train_epoch(corpus, e, 5, 0.025, 0.0001, threads=1).loss for e in range(5)]
+    task = SkipGramSGD(Word2VecConfig(dim=50), corpus, hs=False, seed=1, threads=1)
+    losses = [row["loss"] for row in train_epochs(task, 5, 0.025, 0.0001)]
     assert losses[-1] < losses[0] - 0.2
-    kv = KeyedVectors(corpus.words, trainer.vectors())
+    kv = KeyedVectors(corpus.words, task.vectors())
     for a, b in [("true", "false"), ("keys", "values"), ("list", "tuple"), ("class", "instance")]:
         cosines = kv.vectors @ kv[a] / kv.norms
         rank = int((cosines > cosines[kv.index(b)]).sum())  # a itself ranks first
@@ -189,7 +192,7 @@ def test_quality_smoke_on_real_text():
 @pytest.fixture
 def corpus_file(tmp_path):
     path = tmp_path / "topics.txt"
-    path.write_text("\n".join(" ".join(s) for s in topic_sentences(sentences=400)) + "\n")
+    path.write_text("\n".join(" ".join(s) for s in topic_sentences(sentences=2500)) + "\n")  # 3 chunks
     return path
 
 
@@ -199,32 +202,47 @@ def _overrides(corpus_file, *extra):
 
 
 def test_run_directory_interrupt_resume_and_eval(corpus_file, tmp_path, monkeypatch):
-    from seqlab.api import Interrupted, load, train
+    """Ctrl-C in the middle of an epoch saves at the next step; --resume continues bit for bit (one thread)."""
+    import os
+    import signal
 
+    from seqlab.api import Interrupted, load, train
+    from seqlab.models import word2vec
+
+    monkeypatch.setattr(word2vec, "CHUNKS_PER_STEP", 1)  # 3 chunks of 10k words: 3 steps per epoch
     overrides = _overrides(corpus_file, "train.epochs=3", "model.sample=0")
     full = train("w2v-sgns", tmp_path / "full", overrides=overrides, log=_quiet)
-    train_epoch = Word2VecTrainer.train_epoch
+    update = SkipGramSGD.update
 
-    def interrupted_in_epoch_3(self, corpus, epoch, *args, **kwargs):  # as Ctrl-C between two kernel calls
-        return None if epoch == 2 else train_epoch(self, corpus, epoch, *args, **kwargs)
+    def ctrl_c_in_epoch_2(self, epoch, index, lr):  # as a Ctrl-C while epoch 2's second step runs
+        stats = update(self, epoch, index, lr)
+        if (epoch, index) == (1, 1):
+            os.kill(os.getpid(), signal.SIGINT)
+        return stats
 
-    monkeypatch.setattr(Word2VecTrainer, "train_epoch", interrupted_in_epoch_3)
-    with pytest.raises(Interrupted, match="step 2"):
+    monkeypatch.setattr(SkipGramSGD, "update", ctrl_c_in_epoch_2)
+    with pytest.raises(Interrupted, match="step 5"):
         train("w2v-sgns", tmp_path / "part", overrides=overrides, log=_quiet)
-    monkeypatch.setattr(Word2VecTrainer, "train_epoch", train_epoch)
+    monkeypatch.setattr(SkipGramSGD, "update", update)
     part = tmp_path / "part"
     rows = [json.loads(line) for line in (part / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [1, 2] and all(r["split"] == "train" for r in rows)
+    assert [(r["step"], r["epoch"]) for r in rows] == [(3, 1)] and rows[0]["split"] == "train"
+    assert json.loads((part / "state.json").read_text())["step"] == 5
     assert not (part / "vectors.txt").exists()
     train("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)
     mtime = (part / "model.safetensors").stat().st_mtime_ns
     train("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)  # finished: nothing to do
     assert (part / "model.safetensors").stat().st_mtime_ns == mtime
+    rows = [json.loads(line) for line in (part / "metrics.jsonl").read_text().splitlines()]
+    full_rows = [json.loads(line) for line in (full / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in rows] == [1, 2, 3]
+    for key in ("loss", "terms", "effective_words", "raw_words", "lr"):  # the resumed epoch's row is whole
+        assert [r[key] for r in rows] == [r[key] for r in full_rows], key
     for name in ("vectors.txt", "config.toml", "state.json", "model.safetensors", "vocab.json", "metrics.jsonl"):
         assert (full / name).exists(), name
     a, b = load(full), load(part)
     np.testing.assert_array_equal(a.vectors.vectors, b.vectors.vectors)  # one thread: resume is bit for bit
-    assert json.loads((part / "state.json").read_text())["step"] == 3
+    assert json.loads((part / "state.json").read_text())["step"] == 9
     text = KeyedVectors.load_word2vec_format(full / "vectors.txt")
     np.testing.assert_array_equal(text.vectors, a.vectors.vectors)
     assert topic_of(a.neighbors("t0w1", 1)[0][0]) == "t0"
@@ -339,3 +357,21 @@ def test_keyed_vectors_files_and_transfer(tmp_path):
     assert found == 2 and matrix.shape == (4, 5)
     np.testing.assert_array_equal(matrix[1], kv["cat"])
     np.testing.assert_array_equal(matrix[2], kv["Sat"])  # falls back to another casing
+
+
+def test_time_budget_stops_at_a_step_and_resume_finishes(corpus_file, tmp_path, monkeypatch):
+    """train.max_minutes is the Trainer's: the run stops at a step boundary with a checkpoint and the vectors
+    of that step; --resume with a larger budget (a change --resume allows) finishes it."""
+    from seqlab.api import load, train
+    from seqlab.models import word2vec
+
+    monkeypatch.setattr(word2vec, "CHUNKS_PER_STEP", 1)
+    lines = []
+    overrides = _overrides(corpus_file, "train.epochs=3", "model.sample=0")
+    run = train("w2v-sgns", tmp_path / "run", overrides=[*overrides, "train.max_minutes=1e-9"], log=lines.append)
+    assert json.loads((run / "state.json").read_text())["step"] == 1
+    assert any("train.max_minutes reached at step 1 of 9" in line for line in lines)
+    assert (run / "vectors.txt").exists()
+    train("w2v-sgns", run, overrides=overrides, resume=True, log=_quiet)
+    assert json.loads((run / "state.json").read_text())["step"] == 9
+    assert topic_of(load(run).neighbors("t0w1", 1)[0][0]) == "t0"

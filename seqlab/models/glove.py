@@ -25,7 +25,6 @@ Shapes: B entries in a batch, D = ``dim``, V words, N non-zero entries of X.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -34,8 +33,10 @@ import torch
 from numba import njit, prange
 from torch import nn
 
-from seqlab.models.word2vec import Corpus, EpochStats, cpu_threads, numba_threads
+from seqlab.data.corpus import Corpus
+from seqlab.models.word2vec_kernels import StepStats, cpu_threads, numba_threads
 
+ENTRIES_PER_STEP = 1 << 20  # co-occurrence entries per Trainer step: the grain of progress, Ctrl-C, checkpoints
 BLOCK_PAIRS = 1 << 22  # co-occurrences emitted between two sort-and-merge steps (bounds the temporary memory)
 _GUARDED = {"nsz", "arcp", "contract", "afn", "reassoc"}  # fastmath without nnan/ninf: the NaN guards must stay
 
@@ -220,14 +221,21 @@ class GloVe(nn.Module):
         return self.word.weight + self.context.weight
 
 
-class GloVeTrainer:
-    """A :class:`GloVe`, its co-occurrence matrix and AdaGrad accumulators, trained one epoch at a time."""
+class GloVeAdaGrad:
+    """A :class:`GloVe`, its co-occurrence matrix and AdaGrad accumulators, trained one step at a time (a kernel
+    task of :class:`seqlab.trainer.Trainer`): step ``index`` of an epoch takes the ``index``-th of
+    ``steps_per_epoch`` contiguous parts of the shuffled non-zero entries, its threads each a contiguous share."""
 
     PARAMS = ("word", "context", "word_bias", "context_bias")
+    schedule = "constant"  # AdaGrad scales each weight's step itself; the tool keeps eta fixed
+    unit = "word"
 
-    def __init__(self, cfg: GloVeConfig, corpus: Corpus, *, seed: int):
+    def __init__(self, cfg: GloVeConfig, corpus: Corpus, *, seed: int, engine: str = "numba", threads: int = 0,
+                 device: torch.device | None = None, batch_size: int = 4096):
         cfg = replace(cfg, vocab_size=len(corpus.words))
-        self.cfg, self.seed = cfg, seed
+        self.cfg, self.seed, self.corpus = cfg, seed, corpus
+        self.engine, self.threads, self.batch_size = engine, threads, batch_size
+        self.device = device or torch.device("cpu")
         self.model = GloVe(cfg)
         rng = np.random.default_rng(seed)
         with torch.no_grad():  # glove.c: every weight uniform in ±0.5/D, accumulators at 1
@@ -239,6 +247,15 @@ class GloVeTrainer:
         rows, cols, vals = cooccurrence(corpus, cfg.window)
         order = rng.permutation(len(vals))  # one shuffle, as the tool's shuffle step
         self.rows, self.cols, self.vals = rows[order], cols[order], vals[order]
+        self.steps_per_epoch = max(1, math.ceil(len(self.vals) / ENTRIES_PER_STEP))
+        if engine == "numba":
+            import numba
+
+            self.n_threads = numba_threads(threads)
+            numba.set_num_threads(self.n_threads)
+            self._kernel(0, 0, 0.0)  # compiles (or loads the cached machine code) before training
+        else:
+            self.model.to(self.device)
 
     def vectors(self) -> np.ndarray:
         return self.model.vectors().detach().cpu().numpy().copy()
@@ -250,83 +267,50 @@ class GloVeTrainer:
         for name in self.PARAMS:
             self.adagrad[name][...] = tensors[f"adagrad.{name}"].numpy()
 
-    def train_epoch(self, corpus: Corpus, epoch: int, n_epochs: int, lr: float, min_lr: float, *,
-                    engine: str = "numba", threads: int = 0, device: torch.device | None = None,
-                    batch_size: int = 4096, on_progress: Callable[[int], None] | None = None,
-                    should_stop: Callable[[], bool] | None = None) -> EpochStats | None:
-        """One pass over the non-zero entries at the constant learning rate ``lr`` (AdaGrad adapts it);
-        None when ``should_stop`` interrupted it. Progress is reported in corpus words, pro rata."""
-        run = self._epoch_numba if engine == "numba" else self._epoch_torch
-        report = on_progress or (lambda n: None)
-        done = [0.0, 0]  # fraction of the epoch done, words reported
+    def update(self, epoch: int, index: int, lr: Callable[[float], float]) -> StepStats:
+        """Entries [p0, p1) of step ``index`` at the learning rate lr(epochs done); effective and raw words are
+        the corpus's, pro rata, so an epoch's steps add up to the corpus."""
+        n, steps = len(self.vals), self.steps_per_epoch
+        p0, p1 = n * index // steps, n * (index + 1) // steps
+        eta = lr(epoch + index / steps)
+        if self.engine == "numba":
+            cost, count = self._kernel(p0, p1, eta)
+        else:
+            with cpu_threads(self.threads if self.device.type == "cpu" else 0):
+                cost, count = self._torch_step(p0, p1, eta)
 
-        def progress(fraction: float) -> None:
-            done[0] += fraction
-            words = round(corpus.raw_words * min(done[0], 1.0))
-            report(words - done[1])
-            done[1] = words
+        def share(total: int) -> int:
+            return total * (index + 1) // steps - total * index // steps
 
-        result = run(lr, threads=threads, device=device, batch_size=batch_size, on_progress=progress,
-                     should_stop=should_stop or (lambda: False))
-        if result is None:
-            return None
-        cost, count, seconds = result
-        return EpochStats(cost / max(count, 1), count, len(corpus.ids), corpus.raw_words, seconds, lr)
+        return StepStats(cost, count, share(len(self.corpus.ids)), share(self.corpus.raw_words))
 
     def _arrays(self) -> list[np.ndarray]:
         m = self.model
         return [m.word.weight.detach().numpy(), m.context.weight.detach().numpy(),
                 m.word_bias.weight.detach().numpy()[:, 0], m.context_bias.weight.detach().numpy()[:, 0]]
 
-    def _epoch_numba(self, lr, *, threads, device, batch_size, on_progress, should_stop):
-        import numba
-
-        n_threads = numba_threads(threads)
-        numba.set_num_threads(n_threads)
-        n = len(self.vals)
-        bounds = np.linspace(0, n, n_threads + 1).astype(np.int64)  # thread t: a contiguous part
+    def _kernel(self, p0: int, p1: int, eta: float) -> tuple[float, int]:
+        bounds = np.linspace(p0, p1, self.n_threads + 1).astype(np.int64)  # thread t: a contiguous share
         g = self.adagrad
         grads = [g["word"], g["context"], g["word_bias"][:, 0], g["context_bias"][:, 0]]
-        cost, count = np.zeros(n_threads), np.zeros(n_threads, dtype=np.int64)
+        cost, count = np.zeros(self.n_threads), np.zeros(self.n_threads, dtype=np.int64)
+        _adagrad(*self._arrays(), *grads, self.rows, self.cols, self.vals, bounds[:-1], bounds[1:], self.cfg.x_max,
+                 self.cfg.alpha, eta, cost, count)
+        return float(cost.sum()), int(count.sum())
 
-        def kernel(begin: np.ndarray, end: np.ndarray) -> None:
-            _adagrad(*self._arrays(), *grads, self.rows, self.cols, self.vals, begin, end, self.cfg.x_max,
-                     self.cfg.alpha, lr, cost, count)
-
-        kernel(bounds[:-1], bounds[:-1])  # compiles (or loads the cached machine code) outside the timed epoch
-        t0 = time.perf_counter()
-        slices = 16  # kernel calls per epoch: progress and Ctrl-C between calls
-        for k in range(slices):
-            if should_stop():
-                return None
-            kernel(bounds[:-1] + (bounds[1:] - bounds[:-1]) * k // slices,
-                   bounds[:-1] + (bounds[1:] - bounds[:-1]) * (k + 1) // slices)
-            on_progress(1 / slices)
-        return float(cost.sum()), int(count.sum()), time.perf_counter() - t0
-
-    def _epoch_torch(self, lr, *, threads, device, batch_size, on_progress, should_stop):
-        device = device or torch.device("cpu")
-        with cpu_threads(threads if device.type == "cpu" else 0):
-            try:
-                return self._epoch_torch_body(lr, device, batch_size, on_progress, should_stop)
-            finally:
-                self.model.cpu()  # the numba engine and checkpoints read the weights on the CPU
-
-    def _epoch_torch_body(self, lr, device, batch_size, on_progress, should_stop):
-        m = self.model.to(device)
+    def _torch_step(self, p0: int, p1: int, eta: float) -> tuple[float, int]:
+        m, device = self.model, self.device
         params = [getattr(m, name).weight for name in self.PARAMS]
         accumulators = [torch.from_numpy(self.adagrad[name]).to(device) for name in self.PARAMS]
-        rows = torch.from_numpy(self.rows.astype(np.int64))
-        cols = torch.from_numpy(self.cols.astype(np.int64))
-        vals = torch.from_numpy(self.vals)
-        n, count = len(self.vals), 0
+        rows = torch.from_numpy(self.rows[p0:p1].astype(np.int64))
+        cols = torch.from_numpy(self.cols[p0:p1].astype(np.int64))
+        vals = torch.from_numpy(self.vals[p0:p1])
+        count = 0
         cost = torch.zeros((), dtype=torch.float64, device=device)
-        t0 = time.perf_counter()
-        for b0 in range(0, n, batch_size):
-            if should_stop():
-                return None
-            i, j = rows[b0:b0 + batch_size].to(device), cols[b0:b0 + batch_size].to(device)  # (B,)
-            x = vals[b0:b0 + batch_size].to(device, torch.float32)  # (B,)
+        for b0 in range(0, p1 - p0, self.batch_size):
+            i = rows[b0:b0 + self.batch_size].to(device)  # (B,)
+            j = cols[b0:b0 + self.batch_size].to(device)  # (B,)
+            x = vals[b0:b0 + self.batch_size].to(device, torch.float32)  # (B,)
             loss = m(i, j, x)  # (B,)
             finite = torch.isfinite(loss.detach())
             if not bool(finite.all()):  # NaN guard: a non-finite entry takes no step
@@ -338,14 +322,13 @@ class GloVeTrainer:
             with torch.no_grad():
                 for p, acc in zip(params, accumulators):
                     grad = p.grad.coalesce()
-                    rows_touched, u = grad.indices()[0], lr * grad.values()  # u = η ∂J/∂p
+                    rows_touched, u = grad.indices()[0], eta * grad.values()  # u = η ∂J/∂p
                     step = u / acc[rows_touched].sqrt()
                     step = torch.where(torch.isfinite(step), step, torch.zeros_like(step))  # per element
                     p.index_add_(0, rows_touched, -step)
                     acc.index_add_(0, rows_touched, u * u)
             cost += loss.detach().sum()
             count += len(x)
-            on_progress(len(finite) / n)
         for name, acc in zip(self.PARAMS, accumulators):
             self.adagrad[name][...] = acc.cpu().numpy()
-        return cost.item(), count, time.perf_counter() - t0
+        return cost.item(), count

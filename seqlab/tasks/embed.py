@@ -6,13 +6,15 @@ LineSentence and GloVe's cooccur), split into words by seqlab's word tokenizer (
 ``data.lowercase``). The vocabulary keeps the words seen ``data.min_freq`` times (gensim's min_count), at most
 ``data.max_size`` of them when > 0.
 
-Training runs ``train.epochs`` whole passes (``train.max_steps`` is not used); the learning rate falls from
-``train.lr`` to ``train.min_lr`` (word2vec) or stays at ``train.lr`` (GloVe's AdaGrad). ``train.threads`` sets
-the Hogwild threads (0 = every core), ``train.batch_size`` the pairs per batch on the PyTorch engine,
-``train.seed`` the initial weights and random streams. A checkpoint is written after every epoch, and
-``--resume`` continues from the last one (with one thread, bit for bit). The run directory holds
-``vocab.json``, ``metrics.jsonl`` (a loss row per epoch), the checkpoint and, when training ends,
-``vectors.txt`` in the word2vec text format.
+Training runs through the one Trainer (:mod:`seqlab.trainer`, a kernel task): ``train.epochs`` whole passes,
+each a number of steps of the model's kernel (:class:`~seqlab.models.word2vec.SkipGramSGD`,
+:class:`~seqlab.models.glove.GloVeAdaGrad`); the learning rate falls linearly from ``train.lr`` to
+``train.min_lr`` over the run (word2vec) or stays at ``train.lr`` (GloVe's AdaGrad). ``train.threads`` sets the
+Hogwild threads (0 = every core), ``train.batch_size`` the pairs per batch on the PyTorch engine, ``train.seed``
+the initial weights and random streams, ``train.max_minutes`` a time budget, ``train.save_every`` the steps
+between checkpoints (there is one after every epoch too). Ctrl-C saves at the next step and ``--resume``
+continues from there (with one thread, bit for bit). The run directory holds ``vocab.json``, ``metrics.jsonl``
+(a loss row per epoch), the checkpoint and, when training ends, ``vectors.txt`` in the word2vec text format.
 
 Evaluation (``seqlab eval``): analogy accuracy on ``data.analogies`` and Spearman's ρ on each set of
 ``data.similarity`` (comma-separated), a path or a downloadable dataset name each; by default the datasets
@@ -22,10 +24,7 @@ Evaluation (``seqlab eval``): analogy accuracy on ``data.analogies`` and Spearma
 from __future__ import annotations
 
 import json
-import math
 import re
-import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,10 +37,11 @@ from seqlab.data import download
 from seqlab.data.sources import read_text, split_text
 from seqlab.errors import SeqlabError
 from seqlab.io import write_text_atomic
-from seqlab.models.glove import GloVe, GloVeConfig, GloVeTrainer
-from seqlab.models.word2vec import Corpus, SkipGram, Word2VecConfig, Word2VecTrainer
+from seqlab.data.corpus import Corpus
+from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
+from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
 from seqlab.text.tokenizers import split_words
-from seqlab.trainer import Dist, MetricsLog, SigintFlag, resolve_device
+from seqlab.trainer import Dist, Trainer, resolve_device
 from seqlab.vectors import KeyedVectors
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
@@ -83,10 +83,13 @@ def _engine(cfg: RunConfig, device: torch.device) -> str:
     return engine
 
 
-def make_trainer(cfg: RunConfig, corpus: Corpus) -> Word2VecTrainer | GloVeTrainer:
+def make_task(cfg: RunConfig, corpus: Corpus, engine: str, device: torch.device) -> SkipGramSGD | GloVeAdaGrad:
+    """The model with its tables, as the Trainer steps it."""
+    t = cfg.train
+    options = dict(seed=t.seed, engine=engine, threads=t.threads, device=device, batch_size=t.batch_size)
     if cfg.arch == "glove":
-        return GloVeTrainer(cfg.model, corpus, seed=cfg.train.seed)
-    return Word2VecTrainer(cfg.model, corpus.counts, hs=cfg.arch == "hs", seed=cfg.train.seed)
+        return GloVeAdaGrad(cfg.model, corpus, **options)
+    return SkipGramSGD(cfg.model, corpus, hs=cfg.arch == "hs", **options)
 
 
 def build_model(cfg: RunConfig, vocab_size: int) -> SkipGram | GloVe:
@@ -115,7 +118,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         raise SeqlabError("embedding tasks train in one process with Hogwild threads; run without torchrun "
                           "and set train.threads instead")
     run_dir = Path(run_dir)
-    epochs = _epochs(cfg)
+    _epochs(cfg)
     device = resolve_device(cfg.train.device)
     engine = _engine(cfg, device)
     corpus = build_corpus(cfg)
@@ -129,77 +132,20 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         write_text_atomic(run_dir / "vocab.json", json.dumps(vocab) + "\n")
     log(f"{cfg.arch}: {len(corpus.words):,} words in the vocabulary, {corpus.raw_words:,} words in "
         f"{len(corpus.sentence_starts) - 1:,} sentences; engine {engine}")
-    trainer = make_trainer(cfg, corpus)
-    start = 0
-    if resume and checkpoint.exists(run_dir):
-        state = checkpoint.load_state(run_dir)
-        checkpoint.load_model(trainer.model, run_dir / "model.safetensors")
-        trainer.restore_trainer_tensors(checkpoint.load_tensors(run_dir / "trainer.safetensors"))
-        start = int(state["step"])
-        log(f"resumed after epoch {start}")
-    metrics = MetricsLog(run_dir / "metrics.jsonl")
-    metrics.truncate_after(start)
-    if start >= epochs:
-        log(f"already trained for {start} epochs; nothing to do")
-        _write_vectors(run_dir, corpus, trainer)
-        return {"step": start, "interrupted": False}
-    state = _fit(cfg, run_dir, corpus, trainer, engine, device, start, epochs, metrics, log)
-    if not state["interrupted"]:
-        _write_vectors(run_dir, corpus, trainer)
+    task = make_task(cfg, corpus, engine, device)
+    trainer = Trainer(task, cfg.train, run_dir, dist=dist, extra_state={"engine": engine}, log=log)
+    state = trainer.run(resume)
+    if state["interrupted"]:
+        return state
+    if trainer.step < trainer.total_steps:
+        log(f"train.max_minutes reached at step {trainer.step} of {trainer.total_steps}; the vectors are those "
+            "of this step; continue with --resume")
+    _write_vectors(run_dir, corpus, task)
     return state
 
 
-def _fit(cfg, run_dir, corpus, trainer, engine, device, start, epochs, metrics, log) -> dict:
-    from tqdm import tqdm
-
-    t = cfg.train
-    progress = tqdm(total=corpus.raw_words * (epochs - start), unit="word", unit_scale=True, file=sys.stderr,
-                    disable=not t.progress, dynamic_ncols=True, desc=cfg.arch)
-    started, epoch, interrupted = time.perf_counter(), start, False
-    with SigintFlag() as interrupt:
-        for epoch in range(start, epochs):
-            stats = trainer.train_epoch(corpus, epoch, epochs, t.lr, t.min_lr, engine=engine, threads=t.threads,
-                                        device=device, batch_size=t.batch_size, on_progress=progress.update,
-                                        should_stop=lambda: interrupt.flag)
-            if stats is None:
-                interrupted = True
-                break
-            if not math.isfinite(stats.loss):
-                progress.close()
-                raise SeqlabError(f"non-finite loss ({stats.loss}) in epoch {epoch + 1}; stopped, the last good "
-                                  f"checkpoint (epoch {epoch}) is kept; lower train.lr and train again")
-            rate, raw_rate = stats.effective_words / stats.seconds, stats.raw_words / stats.seconds
-            metrics.write({"step": epoch + 1, "split": "train", "loss": stats.loss, "lr": stats.lr,
-                           "words_per_s": rate, "raw_words_per_s": raw_rate, "effective_words": stats.effective_words,
-                           "terms": stats.terms, "seconds": stats.seconds})
-            progress.set_postfix_str(f"loss {stats.loss:.4f}  {rate:,.0f} words/s")
-            line = (f"epoch {epoch + 1}/{epochs}: loss {stats.loss:.4f}, {rate:,.0f} effective words/s "
-                    f"({raw_rate:,.0f} raw)")
-            if t.progress:
-                progress.write(line, file=sys.stderr)
-            else:
-                log(line)
-            state = {"step": epoch + 1, "loss": stats.loss, "engine": engine,
-                     "versions": {"seqlab": _version(), "torch": torch.__version__}}
-            checkpoint.save(run_dir, trainer.model, trainer.trainer_tensors(), state)
-            if t.max_minutes and time.perf_counter() - started > 60 * t.max_minutes:
-                log(f"train.max_minutes reached after epoch {epoch + 1}; continue with --resume")
-                break
-    progress.close()
-    done = checkpoint.load_state(run_dir)["step"] if checkpoint.exists(run_dir) else start
-    if interrupted:  # the weights in memory are mid-epoch: go back to the last checkpoint
-        log(f"interrupted in epoch {epoch + 1}; the checkpoint after epoch {done} is kept")
-    return {"step": done, "interrupted": interrupted}
-
-
-def _write_vectors(run_dir: Path, corpus: Corpus, trainer) -> None:
-    KeyedVectors(corpus.words, trainer.vectors(), corpus.counts).save_word2vec_format(run_dir / "vectors.txt")
-
-
-def _version() -> str:
-    from seqlab import __version__
-
-    return __version__
+def _write_vectors(run_dir: Path, corpus: Corpus, task: SkipGramSGD | GloVeAdaGrad) -> None:
+    KeyedVectors(corpus.words, task.vectors(), corpus.counts).save_word2vec_format(run_dir / "vectors.txt")
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -1,0 +1,98 @@
+"""word2vec's tables, each built exactly as gensim builds it (so the vocabularies, noise draws and trees
+of the two tools are bit-identical; tests/test_parity_vectors.py):
+
+- subsampling (Mikolov et al. 2013, as gensim's ``prepare_vocab``): word w is kept with probability
+  p_w = (sqrt(n_w / tau) + 1) tau / n_w, tau = sample x (retained corpus size), stored as uint32 thresholds;
+- the noise distribution of negative sampling, proportional to count^ns_exponent, as a cumulative table;
+- the Huffman tree of hierarchical softmax (seed 004: "binary tree over the vocabulary, product of binary
+  probabilities along the path, O(log2 V)"): frequent words get short paths.
+
+Shapes: V words; depth (the longest root-to-leaf path).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def sample_ints(counts: np.ndarray, sample: float) -> np.ndarray:
+    """(V,) uint32 keep thresholds: word w is kept when uint32 random <= sample_int[w] (gensim prepare_vocab)."""
+    counts = counts.astype(np.float64)
+    retain_total = counts.sum()
+    if not sample:
+        threshold = retain_total
+    elif sample < 1.0:
+        threshold = sample * retain_total
+    else:  # gensim's shorthand: sample >= 1 downsamples every word seen more than `sample` times
+        threshold = int(sample * (3 + np.sqrt(5)) / 2)
+    p = (np.sqrt(counts / threshold) + 1) * (threshold / counts)
+    return (np.minimum(p, 1.0) * (2**32 - 1)).astype(np.uint32)
+
+
+def cum_table(counts: np.ndarray, ns_exponent: float, domain: int = 2**31 - 1) -> np.ndarray:
+    """(V,) uint32 cumulative noise distribution ∝ count^ns_exponent over [0, domain] (gensim make_cum_table);
+    a noise word is the insertion point of a uniform integer below the last entry."""
+    powers = [int(c) ** float(ns_exponent) for c in counts]
+    total = sum(powers)
+    table = np.zeros(len(counts), dtype=np.uint32)
+    cumulative = 0.0
+    for i, p in enumerate(powers):  # sequential, as gensim sums, so the table is bit-identical
+        cumulative += p
+        table[i] = round(cumulative / total * domain)
+    return table
+
+
+@dataclass(frozen=True)
+class HuffmanTree:
+    """Word w's root-to-leaf path: inner nodes points[w, :lengths[w]] and branch bits codes[w, :lengths[w]]."""
+
+    codes: np.ndarray  # (V, depth) uint8: 0 = left, 1 = right
+    points: np.ndarray  # (V, depth) int32: inner-node ids 0 .. V-2 (the rows of the output matrix)
+    lengths: np.ndarray  # (V,) int32
+
+
+class _Node:
+    """A heap entry ordered by count alone, as gensim's ``Heapitem``: ties then fall as heapq's sift leaves
+    them, which decides some branch bits, so the tree is gensim's to the bit."""
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, count: int, index: int):
+        self.count, self.index = count, index
+
+    def __lt__(self, other: _Node) -> bool:
+        return self.count < other.count
+
+
+def huffman_tree(counts: np.ndarray) -> HuffmanTree:
+    """gensim's ``_build_heap`` / ``_assign_binary_codes``: merge the two least frequent nodes, the first popped
+    becoming the left (code 0) child; frequent words get short paths."""
+    v = len(counts)
+    heap = [_Node(int(c), i) for i, c in enumerate(counts)]
+    heapq.heapify(heap)
+    children = []  # children[n - v] = (left, right) of inner node n
+    for n in range(v, 2 * v - 1):
+        first, second = heapq.heappop(heap), heapq.heappop(heap)
+        children.append((first.index, second.index))
+        heapq.heappush(heap, _Node(first.count + second.count, n))
+    paths: list[tuple[list[int], list[int]]] = [([], [])] * v
+    stack = [(2 * v - 2, [], [])] if v > 1 else []
+    while stack:
+        node, codes, points = stack.pop()
+        if node < v:
+            paths[node] = (codes, points)
+            continue
+        points = points + [node - v]
+        left, right = children[node - v]
+        stack.append((left, codes + [0], points))
+        stack.append((right, codes + [1], points))
+    depth = max(1, max(len(c) for c, _ in paths))
+    codes = np.zeros((v, depth), dtype=np.uint8)
+    points = np.zeros((v, depth), dtype=np.int32)
+    lengths = np.zeros(v, dtype=np.int32)
+    for w, (c, p) in enumerate(paths):
+        codes[w, :len(c)], points[w, :len(p)], lengths[w] = c, p, len(c)
+    return HuffmanTree(codes, points, lengths)
