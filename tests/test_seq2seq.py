@@ -80,8 +80,10 @@ def test_padding_never_changes_outputs(cell, n_layers):
     short = [5, 6, 7, EOS]
     src, src_mask = pad_batch([short, [4, 5, 6, 7, 8, 9, 10, EOS], [11, EOS]], PAD)  # batch 3, src 8
     tgt = torch.tensor([[SOS, 4, 5, 6], [SOS, 7, 8, 9], [SOS, 10, 4, 4]])  # batch 3, tgt 4
-    batched, alphas = model(src, tgt, src_mask, need_weights=True)
-    alone, alone_alphas = model(torch.tensor([short]), tgt[:1], need_weights=True)
+    batched, alphas = model.forward_with_weights(src, tgt, src_mask)
+    alone, alone_alphas = model.forward_with_weights(torch.tensor([short]), tgt[:1])
+    assert type(model(src, tgt, src_mask)) is torch.Tensor
+    assert torch.equal(model(src, tgt, src_mask), batched)
     assert batched.shape == (3, 4, 11) and alphas.shape == (3, 4, 8)
     assert torch.allclose(batched[0], alone[0], atol=1e-12)
     assert torch.allclose(alphas[0, :, :4], alone_alphas[0], atol=1e-12)

@@ -34,6 +34,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.errors import SeqlabError
 from seqlab.nn.additive import AdditiveAttention
+from seqlab.nn.attention import Attended
 from seqlab.nn.dropout import Dropout
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
@@ -197,10 +198,16 @@ class Seq2SeqAttention(nn.Module):
         return self.decoder(prev, state, enc)
 
     def forward(self, src: Tensor, tgt: Tensor, src_padding: Tensor | None = None,
-                tgt_padding: Tensor | None = None, need_weights: bool = False):
-        """Teacher forcing: src (batch, src), tgt = <sos> y_1 .. (batch, tgt) -> logits (batch, tgt, vocab)
-        [, alpha (batch, tgt, src)]. Positions after a target's end compute values the loss masks out, so
-        ``tgt_padding`` is accepted for the Transformer's signature and not needed."""
+                tgt_padding: Tensor | None = None) -> Tensor:
+        """Teacher forcing: src (batch, src), tgt = <sos> y_1 .. (batch, tgt) -> logits (batch, tgt, vocab).
+        Positions after a target's end compute values the loss masks out, so ``tgt_padding`` is accepted
+        for the Transformer's signature and not needed."""
+        return self.forward_with_weights(src, tgt, src_padding).output
+
+    def forward_with_weights(self, src: Tensor, tgt: Tensor, src_padding: Tensor | None = None,
+                             tgt_padding: Tensor | None = None) -> Attended:
+        """As ``forward``: Attended(output = logits (batch, tgt, vocab), weights = alpha (batch, tgt, src)).
+        The recurrence computes alpha at every step either way; ``forward`` drops it."""
         self._check_length(tgt.shape[1], "a target sentence")
         enc, state = self.encode(src, src_padding)
         features, alphas = [], []
@@ -209,12 +216,12 @@ class Seq2SeqAttention(nn.Module):
             features.append(step_features)
             alphas.append(alpha)
         out = self.decoder.logits(torch.stack(features, dim=1))  # batch, tgt, vocab
-        return (out, torch.stack(alphas, dim=1)) if need_weights else out  # alpha: batch, tgt, src
+        return Attended(out, torch.stack(alphas, dim=1))  # alpha: batch, tgt, src
 
     @torch.no_grad()
     def attention_maps(self, src: Tensor, tgt: Tensor, src_padding: Tensor | None = None) -> Tensor:
         """alpha (batch, tgt, src) of a teacher-forced pass, for visualisation."""
-        return self.forward(src, tgt, src_padding, need_weights=True)[1]
+        return self.forward_with_weights(src, tgt, src_padding).weights
 
     def num_params(self) -> int:
         """Number of distinct parameters (a tied matrix counts once)."""

@@ -9,6 +9,10 @@ positions: :mod:`seqlab.nn.positions` (seed 000 eq 15); FFN: :mod:`seqlab.nn.fee
 (seed 000 eq 18). Masks: boolean, True = may attend (:mod:`seqlab.nn.masks`); a padding argument is
 (batch, seq) with True = real token.
 
+Every method returns one type: ``forward``/``encode``/``decode`` the output; ``forward_with_weights``,
+``encode_with_weights``, ``decode_with_weights`` an :class:`AttendedLayers` (output and every layer's
+attention weights, computed on the equations path).
+
 Shapes: batch; seq (src, tgt: source and target lengths); d_model; head; vocab.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -131,13 +136,25 @@ class Embedding(nn.Module):
         return self.dropout(e + self.positions(positions))  # batch, seq, d_model
 
 
+class AttendedLayers(NamedTuple):
+    """An output with the attention weights of the layers that produced it, first layer first.
+
+    Built by the private ``_run`` methods, whose lists are empty when the weights were not kept.
+    """
+
+    output: Tensor  # a stack's states (batch, seq, d_model) or a model's logits (batch, seq, vocab)
+    self_attn: list[Tensor]  # per layer: batch, head, seq_q, seq_k (seq_k = max_len cache slots with a cache)
+    cross_attn: list[Tensor]  # per layer: batch, head, tgt, src; empty without cross-attention
+
+
 def _attention_sublayer(
-    res: Residual, attn: MultiHeadAttention, x: Tensor, need_weights: bool, **kw
-) -> tuple[Tensor, Tensor | None]:
-    """x joined with attn(enter(x)); returns (x, weights or None)."""
-    y = attn(res.enter(x), need_weights=need_weights, **kw)  # batch, seq, d_model
-    y, weights = y if need_weights else (y, None)
-    return res.leave(x, y), weights
+    res: Residual, attn: MultiHeadAttention, x: Tensor, keep_weights: bool, **kw
+) -> tuple[Tensor, list[Tensor]]:
+    """x joined with attn(enter(x)); returns (x, [attn's weights] if keep_weights else [])."""
+    if keep_weights:
+        y, weights = attn.forward_with_weights(res.enter(x), **kw)  # batch, seq, d_model; batch, head, seq, keys
+        return res.leave(x, y), [weights]
+    return res.leave(x, attn(res.enter(x), **kw)), []  # batch, seq, d_model
 
 
 class EncoderLayer(nn.Module):
@@ -150,12 +167,15 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False):
-        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model)
-        [, weights (batch, head, seq, seq)]."""
-        x, weights = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask)
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model)."""
+        return self._run(x, mask, keep_weights=False).output
+
+    def _run(self, x: Tensor, mask: Tensor | None, keep_weights: bool) -> AttendedLayers:
+        """This layer as a one-layer AttendedLayers (self_attn: [(batch, head, seq, seq)] or [])."""
+        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, keep_weights, mask=mask)
         x = self.ff_res(x, self.ff)  # batch, seq, d_model
-        return (x, weights) if need_weights else x
+        return AttendedLayers(x, w_self, [])
 
 
 class DecoderLayer(nn.Module):
@@ -181,22 +201,33 @@ class DecoderLayer(nn.Module):
         mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: LayerKV | None = None,
-        need_weights: bool = False,
-    ):
-        """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model)
-        [, {"self": (batch, head, tgt, tgt|max_len), "cross": (batch, head, tgt, src)}].
+    ) -> Tensor:
+        """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model).
 
         ``mask`` is added to the causal mask of self-attention; ``memory_mask`` masks the memory keys;
         ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`.
         """
-        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask, cache=cache)
-        weights = {"self": w_self}
+        return self._run(x, memory, mask, memory_mask, cache, keep_weights=False).output
+
+    def _run(
+        self,
+        x: Tensor,
+        memory: Tensor | None,
+        mask: Tensor | None,
+        memory_mask: Tensor | None,
+        cache: LayerKV | None,
+        keep_weights: bool,
+    ) -> AttendedLayers:
+        """This layer as a one-layer AttendedLayers (self_attn: [(batch, head, tgt, tgt|max_len)],
+        cross_attn: [(batch, head, tgt, src)], or [] each)."""
+        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, keep_weights, mask=mask, cache=cache)
+        w_cross = []
         if self.cross_attn is not None:
-            x, weights["cross"] = _attention_sublayer(
-                self.cross_res, self.cross_attn, x, need_weights, context=memory, mask=memory_mask
+            x, w_cross = _attention_sublayer(
+                self.cross_res, self.cross_attn, x, keep_weights, context=memory, mask=memory_mask
             )
         x = self.ff_res(x, self.ff)  # batch, tgt, d_model
-        return (x, weights) if need_weights else x
+        return AttendedLayers(x, w_self, w_cross)
 
 
 def _final_norm(cfg: TransformerConfig) -> nn.Module:
@@ -212,18 +243,21 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.norm = _final_norm(cfg)
 
-    def forward(self, x: Tensor, padding: Tensor | None = None, need_weights: bool = False):
-        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model)
-        [, per-layer weights (batch, head, src, src)]."""
+    def forward(self, x: Tensor, padding: Tensor | None = None) -> Tensor:
+        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model)."""
+        return self._run(x, padding, keep_weights=False).output
+
+    def forward_with_weights(self, x: Tensor, padding: Tensor | None = None) -> AttendedLayers:
+        """As ``forward``, with each layer's self-attention weights (batch, head, src, src)."""
+        return self._run(x, padding, keep_weights=True)
+
+    def _run(self, x: Tensor, padding: Tensor | None, keep_weights: bool) -> AttendedLayers:
         mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
-        weights = []
+        w_self = []
         for layer in self.layers:
-            x = layer(x, mask, need_weights)
-            if need_weights:
-                x, w = x
-                weights.append(w)
-        x = self.norm(x)  # batch, src, d_model
-        return (x, weights) if need_weights else x
+            x, w, _ = layer._run(x, mask, keep_weights)  # batch, src, d_model
+            w_self += w
+        return AttendedLayers(self.norm(x), w_self, [])  # batch, src, d_model
 
 
 class Decoder(nn.Module):
@@ -241,25 +275,45 @@ class Decoder(nn.Module):
         padding: Tensor | None = None,
         memory_padding: Tensor | None = None,
         cache: KVCache | None = None,
-        need_weights: bool = False,
-    ):
-        """x (batch, tgt, d_model) -> (batch, tgt, d_model) [, per-layer weight dicts].
+    ) -> Tensor:
+        """x (batch, tgt, d_model) -> (batch, tgt, d_model).
 
         ``padding`` marks the self-attention keys (batch, tgt), or (batch, max_len) cache slots with a
         cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards.
         """
+        return self._run(x, memory, padding, memory_padding, cache, keep_weights=False).output
+
+    def forward_with_weights(
+        self,
+        x: Tensor,
+        memory: Tensor | None = None,
+        padding: Tensor | None = None,
+        memory_padding: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> AttendedLayers:
+        """As ``forward``, with each layer's self-attention weights (batch, head, tgt, tgt|max_len) and,
+        with cross-attention, its cross-attention weights (batch, head, tgt, src)."""
+        return self._run(x, memory, padding, memory_padding, cache, keep_weights=True)
+
+    def _run(
+        self,
+        x: Tensor,
+        memory: Tensor | None,
+        padding: Tensor | None,
+        memory_padding: Tensor | None,
+        cache: KVCache | None,
+        keep_weights: bool,
+    ) -> AttendedLayers:
         mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
         memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
         positions = None if cache is None else cache.positions(x.shape[1])  # tgt
-        weights = []
+        w_self, w_cross = [], []
         for i, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache.layer(i, positions)
-            x = layer(x, memory, mask, memory_mask, layer_cache, need_weights)
-            if need_weights:
-                x, w = x
-                weights.append(w)
-        x = self.norm(x)  # batch, tgt, d_model
-        return (x, weights) if need_weights else x
+            x, ws, wc = layer._run(x, memory, mask, memory_mask, layer_cache, keep_weights)  # batch, tgt, d_model
+            w_self += ws
+            w_cross += wc
+        return AttendedLayers(self.norm(x), w_self, w_cross)  # batch, tgt, d_model
 
 
 def _init_gpt2(model: nn.Module, n_layers: int) -> None:
@@ -306,31 +360,32 @@ class TransformerLM(nn.Module):
         if cfg.tie_embeddings:
             self.head.weight = self.embed.tokens.weight  # one (vocab, d_model) matrix
 
-    def forward(
-        self,
-        ids: Tensor,
-        cache: KVCache | None = None,
-        padding: Tensor | None = None,
-        need_weights: bool = False,
-    ):
-        """ids (batch, seq) -> logits (batch, seq, vocab) [, per-layer weights (batch, head, seq, keys)].
+    def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None) -> Tensor:
+        """ids (batch, seq) -> logits (batch, seq, vocab).
 
         With a cache the tokens sit at positions cache.pos .. cache.pos + seq - 1, the keys are the
         cache's max_len slots and the cache is advanced by seq. ``padding``: (batch, keys), True = real.
         """
+        return self._run(ids, cache, padding, keep_weights=False).output
+
+    def forward_with_weights(
+        self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None
+    ) -> AttendedLayers:
+        """As ``forward``: output = logits (batch, seq, vocab), self_attn = per-layer weights
+        (batch, head, seq, keys); cross_attn is empty."""
+        return self._run(ids, cache, padding, keep_weights=True)
+
+    def _run(self, ids: Tensor, cache: KVCache | None, padding: Tensor | None, keep_weights: bool) -> AttendedLayers:
         batch, seq = ids.shape
         start = 0 if cache is None else cache.pos
         _check_positions(start + seq, self.cfg.max_len, start)
         _check_padding(padding, batch, seq if cache is None else cache.max_len)
         positions = torch.arange(seq, device=ids.device) if cache is None else cache.positions(seq)  # seq
         x = self.embed(ids, positions)  # batch, seq, d_model
-        x = self.decoder(x, padding=padding, cache=cache, need_weights=need_weights)
-        if need_weights:
-            x, weights = x
+        x, w_self, w_cross = self.decoder._run(x, None, padding, None, cache, keep_weights)  # batch, seq, d_model
         if cache is not None:
             cache.advance(seq)
-        logits = self.head(x)  # batch, seq, vocab
-        return (logits, [w["self"] for w in weights]) if need_weights else logits
+        return AttendedLayers(self.head(x), w_self, w_cross)  # logits: batch, seq, vocab
 
     def step(self, ids: Tensor, cache: KVCache) -> Tensor:
         """The incremental-decoding step: logits (batch, seq, vocab) for ids (batch, seq) at positions
@@ -345,7 +400,7 @@ class TransformerLM(nn.Module):
     @torch.no_grad()
     def attention_maps(self, ids: Tensor, padding: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention weights (batch, head, seq, seq) for ids (batch, seq), for visualisation."""
-        return self.forward(ids, padding=padding, need_weights=True)[1]
+        return self.forward_with_weights(ids, padding=padding).self_attn
 
     def new_cache(self, batch: int, device=None, dtype=None) -> KVCache:
         """An empty KV cache for ``batch`` sequences of up to max_len tokens (default: the model's device/dtype)."""
@@ -373,12 +428,19 @@ class EncoderDecoder(nn.Module):
         if cfg.tie_embeddings:
             self.head.weight = self.tgt_embed.tokens.weight
 
-    def encode(self, src: Tensor, src_padding: Tensor | None = None, need_weights: bool = False):
-        """src (batch, src) -> memory (batch, src, d_model) [, per-layer weights]."""
+    def encode(self, src: Tensor, src_padding: Tensor | None = None) -> Tensor:
+        """src (batch, src) -> memory (batch, src, d_model)."""
+        return self._encode(src, src_padding, keep_weights=False).output
+
+    def encode_with_weights(self, src: Tensor, src_padding: Tensor | None = None) -> AttendedLayers:
+        """As ``encode``, with the encoder's per-layer self-attention weights (batch, head, src, src)."""
+        return self._encode(src, src_padding, keep_weights=True)
+
+    def _encode(self, src: Tensor, src_padding: Tensor | None, keep_weights: bool) -> AttendedLayers:
         _check_positions(src.shape[1], self.cfg.max_len)
         _check_padding(src_padding, *src.shape)
         positions = torch.arange(src.shape[1], device=src.device)  # src
-        return self.encoder(self.src_embed(src, positions), src_padding, need_weights)
+        return self.encoder._run(self.src_embed(src, positions), src_padding, keep_weights)  # batch, src, d_model
 
     def decode(
         self,
@@ -387,23 +449,43 @@ class EncoderDecoder(nn.Module):
         src_padding: Tensor | None = None,
         tgt_padding: Tensor | None = None,
         cache: KVCache | None = None,
-        need_weights: bool = False,
-    ):
-        """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab) [, weights].
+    ) -> Tensor:
+        """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab).
 
         The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory)."""
+        return self._decode(tgt, memory, src_padding, tgt_padding, cache, keep_weights=False).output
+
+    def decode_with_weights(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_padding: Tensor | None = None,
+        tgt_padding: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> AttendedLayers:
+        """As ``decode``, with the decoder's per-layer self-attention (batch, head, tgt, tgt|max_len) and
+        cross-attention (batch, head, tgt, src) weights."""
+        return self._decode(tgt, memory, src_padding, tgt_padding, cache, keep_weights=True)
+
+    def _decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_padding: Tensor | None,
+        tgt_padding: Tensor | None,
+        cache: KVCache | None,
+        keep_weights: bool,
+    ) -> AttendedLayers:
         batch, seq = tgt.shape
         start = 0 if cache is None else cache.pos
         _check_positions(start + seq, self.cfg.max_len, start)
         _check_padding(tgt_padding, batch, seq if cache is None else cache.max_len)
         positions = torch.arange(seq, device=tgt.device) if cache is None else cache.positions(seq)  # tgt
-        x = self.decoder(self.tgt_embed(tgt, positions), memory, tgt_padding, src_padding, cache, need_weights)
-        if need_weights:
-            x, weights = x
+        x = self.tgt_embed(tgt, positions)  # batch, tgt, d_model
+        x, w_self, w_cross = self.decoder._run(x, memory, tgt_padding, src_padding, cache, keep_weights)
         if cache is not None:
             cache.advance(seq)
-        logits = self.head(x)  # batch, tgt, tgt_vocab
-        return (logits, weights) if need_weights else logits
+        return AttendedLayers(self.head(x), w_self, w_cross)  # logits: batch, tgt, tgt_vocab
 
     def forward(
         self,

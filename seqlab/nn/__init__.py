@@ -5,6 +5,7 @@ Import from the modules (``seqlab.nn.attention`` ...) or from here.
 """
 
 from seqlab.nn.attention import (
+    Attended,
     KVCache,
     LayerKV,
     MultiHeadAttention,
@@ -21,6 +22,7 @@ from seqlab.nn.norm import Residual
 from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
 
 __all__ = [
+    "Attended",
     "Dropout",
     "FeedForward",
     "KVCache",

@@ -11,6 +11,9 @@ Equations (the notes in ../shared/seeds):
 Masks follow :mod:`seqlab.nn.masks` (boolean, True = may attend). A query row whose keys are all
 masked yields zeros in the output and the weights, never NaN (also not in the gradients).
 
+Every method returns one type: ``forward`` the output (fused SDPA by default), ``forward_with_weights``
+an :class:`Attended` (output, weights) computed on the equations path.
+
 Shapes: batch; head; seq_q, seq_k (query and key positions); depth = d_model / n_heads;
 max_len (slots of a KV cache).
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -159,6 +163,15 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(batch, seq, head * depth)  # batch, seq, d_model
 
 
+class Attended(NamedTuple):
+    """An output and the attention weights that produced it (each query's row sums to 1, or is 0 when
+    all its keys are masked). The shapes are MultiHeadAttention's; a method that returns other shapes
+    says so (Seq2SeqAttention: logits and alpha)."""
+
+    output: Tensor  # batch, seq_q, d_model
+    weights: Tensor  # batch, head, seq_q, seq_k (seq_k = max_len slots with a KV cache)
+
+
 @dataclass
 class LayerKV:
     """One layer's slice of a :class:`KVCache` for one forward call: storage plus the positions written."""
@@ -231,7 +244,8 @@ class MultiHeadAttention(nn.Module):
     (``cross=True``) takes Q from x and K, V from a context: ``q`` and packed ``kv`` projections.
     ``causal=True`` makes self-attention causal (seed 001's M). ``impl`` ("fused" = SDPA, or
     "equations" = :func:`attention_equations`) may be switched at any time, e.g. by
-    :func:`set_attention_impl`; ``need_weights=True`` always uses the equations path.
+    :func:`set_attention_impl`. ``forward`` returns the output; ``forward_with_weights`` returns an
+    :class:`Attended` and always uses the equations path (SDPA does not expose the weights).
     """
 
     def __init__(
@@ -273,14 +287,29 @@ class MultiHeadAttention(nn.Module):
         context: Tensor | None = None,
         mask: Tensor | None = None,
         cache: LayerKV | None = None,
-        need_weights: bool = False,
-    ) -> Tensor | tuple[Tensor, Tensor]:
+    ) -> Tensor:
         """x (batch, seq_q, d_model), context (batch, seq_k, d_model) -> (batch, seq_q, d_model).
 
         ``mask`` broadcasts to (batch, head, seq_q, seq_k) (True = may attend); with ``cache`` the
-        keys are the cache's max_len slots. With ``need_weights`` also returns the attention
-        weights (batch, head, seq_q, seq_k).
+        keys are the cache's max_len slots.
         """
+        return self._attend(x, context, mask, cache, keep_weights=False)[0]  # batch, seq_q, d_model
+
+    def forward_with_weights(
+        self,
+        x: Tensor,
+        context: Tensor | None = None,
+        mask: Tensor | None = None,
+        cache: LayerKV | None = None,
+    ) -> Attended:
+        """As ``forward``, through the equations path: Attended(output (batch, seq_q, d_model),
+        weights (batch, head, seq_q, seq_k))."""
+        return Attended(*self._attend(x, context, mask, cache, keep_weights=True))
+
+    def _attend(
+        self, x: Tensor, context: Tensor | None, mask: Tensor | None, cache: LayerKV | None, keep_weights: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        """The one implementation of both methods: (output, weights if keep_weights else None)."""
         q, k, v = self._project(x, context)  # batch, seq, d_model
         q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # batch, head, seq, depth
         is_causal = self.causal
@@ -293,12 +322,12 @@ class MultiHeadAttention(nn.Module):
         one_step = cache is not None and q.shape[-2] == 1
         # in training with dropout on CPU the explicit path too: its dropout is cheaper than SDPA's (nn/dropout.py)
         cpu_dropout = p > 0.0 and x.device.type == "cpu"
-        if need_weights or self.impl == "equations" or one_step or cpu_dropout:
+        if keep_weights or self.impl == "equations" or one_step or cpu_dropout:
             o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
         else:
             o, weights = attention_fused(q, k, v, mask, p, self.training, is_causal), None
         out = self.out(merge_heads(o))  # batch, seq_q, d_model
-        return (out, weights) if need_weights else out
+        return out, (weights if keep_weights else None)
 
 
 def set_attention_impl(model: nn.Module, impl: str) -> None:

@@ -294,8 +294,7 @@ class Translator:
             weights = self.model.attention_maps(src, tgt_in)  # 1, tgt, src
         else:
             memory = self.model.encode(src)  # 1, src, d_model
-            _, layers = self.model.decode(tgt_in, memory, need_weights=True)
-            weights = layers[-1]["cross"][0]  # head, tgt, src
+            weights = self.model.decode_with_weights(tgt_in, memory).cross_attn[-1][0]  # head, tgt, src
         return (self._token_strings(self.src_tok, src_ids), self._token_strings(self.tgt_tok, out_ids),
                 weights.float().cpu())
 
