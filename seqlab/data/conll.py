@@ -45,6 +45,8 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise SeqlabError(f"{path}: no such file; check the path (data.train / data.valid / data.test)") from None
     except IsADirectoryError:
         raise SeqlabError(f"{path}: is a folder, not a file; point at the data file itself") from None
+    except OSError as err:  # permissions, a name too long, ...
+        raise SeqlabError(f"{path}: cannot read it ({err.strerror or err}); check the path and its permissions") from None
     for number, raw in enumerate(data.splitlines(), start=1):
         try:
             yield number, raw.decode("utf-8")

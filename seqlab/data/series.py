@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,8 @@ def _read_rows(path: Path) -> list[tuple[int, list[str]]]:
         raise SeqlabError(f"{path}: no such file; check the path to the CSV series") from None
     except IsADirectoryError:
         raise SeqlabError(f"{path} is a folder; pass the path of a CSV file") from None
+    except OSError as exc:  # permissions, a name too long, ...
+        raise SeqlabError(f"{path}: cannot read it ({exc.strerror or exc}); check the path and its permissions") from None
     except UnicodeDecodeError as exc:
         raise SeqlabError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the CSV as UTF-8") from None
     except csv.Error as exc:
@@ -58,7 +61,7 @@ def _column_index(spec: int | str, names: list[str] | None, n_cols: int, path: P
     """Resolve a column given by header name or 0-based index (negative counts from the end)."""
     if isinstance(spec, str) and names is not None and spec in names:
         return names.index(spec)
-    if isinstance(spec, str) and spec.lstrip("-").isdigit():
+    if isinstance(spec, str) and re.fullmatch(r"-?[0-9]{1,9}", spec):  # ASCII digits only: int() refuses "--1", "²"
         spec = int(spec)
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool) and -n_cols <= spec < n_cols:
         return int(spec) % n_cols
@@ -107,7 +110,7 @@ def read_column(
         raise SeqlabError(f"{path}: the file has a header but no data rows; add the values below the header")
     n_cols = len(first)
     if column is None:
-        numeric = [i for i, c in enumerate(data[0][1]) if _number(c.strip()) is not None]
+        numeric = [i for i, c in enumerate(data[0][1][:n_cols]) if _number(c.strip()) is not None]  # named columns
         if not numeric:
             raise SeqlabError(
                 f"{path}:{data[0][0]}: no column holds a number; pass column= (name or index) of the values"

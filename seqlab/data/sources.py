@@ -81,25 +81,42 @@ def source_names() -> list[str]:
     return [*EMBEDDED, *download.DATASETS]
 
 
+def _expand(name: str | os.PathLike) -> Path:
+    """``Path(name).expanduser()``; ``~user`` of a user that does not exist is a SeqlabError."""
+    try:
+        return Path(name).expanduser()
+    except (RuntimeError, ValueError):  # "Could not determine home directory." / "embedded null byte" (~user\0)
+        raise SeqlabError(f"cannot expand {os.fspath(name)!r}: no such user's home folder; give the full path") from None
+
+
+def _shown(path: str | Path) -> str:
+    """The path as messages show it: as is, or quoted when it holds a line break or another unprintable character."""
+    return str(path) if str(path).isprintable() else repr(str(path))
+
+
 def read_text_file(path: str | os.PathLike) -> str:
     """Read a user's UTF-8 text file; every problem is a one-line SeqlabError with the fix."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise SeqlabError(f"file not found: {path}; check the path")
-    if path.is_dir():
-        some = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
-        hint = f" (it holds {', '.join(some)})" if some else ""
-        raise SeqlabError(f"{path} is a directory{hint}; give the path of a text file inside it")
-    data = path.read_bytes()
+    path = _expand(path)
+    shown = _shown(path)
+    try:
+        if not path.exists():
+            raise SeqlabError(f"file not found: {shown}; check the path")
+        if path.is_dir():
+            some = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
+            hint = f" (it holds {', '.join(map(_shown, some))})" if some else ""
+            raise SeqlabError(f"{shown} is a directory{hint}; give the path of a text file inside it")
+        data = path.read_bytes()
+    except OSError as e:  # permissions, a name too long, ...
+        raise SeqlabError(f"cannot read {shown}: {e.strerror or e}; check the path and its permissions") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise SeqlabError(
-            f"{path} is not UTF-8: byte 0x{data[e.start]:02x} at byte offset {e.start} ({e.reason}); "
-            f"convert it, e.g. `iconv -f latin1 -t utf-8 {path} > {path}.utf8`"
+            f"{shown} is not UTF-8: byte 0x{data[e.start]:02x} at byte offset {e.start} ({e.reason}); "
+            f"convert it, e.g. `iconv -f latin1 -t utf-8 {shown} > {shown}.utf8`"
         ) from None
     if not text.strip():
-        raise SeqlabError(f"{path} is empty (no text); give a file with text in it")
+        raise SeqlabError(f"{shown} is empty (no text); give a file with text in it")
     return text
 
 
@@ -112,13 +129,12 @@ def read_text(source: str | os.PathLike) -> str:
     if name in download.DATASETS:
         download.get(name)
         return read_text_file(download.cache_dir() / download.DATASETS[name].main)
-    path = Path(name).expanduser()
-    if not path.exists() and not _looks_like_path(name):
+    if not os.path.exists(_expand(name)) and not _looks_like_path(name):  # os.path: False for a name too long
         raise SeqlabError(
             f"unknown corpus {name!r}: not a corpus name and no such file; use one of "
             f"{', '.join(source_names())}, or the path of a UTF-8 text file"
         )
-    return read_text_file(path)
+    return read_text_file(name)
 
 
 def _looks_like_path(name: str) -> bool:
@@ -145,7 +161,7 @@ def split_text(text: str, fractions: Sequence[float] = DEFAULT_SPLIT) -> tuple[s
 def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     try:
         values = tuple(float(f) for f in fractions)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int too large for a float
         values = ()
     fix = "give three fractions for train, valid, test, e.g. data.split = [0.9, 0.05, 0.05]"
     if len(values) != 3:

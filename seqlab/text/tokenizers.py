@@ -312,7 +312,7 @@ def load_tokenizer(path_or_dict: str | os.PathLike | dict[str, Any]) -> Tokenize
         raise SeqlabError("tokenizer JSON must be an object with a \"kind\" key; re-create it with save()")
     if "kind" not in d and "model" in d:
         return BPETokenizer.from_json(json.dumps(d))
-    cls = KINDS.get(d.get("kind"))
+    cls = KINDS.get(d.get("kind")) if isinstance(d.get("kind"), str) else None  # a list or dict is unhashable
     if cls is None:
         raise SeqlabError(f"unknown tokenizer kind {d.get('kind')!r}; expected one of {sorted(KINDS)}")
     return cls.from_dict(d)

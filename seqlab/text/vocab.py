@@ -37,14 +37,16 @@ SPECIALS: tuple[str, ...] = (PAD, UNK, SOS, EOS)  # in id order: <pad>=0, <unk>=
 def read_json(path: str | os.PathLike, what: str) -> Any:
     """Read a JSON file written by :func:`seqlab.io.write_json_atomic`; bad input raises SeqlabError."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.exists(path):  # os.path: False, not an OSError, for a name the system refuses (too long)
         raise SeqlabError(f"{what} file not found: {path}; check the path")
     if path.is_dir():
         raise SeqlabError(f"{path} is a directory; give the {what} JSON file inside it")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:  # RecursionError: nested too deep
         raise SeqlabError(f"{path} is not a valid {what} JSON file ({e}); re-create it with save()") from None
+    except OSError as e:  # e.g. no permission to read it
+        raise SeqlabError(f"cannot read the {what} file {path}: {e.strerror or e}; check its permissions") from None
 
 
 class Vocab:
