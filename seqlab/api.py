@@ -18,7 +18,12 @@ from seqlab.io import write_text_atomic
 from seqlab.tasks import task_module
 
 class Interrupted(Exception):
-    """Training stopped by SIGINT after saving a checkpoint (the CLI exits 130)."""
+    """Training stopped by SIGINT or SIGTERM after saving a checkpoint; ``exit_code`` is the shell's
+    128 + signal number (130 after SIGINT, 143 after SIGTERM), what the CLI exits with."""
+
+    def __init__(self, message: str, exit_code: int = 130):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress"}
@@ -92,8 +97,11 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
 
         plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png")
     if state.get("interrupted"):
-        raise Interrupted(f"interrupted: checkpoint saved at step {state['step']} in {run_dir}; "
-                          "continue with --resume")
+        import signal
+
+        signum = state.get("signal") or signal.SIGINT
+        raise Interrupted(f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step {state['step']} "
+                          f"in {run_dir}; continue with --resume", exit_code=128 + signum)
     return run_dir
 
 

@@ -208,26 +208,33 @@ def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, 
 # the loop
 
 
-class SigintFlag:
-    """Turns SIGINT into a flag checked between steps, so the step in flight finishes and is saved."""
+class StopSignals:
+    """SIGINT (Ctrl-C) and SIGTERM (what schedulers and ``docker stop`` send) become a flag checked between
+    steps, so the step in flight finishes and is saved; a second signal stops at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
-        self.flag = False
-        self._old = None
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    @property
+    def flag(self) -> bool:
+        return self.signum is not None
 
     def __enter__(self):
         if _is_main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
+            self._old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
         return self
 
     def _handle(self, signum, frame):
-        if self.flag:  # a second Ctrl-C: stop at once
+        if self.signum is not None:  # the second signal: stop at once
             raise KeyboardInterrupt
-        self.flag = True
+        self.signum = signum
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for s, handler in self._old.items():
+            signal.signal(s, handler)
 
 
 def _is_main_thread() -> bool:
@@ -464,7 +471,7 @@ class Trainer:
 
     def fit(self) -> dict[str, Any]:
         """Train until the end (max_steps, epochs or the time budget); returns the final state. SIGINT saves
-        and stops cleanly at the next step boundary."""
+        and SIGTERM save and stop cleanly at the next step boundary."""
         cfg, kernel = self.cfg, self.kernel
         metrics = MetricsLog(self.run_dir / "metrics.jsonl", enabled=self.dist.main)
         metrics.truncate_after(self.step)
@@ -477,7 +484,7 @@ class Trainer:
         t0, tok0 = time.perf_counter(), 0
         self.started = t0  # the time budget counts from here
         interrupted = False
-        with SigintFlag() as interrupt:
+        with StopSignals() as interrupt:
             while not self.done():
                 loss, tokens = take_step()
                 if not math.isfinite(loss):
@@ -512,7 +519,7 @@ class Trainer:
         if last_saved != self.step or not checkpoint.exists(self.run_dir):
             self.save()
         progress.close()
-        return {**self.state(), "interrupted": interrupted}
+        return {**self.state(), "interrupted": interrupted, "signal": interrupt.signum}
 
     def _evaluate(self, metrics: "MetricsLog", progress) -> None:
         result = self.validate(self.cfg.eval_batches)

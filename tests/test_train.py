@@ -129,19 +129,32 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path, corpus):
     assert again.returncode == 0 and "nothing to do" in again.stderr
 
 
-def test_sigint_saves_and_exits_cleanly(tmp_path, corpus):
-    cfg = config_file(tmp_path, corpus, 100_000, ["train.save_every=0", "train.eval_every=0", "train.log_every=1"])
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_stop_signal_saves_exits_cleanly_and_resumes_bit_for_bit(tmp_path, corpus, signum, code):
+    """SIGINT (Ctrl-C) and SIGTERM (schedulers, docker stop) save at the next step and exit 128 + signal;
+    --resume then ends bit-identical to a run that was never stopped."""
+    steps = 30
+    cfg = config_file(tmp_path, corpus, steps, ["train.save_every=0", "train.eval_every=0", "train.log_every=1",
+                                                "model.dropout=0.1"])
+    straight = seqlab("train", str(cfg), "--out", str(tmp_path / "a"))
+    assert straight.returncode == 0, straight.stderr
     proc = subprocess.Popen([sys.executable, "-m", "seqlab", "train", str(cfg), "--out", str(tmp_path / "r")],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / "r" / "metrics.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and not (metrics.exists() and len(metrics.read_text().splitlines()) >= 3):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+        time.sleep(0.01)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "checkpoint saved at step" in err
-    assert json.loads((tmp_path / "r" / "state.json").read_text())["step"] >= 3
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step" in err
+    stopped_at = json.loads((tmp_path / "r" / "state.json").read_text())["step"]
+    assert 3 <= stopped_at < steps, f"the run was not stopped mid-way (step {stopped_at})"
+    resumed = seqlab("train", str(cfg), "--out", str(tmp_path / "r"), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    for name in ("model.safetensors", "trainer.safetensors"):
+        a, b = load_file(tmp_path / "a" / name), load_file(tmp_path / "r" / name)
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), name
 
 
 class PoisonedTask:

@@ -53,7 +53,7 @@ def run(args) -> int:
         run_dir = train(cfg, args.out, force=True, log=log)
     except Interrupted as e:
         log(str(e))
-        return 130
+        return e.exit_code
     minutes = (time.perf_counter() - t0) / 60
 
     lm = load(run_dir)
