@@ -2,7 +2,9 @@
 
 Run directories (DESIGN.md): an existing run is never overwritten without ``force``; ``resume``
 continues it, and only ``train.max_steps`` / ``train.epochs`` (and ``train.max_minutes``, the wall-clock
-budget, and the cosmetic ``train.progress``) may differ from the config it was started with. Under ``torchrun`` only rank 0 writes.
+budget, and the cosmetic ``train.progress``) may differ from the config it was started with; train keys the
+task does not use are not compared (earlier versions recorded every train key). Under ``torchrun`` only rank 0
+writes.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from seqlab import checkpoint, config as config_mod
+from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.errors import SeqlabError
 from seqlab.io import write_text_atomic
-from seqlab.tasks import task_module
+from seqlab.tasks import registry
+from seqlab.tasks.registry import task_module
 
 class Interrupted(Exception):
     """Training stopped by SIGINT or SIGTERM after saving a checkpoint; ``exit_code`` is the shell's
@@ -42,6 +45,11 @@ def _norm(value):
     return list(value) if isinstance(value, tuple) else value
 
 
+def _unused_train_key(key: str, cfg: RunConfig) -> bool:
+    section, _, name = key.partition(".")
+    return section == "train" and cfg.train_keys is not None and name not in cfg.train_keys
+
+
 def read_run_config(run_dir: str | Path) -> RunConfig:
     run_dir = Path(run_dir)
     if not run_dir.exists():
@@ -51,7 +59,8 @@ def read_run_config(run_dir: str | Path) -> RunConfig:
     path = run_dir / "config.toml"
     if not path.exists():
         raise SeqlabError(f"{run_dir} is not a run directory (no config.toml); give the folder `seqlab train` wrote")
-    return config_mod.from_dict(tomllib.loads(path.read_text(encoding="utf-8")))
+    # a run written by an earlier version records every train key: those its task does not use are dropped
+    return registry.from_dict(tomllib.loads(path.read_text(encoding="utf-8")), drop_unused=True)
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool) -> None:
@@ -62,7 +71,8 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
     if has_content and resume:
         if (run_dir / "config.toml").exists():
             old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
-            changed = [k for k in config_differences(old, cfg.to_dict()) if k not in RESUMABLE_CHANGES]
+            changed = [k for k in config_differences(old, cfg.to_dict())
+                       if k not in RESUMABLE_CHANGES and not _unused_train_key(k, cfg)]
             if changed:
                 raise SeqlabError(f"cannot resume {run_dir}: {', '.join(changed)} differ from the run's config.toml; "
                                   "on resume only train.max_steps and train.epochs may change")
@@ -80,8 +90,7 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
     from seqlab.trainer import init_distributed
 
     name = cfg if isinstance(cfg, str) else None
-    if not isinstance(cfg, RunConfig):
-        cfg = config_mod.resolve(cfg, overrides)
+    cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
     if dist.main:

@@ -40,6 +40,11 @@ from seqlab.config import TrainConfig
 from seqlab.errors import SeqlabError
 from seqlab.io import write_text_atomic
 
+# The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
+TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
+                "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision", "compile", "device", "threads",
+                "eval_every", "eval_batches", "save_every", "log_every", "keep_best", "progress")
+
 
 class TrainTask(Protocol):
     """What the trainer needs from a task (language modelling, tagging, classification, ...)."""

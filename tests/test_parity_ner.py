@@ -403,7 +403,7 @@ def test_trained_tagger_predictions_match_seqeval(shared_data, tmp_path):
     from seqeval.scheme import IOB2
 
     import seqlab
-    from seqlab.config import resolve
+    from seqlab.tasks import resolve
     from seqlab.data.conll import read_conll
 
     conll = shared_data / "conll2003"

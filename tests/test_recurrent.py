@@ -200,7 +200,7 @@ def test_bidirectional_encoder_ignores_padding(impl):
 
 
 def test_trains_evaluates_and_generates_through_the_lm_task(tmp_path, monkeypatch):
-    from seqlab import config
+    from seqlab import tasks
     from seqlab.tasks import lm
     from seqlab.trainer import Dist
 
@@ -213,7 +213,7 @@ def test_trains_evaluates_and_generates_through_the_lm_task(tmp_path, monkeypatc
             else build(cfg, vocab_size))
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat on the mat.\n" * 120)
-    cfg = config.from_dict({
+    cfg = tasks.from_dict({
         "task": {"kind": "lm"},
         "data": {"source": str(corpus), "tokenizer": "char", "split": [0.8, 0.1, 0.1]},
         "model": {"arch": "lstm", "n_layers": 1, "d_model": 32, "hidden_size": 32, "max_len": 24, "dropout": 0.0},

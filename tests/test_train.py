@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from seqlab import api, checkpoint
-from seqlab.config import resolve
+from seqlab.tasks import resolve
 from seqlab.errors import SeqlabError
 from seqlab.trainer import TrainConfig, learning_rate
 

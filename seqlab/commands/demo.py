@@ -33,9 +33,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from seqlab.api import Interrupted, load, train
-    from seqlab.config import resolve
     from seqlab.errors import SeqlabError
     from seqlab.metrics.lm import ngram_nll, perplexity
+    from seqlab.tasks import resolve
     from seqlab.tasks.lm import load_splits
     from seqlab.viz import plot_attention
 

@@ -63,11 +63,11 @@ class PretrainedConfig:
 class PretrainedTaggerConfig(PretrainedConfig):
     """The encoder + a per-sub-word linear layer read at each word's first sub-word."""
 
-    n_labels: int  # tags in the label vocabulary (from the training data)
+    n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.n_labels < 1:
+        if self.n_labels is not None and self.n_labels < 1:
             raise SeqlabError(f"n_labels={self.n_labels} must be >= 1")
 
 
@@ -75,11 +75,11 @@ class PretrainedTaggerConfig(PretrainedConfig):
 class PretrainedClassifierConfig(PretrainedConfig):
     """The encoder + mean pooling over the real tokens + dropout + a linear layer."""
 
-    n_classes: int  # classes in the label vocabulary (from the training data)
+    n_classes: int | None = None  # classes in the label vocabulary (from the training data; None until read)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.n_classes < 1:
+        if self.n_classes is not None and self.n_classes < 1:
             raise SeqlabError(f"n_classes={self.n_classes} must be >= 1")
 
 
@@ -155,6 +155,8 @@ class _Head(nn.Module):
 
     def __init__(self, cfg: PretrainedConfig, encoder: BertEncoder, n_out: int) -> None:
         super().__init__()
+        if n_out is None or n_out < 1:  # a model needs the sizes read from the data (n_labels or n_classes)
+            raise SeqlabError(f"the head needs n_labels / n_classes >= 1, got {n_out}")
         self.cfg = cfg
         self.encoder = encoder
         self.dropout = Dropout(cfg.dropout)

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
-from seqlab.models.transformer import _check_positions
+from seqlab.models.transformer import _check_positions, check_size
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, State, set_forget_bias
 
@@ -42,7 +42,7 @@ def _check_positive(name: str, value: int) -> None:
 class RecurrentModelConfig:
     """The fields every recurrent model shares (language model; tagger and classifier)."""
 
-    vocab_size: int  # tokens in the vocabulary
+    vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
     cell: str = "lstm"  # rnn (Elman) | simple-gru (the notes' GRU, impl="equations" only) | gru | lstm
     nonlinearity: str = "tanh"  # g of the Elman cell: tanh | relu (rnn cell only)
     n_layers: int = 2  # stacked recurrent layers (seed 004 "Deep RNNs")
@@ -54,7 +54,7 @@ class RecurrentModelConfig:
     arch_cells: ClassVar[tuple[str, ...]] = tuple(CELLS)  # the cells this config's model.arch accepts
 
     def __post_init__(self) -> None:
-        _check_positive("vocab_size", self.vocab_size)
+        check_size("vocab_size", self.vocab_size)
         _check_positive("d_model", self.d_model)
         if self.cell not in self.arch_cells:
             raise SeqlabError(f"cell={self.cell!r} does not fit this model.arch; use cell = "
@@ -118,6 +118,7 @@ class RecurrentEncoder(nn.Module):
 
     def __init__(self, cfg: RecurrentModelConfig, bidirectional: bool = False, padding_idx: int | None = None) -> None:
         super().__init__()
+        _check_positive("vocab_size", cfg.vocab_size)  # a model needs the sizes read from the data
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=padding_idx)  # E: vocab, d_model
         self.rnn = RecurrentStack(cfg.stack_config(bidirectional))
         self.dropout = Dropout(cfg.dropout)

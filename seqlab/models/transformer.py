@@ -71,11 +71,11 @@ class TransformerConfig:
 class TransformerLMConfig(TransformerConfig):
     """Decoder-only language model (GPT-style)."""
 
-    vocab_size: int  # tokens in the vocabulary
+    vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("vocab_size", self.vocab_size)
+        check_size("vocab_size", self.vocab_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,15 +83,16 @@ class EncoderDecoderConfig(TransformerConfig):
     """Encoder-decoder (translation). Separate source and target vocabularies; a joint vocabulary is
     the same size twice, with ``share_embeddings`` to use one matrix for both."""
 
-    src_vocab_size: int  # tokens in the source vocabulary
-    tgt_vocab_size: int  # tokens in the target vocabulary
+    src_vocab_size: int | None = None  # tokens in the source vocabulary (from the data, like vocab_size)
+    tgt_vocab_size: int | None = None  # tokens in the target vocabulary (from the data, like vocab_size)
     share_embeddings: bool = False  # source and target token embeddings are one matrix (needs equal sizes)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("src_vocab_size", self.src_vocab_size)
-        _check_positive("tgt_vocab_size", self.tgt_vocab_size)
-        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+        check_size("src_vocab_size", self.src_vocab_size)
+        check_size("tgt_vocab_size", self.tgt_vocab_size)
+        sized = self.src_vocab_size is not None and self.tgt_vocab_size is not None
+        if self.share_embeddings and sized and self.src_vocab_size != self.tgt_vocab_size:
             raise SeqlabError(
                 f"share_embeddings needs src_vocab_size == tgt_vocab_size (got {self.src_vocab_size} and "
                 f"{self.tgt_vocab_size}); use a joint vocabulary or share_embeddings=false"
@@ -101,6 +102,13 @@ class EncoderDecoderConfig(TransformerConfig):
 def _check_positive(name: str, value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
+
+
+def check_size(name: str, value: int | None) -> None:
+    """A size read from the data (vocab_size, n_labels, ...): None in a run config until the task reads the
+    data and sets it with ``dataclasses.replace``; a positive whole number once set."""
+    if value is not None:
+        _check_positive(name, value)
 
 
 def _check_choice(name: str, value: str, choices) -> None:
@@ -123,6 +131,7 @@ class Embedding(nn.Module):
 
     def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
+        _check_positive("vocab_size", vocab_size)  # a model needs the sizes read from the data
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)  # E: vocab, d_model
         self.positions = POSITIONS[cfg.positions](cfg.d_model, cfg.max_len)  # P: max_len, d_model
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else None

@@ -45,6 +45,9 @@ from seqlab.trainer import Dist, Trainer, resolve_device
 from seqlab.vectors import KeyedVectors
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
+# The train.* keys used (batch_size by the PyTorch engine); embeddings train whole epochs, not max_steps.
+TRAIN_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_minutes", "save_every", "batch_size",
+              "progress")
 ANALOGY_SET = "analogy-google"  # default evaluation sets (download registry names)
 SIMILARITY_SETS = ("wordsim353", "simlex999")
 

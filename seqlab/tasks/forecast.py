@@ -49,9 +49,13 @@ from seqlab.errors import SeqlabError
 from seqlab.io import write_text_atomic
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
-from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
+from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
+# The train.* keys used, per model.arch: AR(p) is fitted in closed form (no Trainer); the neural forecasters
+# use the Trainer's keys but eval_batches (validation always scores the whole valid part).
+TRAIN_KEYS = {"ar": ("progress",),
+              **dict.fromkeys(FORECASTER_CONFIGS, tuple(k for k in TRAINER_KEYS if k != "eval_batches"))}
 SPLITS = ("train", "valid", "test")
 SERIES_FILE = "series.json"
 SERIES_FORMAT = 1  # format_version of series.json

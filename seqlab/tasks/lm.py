@@ -30,9 +30,10 @@ from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
-from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
+from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, resolve_device, shard_rows
 
 MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS}
+TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 SPLITS = ("train", "valid", "test")
 _CHUNK_CHARS = 1 << 20  # encode large corpora a megabyte of text at a time
 
