@@ -34,7 +34,7 @@ from torch import nn
 from seqlab import checkpoint
 from seqlab.config import TrainConfig
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
+from seqlab.io import versions, write_text_atomic
 
 
 class TrainTask(Protocol):
@@ -239,7 +239,7 @@ class Trainer:
     def state(self) -> dict[str, Any]:
         return {"step": self.step, "examples_seen": self.examples_seen, "tokens_seen": self.tokens_seen,
                 "best_valid_loss": None if math.isinf(self.best) else self.best,
-                "versions": {"seqlab": _version(), "torch": torch.__version__}, **self.extra_state}
+                "versions": versions("torch"), **self.extra_state}
 
     def save(self, directory: Path | None = None) -> None:
         if not self.dist.main:
@@ -410,12 +410,6 @@ def _progress(cfg: TrainConfig, start: int, enabled: bool):
                 file=sys.stderr, desc="train")
 
 
-def _version() -> str:
-    from seqlab import __version__
-
-    return __version__
-
-
 class MetricsLog:
     """``metrics.jsonl``: one JSON object per line (training rows and validation rows)."""
 
@@ -434,10 +428,3 @@ class MetricsLog:
         if self.enabled:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
-
-
-def read_metrics(path: str | Path) -> list[dict]:
-    path = Path(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.recurrent import RecurrentModelConfig, _check_positive
+from seqlab.errors import SeqlabError, check_positive
+from seqlab.models.recurrent import RecurrentModelConfig
 from seqlab.models.tagger import EmbeddingInit, _no_tied_embeddings, arch_configs, build_encoder, token_embedding
 from seqlab.models.transformer import TransformerConfig
 
@@ -50,7 +50,7 @@ class RecurrentClassifierConfig(EmbeddingInit, RecurrentModelConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("n_classes", self.n_classes)
+        check_positive("n_classes", self.n_classes)
         _check_pooling(self.pooling, RECURRENT_POOLING)
         self.check_vectors()
 
@@ -66,8 +66,8 @@ class TransformerClassifierConfig(EmbeddingInit, TransformerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("vocab_size", self.vocab_size)
-        _check_positive("n_classes", self.n_classes)
+        check_positive("vocab_size", self.vocab_size)
+        check_positive("n_classes", self.n_classes)
         _check_pooling(self.pooling, TRANSFORMER_POOLING)
         _no_tied_embeddings(self)
         self.check_vectors()

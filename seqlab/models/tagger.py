@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig, _check_positive
+from seqlab.errors import SeqlabError, check_positive
+from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig
 from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2
 from seqlab.nn.recurrent import set_forget_bias
 from seqlab.text.vocab import Vocab
@@ -72,7 +72,7 @@ class RecurrentTaggerConfig(EmbeddingInit, RecurrentModelConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("n_labels", self.n_labels)
+        check_positive("n_labels", self.n_labels)
         self.check_vectors()
 
 
@@ -86,8 +86,8 @@ class TransformerTaggerConfig(EmbeddingInit, TransformerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("vocab_size", self.vocab_size)
-        _check_positive("n_labels", self.n_labels)
+        check_positive("vocab_size", self.vocab_size)
+        check_positive("n_labels", self.n_labels)
         _no_tied_embeddings(self)
         self.check_vectors()
 

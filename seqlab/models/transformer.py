@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, check_positive as _check_positive
 from seqlab.nn.attention import KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
@@ -91,11 +91,6 @@ class EncoderDecoderConfig(TransformerConfig):
                 f"share_embeddings needs src_vocab_size == tgt_vocab_size (got {self.src_vocab_size} and "
                 f"{self.tgt_vocab_size}); use a joint vocabulary or share_embeddings=false"
             )
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
 
 
 def _check_choice(name: str, value: str, choices) -> None:
