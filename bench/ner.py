@@ -43,7 +43,7 @@ def seconds_per_step(cfg, steps: int = CALIBRATION_STEPS) -> float:
     from dataclasses import replace
 
     from seqlab import api
-    from seqlab.trainer import read_metrics
+    from seqlab.io import read_metrics
 
     short = replace(cfg, train=replace(cfg.train, max_steps=steps, log_every=steps, eval_every=0, save_every=0,
                                        max_minutes=0.0, progress=False))

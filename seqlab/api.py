@@ -1,4 +1,5 @@
-"""The Python API behind the command line: ``seqlab.train(config)`` and ``seqlab.load(run)``.
+"""The Python API behind the command line: ``seqlab.train(config)`` and ``seqlab.load(run)``, and the openers
+of "a run directory or a file": :func:`open_encoder` (sentence embeddings) and :func:`open_vectors` (word vectors).
 
 Run directories (DESIGN.md): an existing run is never overwritten without ``force``; ``resume``
 continues it, and only ``train.max_steps`` / ``train.epochs`` (and ``train.max_minutes``, the wall-clock
@@ -12,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seqlab import checkpoint
 from seqlab.config import RunConfig
@@ -19,6 +21,13 @@ from seqlab.errors import SeqlabError
 from seqlab.io import write_text_atomic
 from seqlab.tasks import registry
 from seqlab.tasks.registry import task_module
+
+if TYPE_CHECKING:  # annotations only: importing them here would load torch for `seqlab --help`
+    import torch
+
+    from seqlab.models.sentence import SentenceEncoder
+    from seqlab.vectors import KeyedVectors
+
 
 class Interrupted(Exception):
     """Training stopped by SIGINT or SIGTERM after saving a checkpoint; ``exit_code`` is the shell's
@@ -121,3 +130,43 @@ def load(run_dir: str | Path, device: str | None = None):
     if not checkpoint.exists(run_dir):
         raise SeqlabError(f"{run_dir} has no checkpoint yet; train it with `seqlab train ... --out {run_dir}`")
     return task_module(cfg.task.kind).load(run_dir, cfg, device=device)
+
+
+def open_encoder(run_or_dir: str | Path, device: str | torch.device | None = None) -> SentenceEncoder:
+    """The sentence encoder behind RUN_OR_DIR: a pretrained directory or model name, or a run directory.
+
+    A run directory (it has ``config.toml``) is loaded with :func:`load`; its object provides the embeddings
+    through a ``sentence_encoder()`` method returning a :class:`~seqlab.models.sentence.SentenceEncoder`, or
+    None when the run has no pretrained encoder (the hook for runs fine-tuned from one).
+    """
+    from seqlab.models.sentence import SentenceEncoder
+
+    path = Path(run_or_dir)
+    if (path / "config.toml").is_file():
+        obj = load(path, device=None if device is None else str(device))
+        make = getattr(obj, "sentence_encoder", None)
+        encoder = None if make is None else make()
+        if encoder is None:
+            raise SeqlabError(f"{path} is a {obj.config.task.kind} run without a pretrained encoder, so it has no "
+                              "sentence embeddings; give a run fine-tuned from one, a BERT-style directory, or "
+                              "all-MiniLM-L6-v2")
+        return encoder
+    return SentenceEncoder.from_pretrained(run_or_dir, device)
+
+
+def open_vectors(path: str | Path) -> KeyedVectors:
+    """Word vectors from an embedding run directory, a word2vec text file or a KeyedVectors safetensors file."""
+    from seqlab.vectors import KeyedVectors
+
+    path = Path(path)
+    if path.is_dir():
+        kind = read_run_config(path).task.kind
+        if kind != "embed":
+            raise SeqlabError(f"{path} is a {kind} run, which has no word vectors; "
+                              "give an embedding run (task.kind = \"embed\") or a vectors file")
+        return load(path).vectors
+    if not path.exists():
+        raise SeqlabError(f"{path} not found; give a run directory or a vectors file (.txt, .safetensors)")
+    if path.suffix == ".safetensors":
+        return KeyedVectors.load(path)
+    return KeyedVectors.load_word2vec_format(path)

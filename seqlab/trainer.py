@@ -38,7 +38,7 @@ from torch import nn
 from seqlab import checkpoint
 from seqlab.config import TrainConfig
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
+from seqlab.io import versions, write_text_atomic
 
 # The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
@@ -302,7 +302,7 @@ class Trainer:
     def state(self) -> dict[str, Any]:
         state = {"step": self.step, "examples_seen": self.examples_seen, "tokens_seen": self.tokens_seen,
                  "best_valid_loss": None if math.isinf(self.best) else self.best,
-                 "versions": {"seqlab": _version(), "torch": torch.__version__}, **self.extra_state}
+                 "versions": versions("torch"), **self.extra_state}
         if self.kernel:
             state.update(steps_per_epoch=self.task.steps_per_epoch, epoch_totals=dict(self.epoch_totals))
         return state
@@ -549,12 +549,6 @@ def _progress(total: int, start: int, enabled: bool):
                 file=sys.stderr, desc="train")
 
 
-def _version() -> str:
-    from seqlab import __version__
-
-    return __version__
-
-
 class MetricsLog:
     """``metrics.jsonl``: one JSON object per line (training rows and validation rows)."""
 
@@ -573,10 +567,3 @@ class MetricsLog:
         if self.enabled:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
-
-
-def read_metrics(path: str | Path) -> list[dict]:
-    path = Path(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

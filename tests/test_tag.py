@@ -192,7 +192,7 @@ def test_embeddings_start_from_word2vec_vectors(corpus, tmp_path, freeze):
     cfg = run_config(corpus, steps=8, vectors=str(tmp_path / "vec.txt"), freeze_vectors=freeze)
     tagger = api.load(api.train(cfg, tmp_path / "run", **QUIET), device="cpu")
     E = tagger.model.token_embedding.weight.detach().numpy()
-    rows = [tagger.vocab.stoi(w) for w in words[:2]]
+    rows = [tagger.tokenizer.stoi(w) for w in words[:2]]
     assert np.array_equal(E[rows], vectors[:2]) == freeze  # frozen: kept exactly; trainable: moved
     if not freeze:
         assert np.abs(E[rows] - vectors[:2]).max() < 0.5  # started there and moved a little

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.recurrent import RecurrentModelConfig, _check_positive
+from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.models.recurrent import RecurrentModelConfig
 from seqlab.models.tagger import EmbeddingInit, _no_tied_embeddings, arch_configs, build_encoder, token_embedding
-from seqlab.models.transformer import TransformerConfig, check_size
+from seqlab.models.transformer import TransformerConfig
 
 RECURRENT_POOLING = ("last", "mean", "max")
 TRANSFORMER_POOLING = ("mean", "max")  # "last" would single out one position of an order-free encoder
@@ -107,7 +107,7 @@ class Classifier(nn.Module):
         self.cfg = cfg
         self.encoder = build_encoder(cfg)
         self.dirs = 2 if getattr(cfg, "bidirectional", False) else 1
-        _check_positive("n_classes", cfg.n_classes)  # a model needs the sizes read from the data
+        check_positive("n_classes", cfg.n_classes)  # a model needs the sizes read from the data
         self.head = nn.Linear(self.encoder.out_size, cfg.n_classes)  # W: width -> classes, b
         if cfg.freeze_vectors:
             self.token_embedding.weight.requires_grad_(False)

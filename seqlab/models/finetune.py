@@ -27,12 +27,12 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.pretrained import BertConfig, BertEncoder, WordPieceTokenizer, from_pretrained, \
-    mean_pool, resolve_pretrained
-from seqlab.io import write_json_atomic
+from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.io import read_json, write_json_atomic
+from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, mean_pool, resolve_pretrained
+from seqlab.models.sentence import SentenceEncoder
 from seqlab.nn.dropout import Dropout
-from seqlab.text.vocab import read_json
+from seqlab.text.wordpiece import WordPieceTokenizer
 
 PRETRAINED, WORDPIECE = "pretrained.json", "wordpiece.json"  # files of a fine-tuned run directory
 
@@ -67,8 +67,7 @@ class PretrainedTaggerConfig(PretrainedConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.n_labels is not None and self.n_labels < 1:
-            raise SeqlabError(f"n_labels={self.n_labels} must be >= 1")
+        check_size("n_labels", self.n_labels)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,8 +78,7 @@ class PretrainedClassifierConfig(PretrainedConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.n_classes is not None and self.n_classes < 1:
-            raise SeqlabError(f"n_classes={self.n_classes} must be >= 1")
+        check_size("n_classes", self.n_classes)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -245,10 +243,8 @@ def _check_max_len(cfg: PretrainedConfig, bert: BertConfig) -> None:
 
 
 def sentence_encoder(model: TokenClassifier | SequenceClassifier, tokenizer: SubwordTokenizer,
-                     device: torch.device):
-    """The fine-tuned encoder as a :class:`seqlab.embed.SentenceEncoder` (mean-pooled, L2-normalised)."""
-    from seqlab.embed import SentenceEncoder
-
+                     device: torch.device) -> SentenceEncoder:
+    """The fine-tuned encoder as a :class:`~seqlab.models.sentence.SentenceEncoder` (mean-pooled, L2-normalised)."""
     return SentenceEncoder(model.encoder, tokenizer.sentence_tokenizer(), device=device)
 
 

@@ -27,15 +27,10 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.transformer import _check_positions, check_size
+from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.models.transformer import _check_positions
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, State, set_forget_bias
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +50,7 @@ class RecurrentModelConfig:
 
     def __post_init__(self) -> None:
         check_size("vocab_size", self.vocab_size)
-        _check_positive("d_model", self.d_model)
+        check_positive("d_model", self.d_model)
         if self.cell not in self.arch_cells:
             raise SeqlabError(f"cell={self.cell!r} does not fit this model.arch; use cell = "
                               + " or ".join(repr(c) for c in self.arch_cells) + " (or change model.arch)")
@@ -77,7 +72,7 @@ class RecurrentLMConfig(RecurrentModelConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("max_len", self.max_len)
+        check_positive("max_len", self.max_len)
         if self.tie_embeddings and self.hidden_size != self.d_model:
             raise SeqlabError(f"tie_embeddings needs hidden_size == d_model (got {self.hidden_size} and "
                               f"{self.d_model}); make them equal or set tie_embeddings=false")
@@ -118,7 +113,7 @@ class RecurrentEncoder(nn.Module):
 
     def __init__(self, cfg: RecurrentModelConfig, bidirectional: bool = False, padding_idx: int | None = None) -> None:
         super().__init__()
-        _check_positive("vocab_size", cfg.vocab_size)  # a model needs the sizes read from the data
+        check_positive("vocab_size", cfg.vocab_size)  # a model needs the sizes read from the data
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=padding_idx)  # E: vocab, d_model
         self.rnn = RecurrentStack(cfg.stack_config(bidirectional))
         self.dropout = Dropout(cfg.dropout)

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.errors import SeqlabError
-from seqlab.models.transformer import _check_positive, check_size
+from seqlab.errors import check_positive, check_size
 from seqlab.nn.additive import AdditiveAttention
 from seqlab.nn.attention import Attended
 from seqlab.nn.dropout import Dropout
@@ -60,7 +60,7 @@ class Seq2SeqConfig:
         check_size("src_vocab_size", self.src_vocab_size)
         check_size("tgt_vocab_size", self.tgt_vocab_size)
         for name in ("n_layers", "d_model", "hidden_size", "attn_size", "max_len"):
-            _check_positive(name, getattr(self, name))
+            check_positive(name, getattr(self, name))
         if self.cell not in CELLS:
             raise SeqlabError(f"unknown cell {self.cell!r}; use one of {', '.join(CELLS)}")
         if not 0.0 <= self.dropout < 1.0:
@@ -176,7 +176,7 @@ class Seq2SeqAttention(nn.Module):
         super().__init__()
         self.cfg = cfg
         for name in ("src_vocab_size", "tgt_vocab_size"):  # a model needs the sizes read from the data
-            _check_positive(name, getattr(cfg, name))
+            check_positive(name, getattr(cfg, name))
         self.encoder = Encoder(cfg)
         self.decoder = AttentionDecoder(cfg)
         for embed in (self.encoder.embed, self.decoder.embed):  # N(0, 1/d_model): unit-scale tied logits

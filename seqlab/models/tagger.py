@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig, _check_positive
-from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2, check_size
+from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig
+from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2
 from seqlab.nn.recurrent import set_forget_bias
 from seqlab.text.vocab import Vocab
 
@@ -191,7 +191,7 @@ class Tagger(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = build_encoder(cfg)
-        _check_positive("n_labels", cfg.n_labels)  # a model needs the sizes read from the data
+        check_positive("n_labels", cfg.n_labels)  # a model needs the sizes read from the data
         self.head = nn.Linear(self.encoder.out_size, cfg.n_labels)  # W2: dirs*hidden | d_model -> labels, b2
         if cfg.freeze_vectors:
             self.token_embedding.weight.requires_grad_(False)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, check_positive, check_size
 from seqlab.nn.attention import KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
@@ -56,7 +56,7 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "n_heads", "d_model", "d_ff", "max_len"):
-            _check_positive(name, getattr(self, name))
+            check_positive(name, getattr(self, name))
         check_heads(self.d_model, self.n_heads)
         _check_choice("norm", self.norm, PLACEMENTS)
         _check_choice("positions", self.positions, POSITIONS)
@@ -99,18 +99,6 @@ class EncoderDecoderConfig(TransformerConfig):
             )
 
 
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
-
-
-def check_size(name: str, value: int | None) -> None:
-    """A size read from the data (vocab_size, n_labels, ...): None in a run config until the task reads the
-    data and sets it with ``dataclasses.replace``; a positive whole number once set."""
-    if value is not None:
-        _check_positive(name, value)
-
-
 def _check_choice(name: str, value: str, choices) -> None:
     if value not in choices:
         raise SeqlabError(f"unknown {name} {value!r}; use one of {', '.join(choices)}")
@@ -131,7 +119,7 @@ class Embedding(nn.Module):
 
     def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
-        _check_positive("vocab_size", vocab_size)  # a model needs the sizes read from the data
+        check_positive("vocab_size", vocab_size)  # a model needs the sizes read from the data
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)  # E: vocab, d_model
         self.positions = POSITIONS[cfg.positions](cfg.d_model, cfg.max_len)  # P: max_len, d_model
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else None

@@ -36,8 +36,8 @@ from seqlab.config import RunConfig
 from seqlab.data import download
 from seqlab.data.sources import read_text, split_text
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
 from seqlab.data.corpus import Corpus
+from seqlab.io import read_json, write_text_atomic
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
 from seqlab.text.tokenizers import split_words
@@ -102,13 +102,7 @@ def build_model(cfg: RunConfig, vocab_size: int) -> SkipGram | GloVe:
 
 
 def _read_vocab(run_dir: Path) -> tuple[list[str], np.ndarray]:
-    path = run_dir / "vocab.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SeqlabError(f"{run_dir} has no vocab.json; train it with `seqlab train`") from None
-    except json.JSONDecodeError as e:
-        raise SeqlabError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None
+    doc = read_json(run_dir / "vocab.json", "vocabulary", "train the run again with `seqlab train`", expect=dict)
     return doc["words"], np.asarray(doc["counts"], dtype=np.int64)
 
 
@@ -249,21 +243,3 @@ def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None
         vectors = model.vectors() if isinstance(model, GloVe) else model.input.weight
         vectors = vectors.detach().cpu().numpy()
     return Embeddings(run_dir, cfg, KeyedVectors(words, vectors, counts))
-
-
-def open_vectors(path: str | Path) -> KeyedVectors:
-    """Word vectors from a run directory, a word2vec text file or a KeyedVectors safetensors file."""
-    path = Path(path)
-    if path.is_dir():
-        from seqlab.api import load as load_run
-
-        obj = load_run(path)
-        if not isinstance(obj, Embeddings):
-            raise SeqlabError(f"{path} is a {obj.config.task.kind} run, which has no word vectors; "
-                              "give an embedding run (task.kind = \"embed\") or a vectors file")
-        return obj.vectors
-    if not path.exists():
-        raise SeqlabError(f"{path} not found; give a run directory or a vectors file (.txt, .safetensors)")
-    if path.suffix == ".safetensors":
-        return KeyedVectors.load(path)
-    return KeyedVectors.load_word2vec_format(path)

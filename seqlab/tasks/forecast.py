@@ -46,7 +46,7 @@ from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
+from seqlab.io import read_json, versions, write_text_atomic
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
 from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, resolve_device, shard_rows
@@ -153,13 +153,8 @@ def save_series(series: Series, run_dir: Path) -> None:
 
 def load_series(run_dir: Path) -> Series:
     path = Path(run_dir) / SERIES_FILE
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SeqlabError(f"{run_dir} has no {SERIES_FILE}; train it with `seqlab train`") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SeqlabError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None
-    version = doc.get("format_version") if isinstance(doc, dict) else None
+    doc = read_json(path, "series", "train the run again with `seqlab train`", expect=dict)
+    version = doc.get("format_version")
     if version != SERIES_FORMAT:
         raise SeqlabError(f"{path} has format_version {version!r}, this seqlab reads {SERIES_FORMAT}; "
                           "use the seqlab version that wrote it")
@@ -191,7 +186,7 @@ def save_ar(fitted: FittedAR, run_dir: Path) -> dict:
     weights.params.copy_(torch.from_numpy(fitted.params))
     weights.last.copy_(torch.from_numpy(fitted.last))
     state = {"step": 0, "ar": {k: getattr(fitted, k) for k in AR_FIELDS},
-             "versions": {"seqlab": _version(), "numpy": np.__version__}}
+             "versions": versions("numpy")}
     checkpoint.save(run_dir, weights, {}, state)
     return state
 
@@ -314,12 +309,6 @@ def _train_neural(cfg: RunConfig, run_dir: Path, series: Series, resume: bool, d
     log(f"{cfg.arch} forecaster: {n_params:,} parameters; {task.train_tokens:,} training windows of "
         f"{cfg.model.max_len} values")
     return trainer.run(resume)
-
-
-def _version() -> str:
-    from seqlab import __version__
-
-    return __version__
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from seqlab.data.batching import random_lm_batch, spread_batches
 from seqlab.data.sources import read_text, split_text
 from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, write_text_atomic
+from seqlab.io import atomic_path, read_json, write_text_atomic
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
@@ -106,7 +106,8 @@ def prepare_data(cfg: RunConfig, run_dir: Path) -> tuple[Tokenizer, dict[str, np
 
 
 def load_splits(run_dir: Path) -> dict[str, np.ndarray]:
-    meta = json.loads((run_dir / "data" / "meta.json").read_text())
+    meta = read_json(run_dir / "data" / "meta.json", "token data index", "train the run again with --force",
+                     expect=dict)
     out = {}
     for s in SPLITS:
         n = meta["tokens"][s]
