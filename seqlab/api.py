@@ -96,7 +96,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
 def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
           resume: bool = False, force: bool = False, log=print) -> Path:
     """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory."""
-    from seqlab.trainer import init_distributed
+    from seqlab.devices import init_distributed
 
     name = cfg if isinstance(cfg, str) else None
     cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
@@ -104,10 +104,7 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
     if dist.main:
         prepare_run_dir(cfg, run_dir, resume=resume, force=force)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()
+    dist.barrier()
     state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
                                              log=log if dist.main else (lambda *a, **k: None))
     if dist.main:

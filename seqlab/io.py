@@ -100,7 +100,7 @@ def _json_type(value: Any) -> str:
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
-    """The rows of a run's ``metrics.jsonl`` (one JSON object per line; the Trainer's MetricsLog writes it),
+    """The rows of a run's ``metrics.jsonl`` (one JSON object per line; :class:`MetricsLog` writes it),
     or ``[]`` when there is none yet."""
     path = Path(path)
     if not path.exists():
@@ -113,3 +113,23 @@ def versions(*libraries: str) -> dict[str, str]:
     from seqlab import __version__  # the package root defines it; importing it runs nothing else
 
     return {"seqlab": __version__, **{name: str(importlib.import_module(name).__version__) for name in libraries}}
+
+
+class MetricsLog:
+    """Writes ``metrics.jsonl``: one JSON object per line (training rows and validation rows), appended."""
+
+    def __init__(self, path: Path, enabled: bool = True):
+        self.path, self.enabled = path, enabled
+
+    def truncate_after(self, step: int) -> None:
+        """On resume, drop rows written after the checkpoint we resume from (they will be redone)."""
+        if not self.enabled or not self.path.exists():
+            return
+        rows = [line for line in self.path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= step]
+        write_text_atomic(self.path, "".join(r + "\n" for r in rows))
+
+    def write(self, row: dict) -> None:
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")

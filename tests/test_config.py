@@ -63,7 +63,7 @@ def test_the_registry_knows_every_task_kind():
             assert "progress" in keys and set(keys) <= {f.name for f in dataclasses.fields(TrainConfig)}, (kind, arch)
     assert registry.train_keys("embed", "sgns") == tuple(k for k in registry.train_keys("lm", "transformer")
                                                           if k in EMBED_KEYS)
-    assert set(registry.train_keys("embed", "glove")) == set(EMBED_KEYS)
+    assert set(registry.train_keys("embed", "glove")) == set(EMBED_KEYS) - {"min_lr"}  # AdaGrad: a constant lr
     assert registry.train_keys("forecast", "ar") == ("progress",)
     assert "eval_batches" not in registry.train_keys("forecast", "lstm")
     assert "label_smoothing" not in registry.train_keys("forecast", "transformer")
@@ -72,9 +72,10 @@ def test_the_registry_knows_every_task_kind():
 
 
 def test_trainer_keys_are_what_the_trainer_reads():
-    from seqlab import trainer
+    from seqlab import optim, trainer
 
-    read = set(re.findall(r"\bcfg\.(\w+)", Path(trainer.__file__).read_text(encoding="utf-8")))
+    source = "".join(Path(m.__file__).read_text(encoding="utf-8") for m in (trainer, optim))
+    read = set(re.findall(r"\bcfg\.(\w+)", source))
     assert read == set(trainer.TRAINER_KEYS)
 
 
@@ -102,9 +103,11 @@ def test_unknown_kind_arch_and_keys_are_refused_as_before():
 def test_unused_train_keys_are_refused_naming_the_keys_the_task_uses():
     with pytest.raises(SeqlabError) as e:
         tasks.resolve("w2v-sgns", ["train.warmup_steps=10"])
-    assert str(e.value) == ('train.warmup_steps is not used by task.kind = "embed"; its train keys are: epochs, '
-                            "max_minutes, batch_size, lr, min_lr, seed, device, threads, save_every, progress; "
-                            "remove it")
+    assert str(e.value) == ('train.warmup_steps is not used by task.kind = "embed" with model.arch = "sgns"; its '
+                            "train keys are: epochs, max_minutes, batch_size, lr, min_lr, seed, device, threads, "
+                            "save_every, progress; remove it")
+    with pytest.raises(SeqlabError, match='^train.min_lr is not used by task.kind = "embed" with model.arch = "glove"'):
+        tasks.resolve("glove", ["train.min_lr=0.001"])  # AdaGrad at a constant rate
     with pytest.raises(SeqlabError, match=r'^train.max_steps, train.eval_every are not used by task.kind = "embed"'
                                           r".*; remove them$"):
         tasks.resolve("glove", ["train.max_steps=5", "train.eval_every=2"])

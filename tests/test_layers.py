@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # (layer, the top-level names in 
     ("commands", ("cli", "__main__", "commands")),
     ("api", ("api",)),
     ("tasks", ("tasks",)),
-    ("training", ("trainer", "checkpoint", "beam")),
+    ("training", ("trainer", "checkpoint", "beam", "devices", "optim")),
     ("models", ("models", "decode")),
     ("blocks", ("nn", "text", "data", "metrics", "config", "vectors", "viz", "explain", "presets")),
     ("base", ("io", "errors")),

@@ -202,7 +202,7 @@ def test_bidirectional_encoder_ignores_padding(impl):
 def test_trains_evaluates_and_generates_through_the_lm_task(tmp_path, monkeypatch):
     from seqlab import tasks
     from seqlab.tasks import lm
-    from seqlab.trainer import Dist
+    from seqlab.devices import Dist
 
     if "lstm" not in lm.MODEL_CONFIGS:  # until seqlab/tasks/lm.py is wired: the wiring DESIGN asks for
         for arch, cls in LM_CONFIGS.items():

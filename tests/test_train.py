@@ -17,7 +17,8 @@ from safetensors.torch import load_file
 from seqlab import api, checkpoint
 from seqlab.tasks import resolve
 from seqlab.errors import SeqlabError
-from seqlab.trainer import TrainConfig, learning_rate
+from seqlab.config import TrainConfig
+from seqlab.optim import learning_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,6 +72,11 @@ def test_learning_rate_schedule():
     assert learning_rate(10, cfg) == pytest.approx(1.0)
     assert learning_rate(60, cfg) == pytest.approx(0.55)
     assert learning_rate(110, cfg) == pytest.approx(0.1)
+    # word2vec's shape: linear from lr to min_lr over the total, never below min_lr; GloVe's: constant
+    assert learning_rate(0, cfg, total=4, shape="linear") == pytest.approx(1.0)
+    assert learning_rate(3, cfg, total=4, shape="linear") == pytest.approx(1.0 - 0.9 * 0.75)
+    assert learning_rate(5, cfg, total=4, shape="linear") == pytest.approx(0.1)
+    assert learning_rate(3, cfg, total=4, shape="constant") == pytest.approx(1.0)
 
 
 def test_train_writes_a_complete_run_directory(tmp_path, corpus):

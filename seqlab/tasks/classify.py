@@ -49,7 +49,8 @@ from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
     load_weights, max_len, read_splits, sample_batch, sorted_batches
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, shard_rows
+from seqlab.devices import Dist
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
@@ -136,10 +137,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
         if not pretrained:
             train_tokenizer(cfg, [ex.text for ex in examples["train"]]).save(run_dir / TOKENIZER)
         Labels.build(ex.label for ex in examples["train"]).save(run_dir / LABELS)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
+    dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:
         model, tokenizer = finetune.start(replace(cfg.model, n_classes=len(labels)), run_dir, write=dist.main)

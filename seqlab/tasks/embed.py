@@ -41,13 +41,16 @@ from seqlab.io import read_json, write_text_atomic
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
 from seqlab.text.tokenizers import split_words
-from seqlab.trainer import Dist, Trainer, resolve_device
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import Trainer
 from seqlab.vectors import KeyedVectors
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
 # The train.* keys used (batch_size by the PyTorch engine); embeddings train whole epochs, not max_steps.
-TRAIN_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_minutes", "save_every", "batch_size",
-              "progress")
+_WORD2VEC_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_minutes", "save_every", "batch_size",
+                  "progress")
+TRAIN_KEYS = {"sgns": _WORD2VEC_KEYS, "hs": _WORD2VEC_KEYS,  # GloVe's AdaGrad keeps lr constant: no min_lr
+              "glove": tuple(k for k in _WORD2VEC_KEYS if k != "min_lr")}
 ANALOGY_SET = "analogy-google"  # default evaluation sets (download registry names)
 SIMILARITY_SETS = ("wordsim353", "simlex999")
 

@@ -49,7 +49,8 @@ from seqlab.errors import SeqlabError
 from seqlab.io import read_json, versions, write_text_atomic
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
-from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
 # The train.* keys used, per model.arch: AR(p) is fitted in closed form (no Trainer); the neural forecasters

@@ -30,7 +30,8 @@ from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
-from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
@@ -203,12 +204,9 @@ def build_model(cfg: RunConfig, vocab_size: int) -> nn.Module:
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
     tokenizer, splits = prepare_data(cfg, run_dir) if dist.main else (None, None)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the token cache; the others read it
-        if not dist.main:
-            tokenizer, splits = load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
+    dist.barrier()  # rank 0 wrote the token cache; the others read it
+    if not dist.main:
+        tokenizer, splits = load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
     model = build_model(cfg, tokenizer.vocab_size)
     log(f"model: {model.num_params() / 1e6:.2f}M parameters; tokens: "
         + ", ".join(f"{s} {len(splits[s]):,}" for s in SPLITS) + f"; vocabulary {tokenizer.vocab_size:,}")

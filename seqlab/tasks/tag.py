@@ -46,7 +46,8 @@ from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
     load_weights, max_len, read_splits, sample_batch, sorted_batches
 from seqlab.text.vocab import Vocab
-from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, shard_rows
+from seqlab.devices import Dist
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
@@ -146,10 +147,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
             Vocab.build((words(ex.tokens, d.lowercase) for ex in examples["train"]), min_freq=d.min_freq,
                         max_size=d.max_size or None).save(run_dir / VOCAB)
         Labels.build((tag for ex in examples["train"] for tag in ex.tags), first=("O",)).save(run_dir / LABELS)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
+    dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:
         model, vocab = finetune.start(replace(cfg.model, n_labels=len(labels)), run_dir, write=dist.main)

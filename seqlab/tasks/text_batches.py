@@ -34,7 +34,7 @@ from seqlab.models import finetune
 from seqlab.models.sentence import SentenceEncoder
 from seqlab.text.tokenizers import Tokenizer
 from seqlab.text.vocab import Vocab
-from seqlab.trainer import resolve_device
+from seqlab.devices import resolve_device
 
 T = TypeVar("T")
 SPLITS = ("train", "valid", "test")

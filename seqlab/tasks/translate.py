@@ -40,7 +40,8 @@ from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.trainer import TRAINER_KEYS, Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
@@ -106,10 +107,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
     corpora = read_splits(cfg.data, ("train", "valid"))
     if dist.main and not (run_dir / TGT_TOKENIZER).exists():
         save_tokenizers(run_dir, *train_tokenizers(cfg.data, corpora["train"]))
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the tokenizers; every rank reads the same files
+    dist.barrier()  # rank 0 wrote the tokenizers; every rank reads the same files
     src_tok, tgt_tok = load_tokenizers(run_dir)
     examples = {}
     for split, corpus in corpora.items():
