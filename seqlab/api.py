@@ -120,13 +120,28 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
     return run_dir
 
 
-def load(run_dir: str | Path, device: str | None = None):
-    """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``."""
+def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
+    """Where the checkpoint a reader uses lives: the run's ``best/`` (the best validation loss, kept by
+    ``train.keep_best``) by default, the run directory itself (the final checkpoint) with ``last`` or when
+    the run kept no best. Both are committed atomically, so a run still training is read safely."""
     run_dir = Path(run_dir)
-    cfg = read_run_config(run_dir)
+    if not last and checkpoint.exists(run_dir / "best"):
+        return run_dir / "best"
     if not checkpoint.exists(run_dir):
         raise SeqlabError(f"{run_dir} has no checkpoint yet; train it with `seqlab train ... --out {run_dir}`")
-    return task_module(cfg.task.kind).load(run_dir, cfg, device=device)
+    return run_dir
+
+
+def load(run_dir: str | Path, device: str | None = None, last: bool = False):
+    """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``; with
+    the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). Its
+    ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...)."""
+    run_dir = Path(run_dir)
+    cfg = read_run_config(run_dir)
+    weights = checkpoint_dir(run_dir, last)
+    obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
+    obj.checkpoint = {**checkpoint.load_state(weights), "dir": str(weights)}
+    return obj
 
 
 def open_encoder(run_or_dir: str | Path, device: str | torch.device | None = None) -> SentenceEncoder:

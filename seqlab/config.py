@@ -104,7 +104,8 @@ class TrainConfig:
     eval_batches: int = 20  # validation batches per periodic validation
     save_every: int = 250  # steps between checkpoints (0 = only at the end)
     log_every: int = 10  # steps between metrics.jsonl training rows
-    keep_best: bool = False  # keep the best-validation checkpoint in best/
+    keep_best: bool = True  # keep the best-validation checkpoint in best/ (what readers load unless --last)
+    patience: int = 0  # validations without a new best before training stops early (0 = never stop early)
     progress: bool = True  # progress bar on stderr
 
     def __post_init__(self):
@@ -118,7 +119,7 @@ class TrainConfig:
             raise SeqlabError(f"train.lr must be a positive number, got {self.lr}")
         for name in ("epochs", "max_minutes", "min_lr", "weight_decay", "grad_clip"):
             _at_least(f"train.{name}", getattr(self, name), 0)
-        for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every"):
+        for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every", "patience"):
             _at_least(f"train.{name}", getattr(self, name), 0)
         _at_least("train.eval_batches", self.eval_batches, 1)
         if not 0.0 <= self.label_smoothing < 1.0:

@@ -120,6 +120,7 @@ class MetricsLog:
 
     def __init__(self, path: Path, enabled: bool = True):
         self.path, self.enabled = path, enabled
+        self._last: dict[str, int] = {}
 
     def truncate_after(self, step: int) -> None:
         """On resume, drop rows written after the checkpoint we resume from (they will be redone)."""
@@ -129,7 +130,12 @@ class MetricsLog:
                 if line.strip() and json.loads(line).get("step", 0) <= step]
         write_text_atomic(self.path, "".join(r + "\n" for r in rows))
 
+    def last_step(self, split: str) -> int | None:
+        """The step of the last row written for ``split`` by this log (None before any)."""
+        return self._last.get(split)
+
     def write(self, row: dict) -> None:
+        self._last[row.get("split")] = row.get("step")
         if self.enabled:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")

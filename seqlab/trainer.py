@@ -43,7 +43,7 @@ from seqlab.optim import learning_rate, make_optimizer
 # The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
                 "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision", "compile", "device", "threads",
-                "eval_every", "eval_batches", "save_every", "log_every", "keep_best", "progress")
+                "eval_every", "eval_batches", "save_every", "log_every", "keep_best", "patience", "progress")
 
 
 class TrainTask(Protocol):
@@ -157,7 +157,10 @@ class Trainer:
         self.step = 0
         self.examples_seen = 0
         self.tokens_seen = 0
-        self.best = math.inf
+        self.best = math.inf  # the best validation loss so far, at step best_step
+        self.best_step: int | None = None
+        self.evals_since_best = 0  # validations without a new best (for train.patience)
+        self.stopped_early = False
         self.started = time.perf_counter()
         if self.kernel:  # the task's kernel owns the weights' device and their update
             if self.dist.world > 1:
@@ -193,7 +196,8 @@ class Trainer:
 
     def state(self) -> dict[str, Any]:
         state = {"step": self.step, "examples_seen": self.examples_seen, "tokens_seen": self.tokens_seen,
-                 "best_valid_loss": None if math.isinf(self.best) else self.best,
+                 "best_valid_loss": None if math.isinf(self.best) else self.best, "best_step": self.best_step,
+                 "evals_since_best": self.evals_since_best, "stopped_early": self.stopped_early,
                  "versions": versions("torch"), **self.extra_state}
         if self.kernel:
             state.update(steps_per_epoch=self.task.steps_per_epoch, epoch_totals=dict(self.epoch_totals))
@@ -229,6 +233,9 @@ class Trainer:
         self.tokens_seen = state.get("tokens_seen", 0)
         best = state.get("best_valid_loss")
         self.best = math.inf if best is None else best
+        self.best_step = state.get("best_step")
+        self.evals_since_best = state.get("evals_since_best", 0)
+        self.stopped_early = state.get("stopped_early", False)
         return True
 
     def _kernel_step_of(self, state: dict) -> int:
@@ -345,8 +352,9 @@ class Trainer:
     # --- the loop ---
 
     def done(self) -> bool:
-        """The configured length is reached: ``max_steps`` (or a kernel task's epochs), or ``epochs`` of tokens."""
-        if self.step >= self.total_steps:
+        """The configured length is reached (``max_steps``, a kernel task's epochs, ``epochs`` of tokens), or
+        ``train.patience`` stopped the run early."""
+        if self.stopped_early or self.step >= self.total_steps:
             return True
         return (not self.kernel and bool(self.cfg.epochs)
                 and self.tokens_seen >= self.cfg.epochs * self.task.train_tokens)
@@ -411,7 +419,7 @@ class Trainer:
                 if interrupt.flag:
                     interrupted = True
                     break
-        if validates and not interrupted:
+        if validates and not interrupted and metrics.last_step("valid") != self.step:
             self._evaluate(metrics, progress)
         if last_saved != self.step or not checkpoint.exists(self.run_dir):
             self.save()
@@ -425,9 +433,15 @@ class Trainer:
             progress.write(f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items()
                                                                    if isinstance(v, float)), file=sys.stderr)
         if result["loss"] < self.best:
-            self.best = result["loss"]
+            self.best, self.best_step, self.evals_since_best = result["loss"], self.step, 0
             if self.cfg.keep_best:
                 self.save(self.run_dir / "best")
+        else:
+            self.evals_since_best += 1
+        if self.cfg.patience and self.evals_since_best >= self.cfg.patience and not self.done():
+            self.stopped_early = True
+            self.log(f"early stop at step {self.step}: no new best validation loss in {self.cfg.patience} "
+                     f"validations (best {self.best:.4f} at step {self.best_step})")
 
 
 def _zero_totals() -> dict[str, float]:

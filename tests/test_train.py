@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,62 @@ def test_two_processes_match_one(tmp_path, corpus):
     a, b = curve(tmp_path / "one"), curve(tmp_path / "two")
     assert len(a) == len(b) == 6
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-5, (a, b)
+
+
+class ScriptedValidation(PoisonedTask):
+    """The regression task, whose validation losses follow a script (one per validation)."""
+
+    def __init__(self, losses: list[float]):
+        super().__init__(poison_at=-1)
+        self.losses = iter(losses)
+
+    def validate(self, model, device, max_batches):
+        return {"loss": next(self.losses)}
+
+
+def test_patience_stops_early_keeps_the_best_and_resume_does_nothing(tmp_path):
+    from seqlab.trainer import Trainer
+
+    cfg = TrainConfig(max_steps=100, batch_size=4, eval_every=2, save_every=0, patience=2, progress=False,
+                      precision="fp32")
+    lines = []
+    trainer = Trainer(ScriptedValidation([1.0, 0.5, 0.6, 0.7, 0.1]), cfg, tmp_path, log=lines.append)
+    state = trainer.fit()
+    assert state["step"] == 8 and state["stopped_early"] and state["best_step"] == 4
+    assert state["best_valid_loss"] == 0.5
+    assert lines == ["early stop at step 8: no new best validation loss in 2 validations (best 0.5000 at step 4)"]
+    assert checkpoint.load_state(tmp_path / "best")["step"] == 4 and checkpoint.load_state(tmp_path)["step"] == 8
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["split"] == "valid"] == [2, 4, 6, 8]  # no second validation at the end
+    again = Trainer(ScriptedValidation([]), cfg, tmp_path, log=lines.append)
+    assert again.run(resume=True)["step"] == 8 and lines[-1] == "already trained to step 8; nothing to do"
+
+
+def test_patience_counter_resumes_exactly(tmp_path):
+    """An interrupted run resumes with its count of validations since the best (train.patience is exact)."""
+    from seqlab.trainer import Trainer
+
+    cfg = TrainConfig(max_steps=100, batch_size=4, eval_every=2, save_every=2, patience=3, progress=False,
+                      precision="fp32")
+    Trainer(ScriptedValidation([1.0, 0.5, 0.6, 0.7]), replace(cfg, max_steps=8), tmp_path).fit()
+    assert checkpoint.load_state(tmp_path)["evals_since_best"] == 2
+    state = Trainer(ScriptedValidation([0.8]), cfg, tmp_path).run(resume=True)
+    assert state["step"] == 10 and state["stopped_early"] and state["best_step"] == 4
+
+
+def test_readers_use_the_best_checkpoint_unless_last(tmp_path, corpus):
+    """api.load and the reading verbs take best/ by default and the final checkpoint with --last."""
+    cfg = config_file(tmp_path, corpus, 12, ["train.eval_every=4", "train.save_every=4"])
+    run = api.train(str(cfg), tmp_path / "r", log=lambda *a, **k: None)
+    best_step = checkpoint.load_state(run)["best_step"]
+    best, last = api.load(run, device="cpu"), api.load(run, device="cpu", last=True)
+    assert best.checkpoint["step"] == best_step and best.checkpoint["dir"] == str(run / "best")
+    assert last.checkpoint["step"] == 12 and last.checkpoint["dir"] == str(run)
+    weights = load_file(run / "best" / "model.safetensors")
+    assert all(torch.equal(weights[k], v) for k, v in best.model.state_dict().items() if k in weights)
+    for flag, expected in (([], best), (["--last"], last)):
+        out = seqlab("eval", str(run), "--split", "valid", *flag)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["loss"] == pytest.approx(expected.evaluate("valid")["loss"], rel=1e-5)
+    no_best = api.train(str(cfg), tmp_path / "n", overrides=["train.keep_best=false"], log=lambda *a, **k: None)
+    assert api.load(no_best, device="cpu").checkpoint["dir"] == str(no_best)  # no best/: the final checkpoint

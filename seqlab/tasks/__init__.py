@@ -6,7 +6,8 @@ Each task module exposes:
 - ``TRAIN_KEYS``: the ``train.*`` keys it uses (or ``{model.arch: keys}`` where they differ by arch);
   any other train key a config sets is refused (:mod:`seqlab.tasks.registry`);
 - ``train(config, run_dir, *, resume, dist) -> dict``: prepare data, build the model, run the Trainer;
-- ``load(run_dir, device=None)``: the trained object (``.generate``, ``.predict``, ``.evaluate``).
+- ``load(run_dir, cfg, device=None, weights=None)``: the trained object (``.generate``, ``.predict``,
+  ``.evaluate``) with the weights of the checkpoint in ``weights`` (the run directory or its ``best/``).
 
 :mod:`seqlab.tasks.registry` maps a config to its task and model config: :func:`resolve` and
 :func:`from_dict` build the :class:`~seqlab.config.RunConfig` of a preset, TOML file or dict.

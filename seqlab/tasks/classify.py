@@ -324,11 +324,11 @@ class SentenceClassifier(Labeller):
         return scores
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SentenceClassifier:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SentenceClassifier:
     labels = Labels.load(run_dir / LABELS)
     if isinstance(cfg.model, PretrainedClassifierConfig):
         model, tokenizer = finetune.reload(replace(cfg.model, n_classes=len(labels)), run_dir)
     else:
         tokenizer = load_tokenizer(run_dir / TOKENIZER)
         model = build_model(cfg, tokenizer.vocab_size, len(labels))
-    return SentenceClassifier(run_dir, cfg, tokenizer, labels, model, load_weights(model, run_dir, device))
+    return SentenceClassifier(run_dir, cfg, tokenizer, labels, model, load_weights(model, weights or run_dir, device))

@@ -236,12 +236,12 @@ class Embeddings:
         return out
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Embeddings:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Embeddings:
     """A trained run's vectors (read from its checkpoint; ``device`` is accepted for the common API)."""
     run_dir = Path(run_dir)
     words, counts = _read_vocab(run_dir)
     model = build_model(cfg, len(words))
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     with torch.no_grad():
         vectors = model.vectors() if isinstance(model, GloVe) else model.input.weight
         vectors = vectors.detach().cpu().numpy()

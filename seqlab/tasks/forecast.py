@@ -406,13 +406,13 @@ def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, o
     return save_figure(fig, out)
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Forecaster:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Forecaster:
     run_dir = Path(run_dir)
     series = load_series(run_dir)
     if cfg.arch == "ar":
         return Forecaster(run_dir, cfg, series, load_ar(run_dir), torch.device("cpu"))
     device = resolve_device("auto") if device is None else torch.device(device)
     model = build_forecaster(cfg.model)
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()
     return Forecaster(run_dir, cfg, series, model, device)

@@ -266,10 +266,10 @@ class LanguageModel:
         return tokens, [w[0].float().cpu() for w in weights]
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> LanguageModel:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> LanguageModel:
     device = resolve_device("auto") if device is None else torch.device(device)
     tokenizer = load_tokenizer(run_dir / "tokenizer.json")
     model = build_model(cfg, tokenizer.vocab_size)
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()
     return LanguageModel(run_dir, cfg, tokenizer, model, device)

@@ -302,11 +302,11 @@ class SequenceTagger(Labeller):
                          [[names[t] for t in predicted[i]] for i in range(len(examples))])
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SequenceTagger:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SequenceTagger:
     labels = Labels.load(run_dir / LABELS)
     if isinstance(cfg.model, PretrainedTaggerConfig):
         model, vocab = finetune.reload(replace(cfg.model, n_labels=len(labels)), run_dir)
     else:
         vocab = Vocab.load(run_dir / VOCAB)
         model = build_model(cfg, len(vocab), len(labels))
-    return SequenceTagger(run_dir, cfg, vocab, labels, model, load_weights(model, run_dir, device))
+    return SequenceTagger(run_dir, cfg, vocab, labels, model, load_weights(model, weights or run_dir, device))

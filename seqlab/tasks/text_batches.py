@@ -207,10 +207,10 @@ class Labeller:
         return finetune.sentence_encoder(self.model, self.tokenizer, self.device)
 
 
-def load_weights(model: nn.Module, run_dir: Path, device: str | torch.device | None) -> torch.device:
-    """Load the run's checkpoint into ``model`` and move it, in eval mode, to ``device`` (None: CUDA when
-    available, else the CPU); returns that device."""
+def load_weights(model: nn.Module, weights: Path, device: str | torch.device | None) -> torch.device:
+    """Load the checkpoint in ``weights`` (the run directory or its best/) into ``model`` and move it, in eval
+    mode, to ``device`` (None: CUDA when available, else the CPU); returns that device."""
     device = resolve_device("auto") if device is None else torch.device(device)
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, weights / "model.safetensors")
     model.to(device).eval()
     return device

@@ -298,10 +298,10 @@ class Translator:
                 weights.float().cpu())
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Translator:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Translator:
     device = resolve_device("auto") if device is None else torch.device(device)
     src_tok, tgt_tok = load_tokenizers(run_dir)
     model = build_model(cfg, src_tok, tgt_tok)
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()
     return Translator(run_dir, cfg, src_tok, tgt_tok, model, device)
