@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import tomllib
 import types
 import typing
@@ -29,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, shown
 
 SECTIONS = ("task", "data", "model", "train")
 TASK_KINDS = ("lm", "tag", "classify", "translate", "forecast", "embed")
@@ -66,7 +67,7 @@ class DataConfig:
 
     def __post_init__(self):
         _choice("data.tokenizer", self.tokenizer, ("char", "word", "bpe"))
-        if len(self.split) != 3 or any(f < 0 for f in self.split) or abs(sum(self.split) - 1) > 1e-6:
+        if len(self.split) != 3 or not all(f >= 0 for f in self.split) or not abs(sum(self.split) - 1) <= 1e-6:
             raise SeqlabError(f"data.split must be three non-negative fractions summing to 1, got {list(self.split)}; "
                               "e.g. --set data.split=[0.9,0.05,0.05]")
         if self.split[0] <= 0:
@@ -122,6 +123,9 @@ class TrainConfig:
         for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every", "patience"):
             _at_least(f"train.{name}", getattr(self, name), 0)
         _at_least("train.eval_batches", self.eval_batches, 1)
+        for name in ("beta1", "beta2"):  # AdamW's betas (torch raises a ValueError outside [0, 1))
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise SeqlabError(f"train.{name}={getattr(self, name)} is outside [0, 1); use e.g. 0.9 or 0.99")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise SeqlabError(f"train.label_smoothing={self.label_smoothing} is outside [0, 1); use e.g. 0.1, or 0 "
                               "to turn it off")
@@ -178,32 +182,44 @@ def parse(raw: dict[str, Any]) -> ParsedConfig:
     unknown = set(raw) - set(SECTIONS)
     if unknown:
         raise SeqlabError(f"unknown config section(s) {sorted(unknown)}; valid sections: {', '.join(SECTIONS)}")
-    task = build_section(TaskConfig, raw.get("task", {}), "task")
-    data = build_section(DataConfig, raw.get("data", {}), "data")
-    train = build_section(TrainConfig, raw.get("train", {}), "train")
-    model = dict(raw.get("model", {}))
+    task = build_section(TaskConfig, _table(raw, "task"), "task")
+    data = build_section(DataConfig, _table(raw, "data"), "data")
+    train = build_section(TrainConfig, _table(raw, "train"), "train")
+    model = dict(_table(raw, "model"))
     arch = model.pop("arch", "transformer")
     if not isinstance(arch, str):
         raise SeqlabError(f"model.arch must be a string, got {arch!r}")
-    return ParsedConfig(task=task, data=data, train=train, train_given=tuple(raw.get("train", {})), arch=arch,
+    return ParsedConfig(task=task, data=data, train=train, train_given=tuple(_table(raw, "train")), arch=arch,
                         model=model)
+
+
+def _table(raw: dict[str, Any], section: str) -> dict[str, Any]:
+    """``raw[section]`` ({} when absent), which must be a table of keys (not `task = "lm"` at the top level)."""
+    value = raw.get(section, {})
+    if not isinstance(value, dict):
+        raise SeqlabError(f"config section {section} must be a table of keys, got {section} = {value!r}; write "
+                          f"[{section}] on a line of its own and the keys below it, e.g. [task] then kind = \"lm\"")
+    return value
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    if path.is_dir():
-        raise SeqlabError(f"{path} is a directory; give a preset name or a .toml file")
+    if os.path.isdir(path):  # os.path: False, not an OSError, for a name the system refuses (too long)
+        raise SeqlabError(f"{shown(path)} is a directory; give a preset name or a .toml file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SeqlabError(f"config file {path} not found; give a preset name (see `seqlab presets`) "
+        raise SeqlabError(f"config file {shown(path)} not found; give a preset name (see `seqlab presets`) "
                           "or the path of a .toml file") from None
     except UnicodeDecodeError as e:
-        raise SeqlabError(f"{path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+        raise SeqlabError(f"{shown(path)} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except (OSError, ValueError) as e:  # a name too long, no permission, a NUL in the name
+        raise SeqlabError(f"cannot read config file {shown(path)} ({getattr(e, 'strerror', None) or e}); "
+                          "check the path") from None
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SeqlabError(f"{path} is not valid TOML ({e}); fix the file") from None
+    except (ValueError, RecursionError) as e:  # TOMLDecodeError; int()'s 4300-digit limit; nesting too deep
+        raise SeqlabError(f"{shown(path)} is not valid TOML ({e}); fix the file") from None
 
 
 def preset_names() -> list[str]:
@@ -224,7 +240,7 @@ def load_preset_or_file(name_or_path: str) -> dict[str, Any]:
     if name_or_path in preset_names():
         text = resources.files("seqlab.presets").joinpath(f"{name_or_path}.toml").read_text(encoding="utf-8")
         return tomllib.loads(text)
-    if name_or_path.endswith(".toml") or Path(name_or_path).exists():
+    if name_or_path.endswith(".toml") or os.path.exists(name_or_path):
         return load_toml(name_or_path)
     raise SeqlabError(f"unknown preset {name_or_path!r}; valid presets: {', '.join(preset_names())} "
                       "(or give the path of a .toml file)")
@@ -232,7 +248,7 @@ def load_preset_or_file(name_or_path: str) -> dict[str, Any]:
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``section.key=value`` strings; values are parsed as TOML values (bare words are strings)."""
-    raw = {k: dict(v) for k, v in raw.items()}
+    raw = {k: dict(_table(raw, k)) if k in SECTIONS else v for k, v in raw.items()}  # parse() names unknown ones
     for item in overrides:
         key, sep, value = item.partition("=")
         section, dot, name = key.strip().partition(".")
@@ -248,7 +264,7 @@ def parse_value(text: str) -> Any:
     """A TOML value (``3``, ``0.1``, ``true``, ``[0.9, 0.1, 0]``, ``"x"``) or else the bare string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # TOMLDecodeError; int()'s 4300-digit limit; nesting too deep
         return text
 
 
@@ -265,7 +281,8 @@ def build_section(cls: type, values: dict[str, Any], section: str, *, exclude: C
     kwargs = {}
     for key, value in values.items():
         if key not in valid:
-            raise SeqlabError(f"unknown key {section}.{key}; valid {section} keys: {', '.join([*extra_valid, *valid])}")
+            raise SeqlabError(f"unknown key {section}.{shown(key)}; valid {section} keys: "
+                              f"{', '.join([*extra_valid, *valid])}")
         kwargs[key] = _coerce(f"{section}.{key}", value, hints[key])
     try:
         return cls(**kwargs)
@@ -303,9 +320,15 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         raise SeqlabError(f"{key} must be an integer, got {value!r}")
     if hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, int) and not -1e308 < value < 1e308:  # float() would raise OverflowError
+                raise SeqlabError(f"{key} is too large for a number ({len(str(abs(value)))} digits); "
+                                  "give a value within ±1e308")
             return float(value)
         raise SeqlabError(f"{key} must be a number, got {value!r}")
     if hint is str:
+        if isinstance(value, str) and any("\ud800" <= c <= "\udfff" for c in value):  # config.toml is UTF-8
+            raise SeqlabError(f"{key} = {value!r} holds bytes that are not UTF-8 (a name in another encoding?); "
+                              "give it in UTF-8, e.g. rename the file")
         if isinstance(value, str):
             return value
         if isinstance(value, int) and not isinstance(value, bool):  # e.g. --set data.column=1 (an index)
@@ -320,8 +343,8 @@ def _choice(key: str, value: Any, options: tuple[str, ...]) -> None:
 
 
 def _at_least(key: str, value: float, low: float) -> None:
-    if value < low:
-        raise SeqlabError(f"{key} must be >= {low}, got {value}")
+    if not (value >= low and math.isfinite(value)):  # also refuses NaN and infinity
+        raise SeqlabError(f"{key} must be >= {low}{'' if isinstance(value, int) else ' and finite'}, got {value}")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -347,6 +370,8 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        # TOML strings hold no other control character (a tab is fine): escape them, or config.toml is unreadable
+        escaped = "".join(f"\\u{ord(c):04x}" if c < " " and c != "\t" or c == "\x7f" else c for c in escaped)
         return f'"{escaped}"'
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"

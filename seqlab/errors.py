@@ -1,12 +1,21 @@
-"""The one exception type for bad user input, and the check every config repeats.
+"""The one exception type for bad user input, the check every config repeats, and how messages show a path.
 
 Library code raises :class:`SeqlabError` with a message that names the problem and the fix;
 the command line prints it as one line, ``error: <message>``, and exits with code 2.
 """
 
+import os
+
 
 class SeqlabError(ValueError):
     """Bad user input: a message naming the problem and the fix, shown without a traceback."""
+
+
+def shown(path: str | os.PathLike) -> str:
+    """A user's path or name as a message shows it: as is, or quoted with escapes when it holds a line break or
+    another unprintable character (so the message stays one line)."""
+    text = os.fspath(path)
+    return text if text.isprintable() else repr(text)
 
 
 def check_positive(name: str, value: object) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seqlab.data import download
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, shown
 
 # Folders of the standard library left out of `pystdlib`: installed third-party packages, the
 # regression tests (`test/`, and `tests/`, `idle_test/` inside packages such as idlelib, tkinter,
@@ -89,34 +89,29 @@ def _expand(name: str | os.PathLike) -> Path:
         raise SeqlabError(f"cannot expand {os.fspath(name)!r}: no such user's home folder; give the full path") from None
 
 
-def _shown(path: str | Path) -> str:
-    """The path as messages show it: as is, or quoted when it holds a line break or another unprintable character."""
-    return str(path) if str(path).isprintable() else repr(str(path))
-
-
 def read_text_file(path: str | os.PathLike) -> str:
     """Read a user's UTF-8 text file; every problem is a one-line SeqlabError with the fix."""
     path = _expand(path)
-    shown = _shown(path)
+    where = shown(path)
     try:
         if not path.exists():
-            raise SeqlabError(f"file not found: {shown}; check the path")
+            raise SeqlabError(f"file not found: {where}; check the path")
         if path.is_dir():
             some = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
-            hint = f" (it holds {', '.join(map(_shown, some))})" if some else ""
-            raise SeqlabError(f"{shown} is a directory{hint}; give the path of a text file inside it")
+            hint = f" (it holds {', '.join(map(shown, some))})" if some else ""
+            raise SeqlabError(f"{where} is a directory{hint}; give the path of a text file inside it")
         data = path.read_bytes()
     except OSError as e:  # permissions, a name too long, ...
-        raise SeqlabError(f"cannot read {shown}: {e.strerror or e}; check the path and its permissions") from None
+        raise SeqlabError(f"cannot read {where}: {e.strerror or e}; check the path and its permissions") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise SeqlabError(
-            f"{shown} is not UTF-8: byte 0x{data[e.start]:02x} at byte offset {e.start} ({e.reason}); "
-            f"convert it, e.g. `iconv -f latin1 -t utf-8 {shown} > {shown}.utf8`"
+            f"{where} is not UTF-8: byte 0x{data[e.start]:02x} at byte offset {e.start} ({e.reason}); "
+            f"convert it, e.g. `iconv -f latin1 -t utf-8 {where} > {where}.utf8`"
         ) from None
     if not text.strip():
-        raise SeqlabError(f"{shown} is empty (no text); give a file with text in it")
+        raise SeqlabError(f"{where} is empty (no text); give a file with text in it")
     return text
 
 

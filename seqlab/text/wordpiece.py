@@ -36,6 +36,13 @@ class WordPieceTokenizer:
         missing = [t for t, i in ids.items() if i is None]
         if missing:
             raise SeqlabError(f"the WordPiece vocabulary lacks {', '.join(missing)}; give a BERT tokenizer")
+        try:  # `tokenizers` loads some damaged files (a template naming a missing token, no [UNK] in the model's
+            backend.encode("a \u2603q")  # vocabulary), then fails or panics on encode: try a known and an unknown word
+        except BaseException as e:  # pyo3's PanicException is a BaseException, not an Exception
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            raise SeqlabError(f"the WordPiece tokenizer fails to encode a test word ({reason}); {REDOWNLOAD}") from None
         self._tok = backend
         self._tok.no_padding()
         self._tok.enable_truncation(max_length)
@@ -115,13 +122,21 @@ def _from_vocab(directory: Path):
 
     cfg_path = directory / "tokenizer_config.json"
     cfg = read_json(cfg_path, "tokenizer config", REDOWNLOAD, expect=dict) if cfg_path.is_file() else {}
-    lines = (directory / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    try:
+        lines = (directory / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise SeqlabError(f"{directory / 'vocab.txt'} is not UTF-8 ({e.reason} at byte {e.start}); {REDOWNLOAD}") from None
     if lines and lines[-1] == "":
         lines.pop()  # the file's final newline
     vocab = {token: i for i, token in enumerate(lines)}
     for t in ("[UNK]", "[CLS]", "[SEP]"):
         if t not in vocab:
             raise SeqlabError(f"{directory / 'vocab.txt'} lacks {t}; give a BERT vocabulary")
+    flags = {"tokenize_chinese_chars": True, "strip_accents": None, "do_lower_case": True}  # key: default
+    for key, default in flags.items():
+        if not isinstance(cfg.get(key, default), bool) and not (key == "strip_accents" and cfg.get(key) is None):
+            raise SeqlabError(f"{cfg_path}: {key} must be true or false{' (or null)' if default is None else ''}, "
+                              f"got {cfg[key]!r}; {REDOWNLOAD}")
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(
         clean_text=True, handle_chinese_chars=cfg.get("tokenize_chinese_chars", True),
