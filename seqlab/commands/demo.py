@@ -1,9 +1,9 @@
 """`seqlab demo`: the main job in one command.
 
 Trains a small character-level Transformer LM on an embedded corpus (no network, no GPU needed)
-within a time budget, then prints its validation perplexity next to the unigram and bigram
-baselines on the same split, prints a generated sample, and writes runs/demo/plots/loss.png and
-runs/demo/plots/attention.png. It always replaces runs/demo/.
+within a time budget, then prints the validation perplexity of its best checkpoint next to the
+unigram and bigram baselines on the same split, prints a generated sample, and writes
+runs/demo/plots/loss.png and runs/demo/plots/attention.png. It always replaces runs/demo/.
 """
 
 from seqlab.commands import add_parser
@@ -11,7 +11,7 @@ from seqlab.commands import add_parser
 DEMO_OVERRIDES = [
     "model.n_layers=4", "model.n_heads=4", "model.d_model=128", "model.d_ff=512", "model.max_len=128",
     "train.batch_size=32", "train.max_steps=3000", "train.warmup_steps=100", "train.lr=2e-3",
-    "train.eval_every=250", "train.save_every=500", "train.eval_batches=10",
+    "train.eval_every=250", "train.save_every=500", "train.eval_batches=10", "train.patience=4",
 ]
 
 
@@ -56,7 +56,8 @@ def run(args) -> int:
         return e.exit_code
     minutes = (time.perf_counter() - t0) / 60
 
-    lm = load(run_dir)
+    lm = load(run_dir)  # the best checkpoint (best validation loss)
+    final = lm.checkpoint if lm.checkpoint["dir"] == str(run_dir) else load(run_dir, last=True).checkpoint
     splits = load_splits(Path(run_dir))
     vocab = lm.tokenizer.vocab_size
     result = lm.evaluate("valid")
@@ -71,18 +72,31 @@ def run(args) -> int:
     print(f"{'model':<20} {'loss (nats)':>12} {'perplexity':>11}")
     for name, loss, ppl in rows:
         print(f"{name:<20} {loss:>12.4f} {ppl:>11.3f}")
+    stop = (f"; stopped early at step {final['step']} (train.patience)" if final.get("stopped_early")
+            else f"; trained to step {final['step']}")
+    print(f"checkpoint: step {lm.checkpoint['step']}, the best validation loss{stop}")
 
     text = load_text_prompt(lm, splits) if args.prompt is None else args.prompt
     sample = lm.generate(text, max_new_tokens=300, temperature=0.8, top_k=0, top_p=0.95, seed=0)
     print(f"\nsample (temperature 0.8, top-p 0.95), prompt {text!r}:\n{text}{sample}\n")
 
-    tokens, layers = lm.attention(text[-48:] if len(text) > 48 else text)
+    tokens, layers = lm.attention(attention_text(lm, splits))
     last = layers[-1]
     maps = [last[h].numpy() for h in range(last.shape[0])]
     attention_png = plot_attention(tokens, tokens, maps, Path(run_dir) / "plots" / "attention.png",
                                    titles=[f"last layer, head {h}" for h in range(last.shape[0])], cols=2)
     print(f"plots: {Path(run_dir) / 'plots' / 'loss.png'}  {attention_png}")
     return 0
+
+
+def attention_text(lm, splits) -> str:
+    """A short sentence of the test split (24 to 40 characters), long enough to read in the heatmaps."""
+    text = lm.tokenizer.decode(splits["test"][:20000].tolist())
+    for line in text.splitlines()[1:]:
+        for sentence in line.strip().split(". "):
+            if 24 <= len(sentence) <= 40 and sentence[0].isupper():
+                return sentence.rstrip(".") + "."
+    return "The value is returned as a string."
 
 
 def load_text_prompt(lm, splits) -> str:
