@@ -87,10 +87,6 @@ class KernelTask(Protocol):
         """Put back what :meth:`trainer_tensors` saved."""
 
 
-def is_kernel_task(task) -> bool:
-    return hasattr(task, "update") and hasattr(task, "steps_per_epoch")
-
-
 def shard_rows(batch, rank: int, world: int):
     """This process's contiguous share of a global batch: every tensor of a tuple (or NamedTuple) cut along
     dim 0 into ``world`` equal parts. The default ``TrainTask.shard`` of every task."""
@@ -149,7 +145,7 @@ class Trainer:
                  log=print):
         self.task, self.cfg, self.run_dir = task, cfg, Path(run_dir)
         self.dist = dist or Dist()
-        self.kernel = is_kernel_task(task)
+        self.kernel = hasattr(task, "update") and hasattr(task, "steps_per_epoch")  # a KernelTask
         self.extra_state = extra_state or {}
         self.log = log if self.dist.main else (lambda *a, **k: None)
         if cfg.threads:
@@ -252,13 +248,8 @@ class Trainer:
     # --- one step ---
 
     def _global_count(self, n: int) -> int:
-        if self.dist.world == 1:
-            return n
-        import torch.distributed as dist
-
-        t = torch.tensor([n], dtype=torch.float64, device=self.device)
-        dist.all_reduce(t)
-        return int(t.item())
+        total = self._reduce_sum(torch.tensor(n, dtype=torch.float64, device=self.device))
+        return n if self.dist.world == 1 else int(total)
 
     def _reduce_sum(self, value: torch.Tensor) -> float:
         if self.dist.world > 1:
