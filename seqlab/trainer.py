@@ -420,9 +420,8 @@ class Trainer:
     def _evaluate(self, metrics: MetricsLog, progress) -> None:
         result = self.validate(self.cfg.eval_batches)
         metrics.write({"step": self.step, "split": "valid", **result})
-        if self.dist.main:
-            progress.write(f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items()
-                                                                   if isinstance(v, float)), file=sys.stderr)
+        line = f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))
+        progress.write(line, file=sys.stderr) if self.cfg.progress and self.dist.main else self.log(line)
         if result["loss"] < self.best:
             self.best, self.best_step, self.evals_since_best = result["loss"], self.step, 0
             if self.cfg.keep_best:
