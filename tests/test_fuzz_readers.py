@@ -57,7 +57,7 @@ PLAIN_WORD = weighted((1, WORD), (3, st.sampled_from(["the", "cat", "sat", ".", 
 # built from words
 SENTENCE_POOL = ["A dog runs .", "Ein Hund läuft .", "Un chien court !", "Собака бежит .", "一只狗在跑。", "犬が走る",
                  "الكلب يجري .", "כלב רץ", "ΑΒΓ δ'ε", "naïve café", "é combining", "tab nbsp", "emoji 😀 👍🏽",
-                 "x", "1990 , 3.5 %", "it 's a charming journey .", "a \ b / c", '"quoted" \'single\'', "- DOCSTART -"]
+                 "x", "1990 , 3.5 %", "it 's a charming journey .", "a \\ b / c", '"quoted" \'single\'', "- DOCSTART -"]
 SENTENCE_TEXT = weighted((4, st.sampled_from(SENTENCE_POOL)), (1, st.lists(PLAIN_WORD, min_size=1, max_size=4).map(" ".join)))
 
 
