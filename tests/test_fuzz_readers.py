@@ -36,7 +36,8 @@ from seqlab.data.parallel import read_parallel, read_splits
 from seqlab.data.series import read_series, split_tail
 from seqlab.data.sources import read_text, read_text_file, source_names, split_text
 from seqlab.errors import SeqlabError
-from seqlab.metrics.bleu import BLEU, TOKENIZERS, tokenize_13a_reference
+from seqlab.metrics.bleu import BLEU
+from seqlab.metrics.bleu_tokenizers import TOKENIZERS, tokenize_13a_reference
 from seqlab.models.autoregressive import AR, ARConfig
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
 from seqlab.text.vocab import Vocab

@@ -17,14 +17,8 @@ from hypothesis import strategies as st
 import seqlab
 from seqlab.errors import SeqlabError
 from seqlab.metrics import BLEU, corpus_bleu, corpus_chrf, sentence_bleu
-from seqlab.metrics.bleu import (
-    TOKENIZERS,
-    clipped_counts,
-    clipped_counts_reference,
-    extract_ngrams,
-    tokenize_13a,
-    tokenize_13a_reference,
-)
+from seqlab.metrics.bleu import clipped_counts, clipped_counts_reference, extract_ngrams
+from seqlab.metrics.bleu_tokenizers import TOKENIZERS, tokenize_13a, tokenize_13a_reference
 
 sacrebleu = pytest.importorskip("sacrebleu")
 from sacrebleu.metrics import BLEU as SacreBLEU  # noqa: E402

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from seqlab.errors import SeqlabError
 from seqlab.metrics import accuracy as cls
-from seqlab.metrics import ner
+from seqlab.metrics import entities, ner
 
 seqeval_labeling = pytest.importorskip("seqeval.metrics.sequence_labeling")
 seqeval_v1 = pytest.importorskip("seqeval.metrics.v1")
@@ -116,7 +116,7 @@ def seqeval_strict_entities(y, scheme_name: str) -> set[tuple]:
 def test_default_mode_matches_seqeval(pair):
     y_true, y_pred = pair
     for y in (y_true, y_pred):
-        assert ner.get_entities(y) == seqeval_labeling.get_entities(y)
+        assert entities.get_entities(y) == seqeval_labeling.get_entities(y)
     assert_scores_equal(y_true, y_pred, None)
     if any(y_true):
         assert ner.accuracy_score(y_true, y_pred) == seqeval_labeling.accuracy_score(y_true, y_pred)
@@ -131,7 +131,7 @@ def test_default_mode_matches_seqeval(pair):
 def test_strict_mode_matches_seqeval(scheme_name, data):
     y_true, y_pred = data.draw(tag_pairs(tag_strategy(PREFIXES[scheme_name], TYPES)))
     for y in (y_true, y_pred):
-        ours = ner.get_entities_strict(y, scheme_name)
+        ours = entities.get_entities_strict(y, scheme_name)
         assert set(ours) == seqeval_strict_entities(y, scheme_name)
         assert len(ours) == len(set(ours))
     assert_scores_equal(y_true, y_pred, scheme_name)
@@ -186,12 +186,12 @@ def test_s1_readme_example():
 
 
 def test_s2_ill_formed_prediction():
-    assert ner.get_entities(S2[1]) == [("PER", 0, 1), ("LOC", 3, 3), ("ORG", 4, 4)]
+    assert entities.get_entities(S2[1]) == [("PER", 0, 1), ("LOC", 3, 3), ("ORG", 4, 4)]
     assert prf(*S2, "micro") == (0.6666666666666666, 1.0, 0.8)
     assert prf(*S2, "macro") == (0.6666666666666666,) * 3
     assert prf(*S2, "weighted") == (1.0, 1.0, 1.0)
     strict = {"mode": "strict", "scheme": "IOB2"}
-    assert ner.get_entities_strict(S2[1], "IOB2") == [(0, "LOC", 3, 4)]
+    assert entities.get_entities_strict(S2[1], "IOB2") == [(0, "LOC", 3, 4)]
     assert prf(*S2, "micro", **strict) == (1.0, 0.5, 0.6666666666666666)
     assert prf(*S2, "macro", **strict) == prf(*S2, "weighted", **strict) == (0.5, 0.5, 0.5)
     # seqeval's report auto-detects the scheme in strict mode; ours does it only when asked
@@ -242,13 +242,13 @@ ILL_FORMED_IOBES = [
 
 
 def strict_spans(tags: list[str], scheme: str) -> list[tuple]:
-    return [(t, s, e) for _, t, s, e in ner.get_entities_strict([tags], scheme)]
+    return [(t, s, e) for _, t, s, e in entities.get_entities_strict([tags], scheme)]
 
 
 @pytest.mark.parametrize("seq, default, iob2, iob1", ILL_FORMED_IOB)
 def test_spec_ill_formed_iob(seq, default, iob2, iob1):
     tags = seq.split()
-    assert ner.get_entities(tags) == default
+    assert entities.get_entities(tags) == default
     assert strict_spans(tags, "IOB2") == iob2
     assert strict_spans(tags, "IOB1") == iob1
 
@@ -256,7 +256,7 @@ def test_spec_ill_formed_iob(seq, default, iob2, iob1):
 @pytest.mark.parametrize("seq, default, iobes", ILL_FORMED_IOBES)
 def test_spec_ill_formed_iobes(seq, default, iobes):
     tags = seq.split()
-    assert ner.get_entities(tags) == default
+    assert entities.get_entities(tags) == default
     assert strict_spans(tags, "IOBES") == iobes
 
 
@@ -279,7 +279,7 @@ def test_degenerate_inputs_match_seqeval():
 def test_suffix_tags_match_seqeval():
     y_true = [["PER-B", "PER-I", "O", "LOC-B"], ["ORG-S", "O"]]
     y_pred = [["PER-B", "PER-I", "LOC-I", "LOC-B"], ["ORG-B", "ORG-E"]]
-    assert ner.get_entities(y_true, suffix=True) == seqeval_labeling.get_entities(y_true, suffix=True)
+    assert entities.get_entities(y_true, suffix=True) == seqeval_labeling.get_entities(y_true, suffix=True)
     ours = ner.classification_report(y_true, y_pred, suffix=True, digits=17)
     assert ours == seqeval_labeling.classification_report(y_true, y_pred, suffix=True, digits=17)
 
@@ -357,9 +357,9 @@ def test_bad_input_raises_seqlab_error(call, match):
 
 def test_schemes_accept_seqeval_classes_and_names():
     for name, scheme_class in SCHEME_CLASSES.items():
-        assert ner.resolve_scheme(scheme_class) is ner.resolve_scheme(name.lower()) is ner.SCHEMES[name]
-    assert ner.detect_scheme(S3[0]).name == "IOBES"
-    assert ner.detect_scheme(S1[0]).name == "IOB2"
+        assert entities.resolve_scheme(scheme_class) is entities.resolve_scheme(name.lower()) is entities.SCHEMES[name]
+    assert entities.detect_scheme(S3[0]).name == "IOBES"
+    assert entities.detect_scheme(S1[0]).name == "IOB2"
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,8 +380,8 @@ def test_conll_test_split_reports_match_seqeval(shared_data, path, schemes):
 
     gold = [list(s.tags) for s in read_conll(shared_data / path)]
     pred = perturb(gold, seed=2003)
-    assert ner.get_entities(gold) == seqeval_labeling.get_entities(gold)
-    assert ner.get_entities(pred) == seqeval_labeling.get_entities(pred)
+    assert entities.get_entities(gold) == seqeval_labeling.get_entities(gold)
+    assert entities.get_entities(pred) == seqeval_labeling.get_entities(pred)
     runs = [(None, None)] + [("strict", s) for s in schemes]
     for mode, scheme in runs:
         ref_scheme = SCHEME_CLASSES[scheme] if scheme else None
