@@ -82,13 +82,16 @@ def main():
     ap.add_argument("--bias", choices=("true", "false"), default=None, help="model.bias (default: true)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--rows", type=Path, default=None,
+                    help="write the report from the JSON rows an earlier run printed (a log file), without training")
     args = ap.parse_args()
     minutes = args.minutes if args.minutes is not None else (0.0 if args.run == "cpu" else 30.0)
     extra = ([f"model.dropout={args.dropout}"] if args.dropout is not None else []) + (
         [f"model.bias={args.bias}"] if args.bias else [])
     seeds = [int(s) for s in args.seeds.split(",")]
-    rows = []
-    for seed in seeds:
+    rows = [] if args.rows is None else [
+        json.loads(line) for line in args.rows.read_text().splitlines() if line.startswith('{"run": "%s", "seed"' % args.run)]
+    for seed in seeds if args.rows is None else []:
         out = Path(args.out or f"runs/bench-{args.run}") / f"seed-{seed}" if len(seeds) > 1 else Path(
             args.out or f"runs/bench-{args.run}")
         rows.append(run_once(args.run, minutes, out, seed, extra, args.resume))
@@ -112,7 +115,7 @@ Median over seeds of the best checkpoint's validation loss: **{median:.4f}**.
 
 Validation curves (the periodic estimate on `eval_batches` batches, step: loss):
 {curves}""")
-    print(json.dumps({"run": args.run, "valid_loss": median, "seeds": seeds, "cpu": cpu_line(),
+    print(json.dumps({"run": args.run, "valid_loss": median, "seeds": [r["seed"] for r in rows], "cpu": cpu_line(),
                       "runs": [{k: v for k, v in r.items() if k != "curve"} for r in rows]}))
 
 
