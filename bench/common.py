@@ -30,6 +30,25 @@ def machine() -> str:
             f"Python {platform.python_version()}, torch {torch.__version__}")
 
 
+ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch can use
+
+
+def cpu_line() -> str:
+    """The CPU model and its ISA flags from /proc/cpuinfo, e.g. ``AMD EPYC; avx512f yes, avx512_bf16 yes, amx_bf16 no``.
+
+    Needs no torch, so benchmarks of start-up time can print it.
+    """
+    fields: dict[str, str] = {}
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:  # the first processor's block is enough
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    model = fields.get("model name") or platform.processor() or platform.machine()
+    flags = set(fields.get("flags", "").split())
+    isa = ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in ISA_FLAGS)
+    return f"{model}, {os.cpu_count()} cores; {isa}"
+
+
 def write_section(name: str, markdown: str) -> None:
     """Replace the section ``name`` of bench/RESULTS.md with ``markdown`` (atomic write)."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"

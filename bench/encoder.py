@@ -88,8 +88,8 @@ def main():
         torch.set_num_threads(args.threads)
     import transformers
 
-    from seqlab.embed import SentenceEncoder
     from seqlab.models.pretrained import resolve_pretrained
+    from seqlab.models.sentence import SentenceEncoder
 
     device = torch.device(args.device)
     directory = resolve_pretrained("all-MiniLM-L6-v2")

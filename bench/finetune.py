@@ -57,7 +57,8 @@ def limited_copy(path: Path, limit: int, scratch: Path, conll: bool) -> Path:
 
 
 def run_task(task: str, args, scratch: Path) -> dict:
-    from seqlab import api, config
+    from seqlab import api
+    from seqlab.tasks import resolve
 
     preset, folder, train, valid, test, metric, target = TASKS[task]
     paths = [args.data / folder / name for name in (train, valid, test)]
@@ -71,7 +72,7 @@ def run_task(task: str, args, scratch: Path) -> dict:
         warmup = max(1, args.steps // 10)
         overrides += [f"train.max_steps={args.steps}", f"train.warmup_steps={warmup}",
                       f"train.eval_every={max(1, args.steps // 4)}", f"train.save_every={args.steps}"]
-    cfg = config.resolve(preset, overrides + list(args.set))
+    cfg = resolve(preset, overrides + list(args.set))
     run_dir = args.out / f"bench-finetune-{task}" if args.out else ROOT / "runs" / f"bench-finetune-{task}"
     started = time.perf_counter()
     api.train(cfg, run_dir, force=True)

@@ -47,7 +47,7 @@ RUNS = {
 
 def main():
     import seqlab
-    from seqlab.config import resolve
+    from seqlab.tasks import resolve
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", choices=sorted(RUNS))

@@ -43,7 +43,7 @@ def seconds_per_step(cfg, steps: int = CALIBRATION_STEPS) -> float:
     from dataclasses import replace
 
     from seqlab import api
-    from seqlab.trainer import read_metrics
+    from seqlab.io import read_metrics
 
     short = replace(cfg, train=replace(cfg.train, max_steps=steps, log_every=steps, eval_every=0, save_every=0,
                                        max_minutes=0.0, progress=False))
@@ -87,14 +87,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
     args = parser.parse_args(argv)
 
-    from seqlab import api, config
+    from seqlab import api
+    from seqlab.tasks import resolve
 
     base = [f"data.train={args.data / 'eng.train'}", f"data.valid={args.data / 'eng.testa'}",
             f"data.test={args.data / 'eng.testb'}", f"train.threads={args.threads}", f"train.device={args.device}",
             "train.progress=false"]
     preset = PRESETS[args.arch]
-    budget, per_step = budget_overrides(config.resolve(preset, base), args.minutes, args.steps)
-    cfg = config.resolve(preset, base + budget)
+    budget, per_step = budget_overrides(resolve(preset, base), args.minutes, args.steps)
+    cfg = resolve(preset, base + budget)
     run_dir = args.out or ROOT / "runs" / f"bench-ner-{args.arch}"
     train_minutes, steps = train_and_time(cfg, run_dir)
 

@@ -98,7 +98,7 @@ def interleaved(candidates: dict, jobs: list, rounds: int) -> dict[str, float]:
 
 
 def bench_embeddings(n: int, rounds: int, threads: int, tmp: Path) -> dict:
-    from seqlab.embed import SentenceEncoder
+    from seqlab.models.sentence import SentenceEncoder
     from seqlab.exporters import export
 
     path = tmp / "minilm.onnx"

@@ -39,15 +39,16 @@ RUNS = {  # name -> (preset, folder under --data, train, valid, test files)
 
 
 def run_one(name: str, args) -> dict:
-    from seqlab import api, config
+    from seqlab import api
+    from seqlab.tasks import resolve
 
     preset, folder, train, valid, test = RUNS[name]
     root = args.data / folder
     base = [f"data.train={root / train}", f"data.valid={root / valid}", f"data.test={root / test}",
             f"train.threads={args.threads}", f"train.device={args.device}", "train.progress=false"]
-    budget, per_step = budget_overrides(config.resolve(preset, base), args.minutes, args.steps)
+    budget, per_step = budget_overrides(resolve(preset, base), args.minutes, args.steps)
     run_dir = (args.out or ROOT / "runs") / f"bench-{name}"
-    train_minutes, steps = train_and_time(config.resolve(preset, base + budget), run_dir)
+    train_minutes, steps = train_and_time(resolve(preset, base + budget), run_dir)
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
     return {"run": name, "preset": preset, "steps": steps, "budget_minutes": args.minutes,
             "train_minutes": round(train_minutes, 2), "seconds_per_step": per_step and round(per_step, 4), **scores}

@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
     args = parser.parse_args(argv)
 
-    from seqlab import api, config
+    from seqlab import api
+    from seqlab.tasks import resolve
     from seqlab.data.parallel import read_splits
     from seqlab.metrics.bleu import corpus_bleu
     src, tgt = args.direction.split("-")
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
         overrides.append(f"train.max_steps={args.steps}")
     if args.batch_size:
         overrides.append(f"train.batch_size={args.batch_size}")
-    cfg = config.resolve(PRESETS[args.arch], overrides)
+    cfg = resolve(PRESETS[args.arch], overrides)
     run_dir = args.out or ROOT / "runs" / f"bench-mt-{args.arch}-{args.direction}"
 
     started = time.perf_counter()

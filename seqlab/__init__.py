@@ -46,7 +46,7 @@ _EXPORTS: dict[str, str] = {
     "Sampling": "seqlab.decode",
     "perplexity": "seqlab.metrics.lm",
     "from_pretrained": "seqlab.models.pretrained",
-    "SentenceEncoder": "seqlab.embed",
+    "SentenceEncoder": "seqlab.models.sentence",
     "KeyedVectors": "seqlab.vectors",
     "BLEU": "seqlab.metrics.bleu",
     "BLEUScore": "seqlab.metrics.bleu",

@@ -1,8 +1,11 @@
-"""The Python API behind the command line: ``seqlab.train(config)`` and ``seqlab.load(run)``.
+"""The Python API behind the command line: ``seqlab.train(config)`` and ``seqlab.load(run)``, and the openers
+of "a run directory or a file": :func:`open_encoder` (sentence embeddings) and :func:`open_vectors` (word vectors).
 
 Run directories (DESIGN.md): an existing run is never overwritten without ``force``; ``resume``
 continues it, and only ``train.max_steps`` / ``train.epochs`` (and ``train.max_minutes``, the wall-clock
-budget, and the cosmetic ``train.progress``) may differ from the config it was started with. Under ``torchrun`` only rank 0 writes.
+budget, and the cosmetic ``train.progress``) may differ from the config it was started with; train keys the
+task does not use are not compared (earlier versions recorded every train key). Under ``torchrun`` only rank 0
+writes.
 """
 
 from __future__ import annotations
@@ -10,15 +13,29 @@ from __future__ import annotations
 import shutil
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from seqlab import checkpoint, config as config_mod
+from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.errors import SeqlabError
 from seqlab.io import write_text_atomic
-from seqlab.tasks import task_module
+from seqlab.tasks import registry
+from seqlab.tasks.registry import task_module
+
+if TYPE_CHECKING:  # annotations only: importing them here would load torch for `seqlab --help`
+    import torch
+
+    from seqlab.models.sentence import SentenceEncoder
+    from seqlab.vectors import KeyedVectors
+
 
 class Interrupted(Exception):
-    """Training stopped by SIGINT after saving a checkpoint (the CLI exits 130)."""
+    """Training stopped by SIGINT or SIGTERM after saving a checkpoint; ``exit_code`` is the shell's
+    128 + signal number (130 after SIGINT, 143 after SIGTERM), what the CLI exits with."""
+
+    def __init__(self, message: str, exit_code: int = 130):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress"}
@@ -37,6 +54,11 @@ def _norm(value):
     return list(value) if isinstance(value, tuple) else value
 
 
+def _unused_train_key(key: str, cfg: RunConfig) -> bool:
+    section, _, name = key.partition(".")
+    return section == "train" and cfg.train_keys is not None and name not in cfg.train_keys
+
+
 def read_run_config(run_dir: str | Path) -> RunConfig:
     run_dir = Path(run_dir)
     if not run_dir.exists():
@@ -46,7 +68,8 @@ def read_run_config(run_dir: str | Path) -> RunConfig:
     path = run_dir / "config.toml"
     if not path.exists():
         raise SeqlabError(f"{run_dir} is not a run directory (no config.toml); give the folder `seqlab train` wrote")
-    return config_mod.from_dict(tomllib.loads(path.read_text(encoding="utf-8")))
+    # a run written by an earlier version records every train key: those its task does not use are dropped
+    return registry.from_dict(tomllib.loads(path.read_text(encoding="utf-8")), drop_unused=True)
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool) -> None:
@@ -57,7 +80,8 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
     if has_content and resume:
         if (run_dir / "config.toml").exists():
             old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
-            changed = [k for k in config_differences(old, cfg.to_dict()) if k not in RESUMABLE_CHANGES]
+            changed = [k for k in config_differences(old, cfg.to_dict())
+                       if k not in RESUMABLE_CHANGES and not _unused_train_key(k, cfg)]
             if changed:
                 raise SeqlabError(f"cannot resume {run_dir}: {', '.join(changed)} differ from the run's config.toml; "
                                   "on resume only train.max_steps and train.epochs may change")
@@ -72,19 +96,15 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
 def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
           resume: bool = False, force: bool = False, log=print) -> Path:
     """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory."""
-    from seqlab.trainer import init_distributed
+    from seqlab.devices import init_distributed
 
     name = cfg if isinstance(cfg, str) else None
-    if not isinstance(cfg, RunConfig):
-        cfg = config_mod.resolve(cfg, overrides)
+    cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
     if dist.main:
         prepare_run_dir(cfg, run_dir, resume=resume, force=force)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()
+    dist.barrier()
     state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
                                              log=log if dist.main else (lambda *a, **k: None))
     if dist.main:
@@ -92,15 +112,73 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
 
         plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png")
     if state.get("interrupted"):
-        raise Interrupted(f"interrupted: checkpoint saved at step {state['step']} in {run_dir}; "
-                          "continue with --resume")
+        import signal
+
+        signum = state.get("signal") or signal.SIGINT
+        raise Interrupted(f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step {state['step']} "
+                          f"in {run_dir}; continue with --resume", exit_code=128 + signum)
     return run_dir
 
 
-def load(run_dir: str | Path, device: str | None = None):
-    """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``."""
+def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
+    """Where the checkpoint a reader uses lives: the run's ``best/`` (the best validation loss, kept by
+    ``train.keep_best``) by default, the run directory itself (the final checkpoint) with ``last`` or when
+    the run kept no best. Both are committed atomically, so a run still training is read safely."""
     run_dir = Path(run_dir)
-    cfg = read_run_config(run_dir)
+    if not last and checkpoint.exists(run_dir / "best"):
+        return run_dir / "best"
     if not checkpoint.exists(run_dir):
         raise SeqlabError(f"{run_dir} has no checkpoint yet; train it with `seqlab train ... --out {run_dir}`")
-    return task_module(cfg.task.kind).load(run_dir, cfg, device=device)
+    return run_dir
+
+
+def load(run_dir: str | Path, device: str | None = None, last: bool = False):
+    """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``; with
+    the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). Its
+    ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...)."""
+    run_dir = Path(run_dir)
+    cfg = read_run_config(run_dir)
+    weights = checkpoint_dir(run_dir, last)
+    obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
+    obj.checkpoint = {**checkpoint.load_state(weights), "dir": str(weights)}
+    return obj
+
+
+def open_encoder(run_or_dir: str | Path, device: str | torch.device | None = None) -> SentenceEncoder:
+    """The sentence encoder behind RUN_OR_DIR: a pretrained directory or model name, or a run directory.
+
+    A run directory (it has ``config.toml``) is loaded with :func:`load`; its object provides the embeddings
+    through a ``sentence_encoder()`` method returning a :class:`~seqlab.models.sentence.SentenceEncoder`, or
+    None when the run has no pretrained encoder (the hook for runs fine-tuned from one).
+    """
+    from seqlab.models.sentence import SentenceEncoder
+
+    path = Path(run_or_dir)
+    if (path / "config.toml").is_file():
+        obj = load(path, device=None if device is None else str(device))
+        make = getattr(obj, "sentence_encoder", None)
+        encoder = None if make is None else make()
+        if encoder is None:
+            raise SeqlabError(f"{path} is a {obj.config.task.kind} run without a pretrained encoder, so it has no "
+                              "sentence embeddings; give a run fine-tuned from one, a BERT-style directory, or "
+                              "all-MiniLM-L6-v2")
+        return encoder
+    return SentenceEncoder.from_pretrained(run_or_dir, device)
+
+
+def open_vectors(path: str | Path) -> KeyedVectors:
+    """Word vectors from an embedding run directory, a word2vec text file or a KeyedVectors safetensors file."""
+    from seqlab.vectors import KeyedVectors
+
+    path = Path(path)
+    if path.is_dir():
+        kind = read_run_config(path).task.kind
+        if kind != "embed":
+            raise SeqlabError(f"{path} is a {kind} run, which has no word vectors; "
+                              "give an embedding run (task.kind = \"embed\") or a vectors file")
+        return load(path).vectors
+    if not path.exists():
+        raise SeqlabError(f"{path} not found; give a run directory or a vectors file (.txt, .safetensors)")
+    if path.suffix == ".safetensors":
+        return KeyedVectors.load(path)
+    return KeyedVectors.load_word2vec_format(path)

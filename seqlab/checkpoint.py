@@ -26,7 +26,7 @@ from safetensors.torch import load_file, load_model as _load_model, save_file, s
 from torch import nn
 
 from seqlab.errors import SeqlabError
-from seqlab.io import write_fsynced
+from seqlab.io import read_json, write_fsynced
 
 FORMAT_VERSION = 1
 FILES = ("model.safetensors", "trainer.safetensors", "state.json")
@@ -85,12 +85,8 @@ def load_state(directory: str | Path) -> dict[str, Any]:
     directory = Path(directory)
     recover(directory)
     path = directory / "state.json"
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SeqlabError(f"{directory} holds no checkpoint (no state.json); train one with `seqlab train`") from None
-    except json.JSONDecodeError as e:
-        raise SeqlabError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None
+    state = read_json(path, "checkpoint state", "train the run with `seqlab train` (again, if it is damaged)",
+                      expect=dict)
     version = state.get("format_version")
     if version != FORMAT_VERSION:
         raise SeqlabError(f"{path} has checkpoint format_version {version!r}, this seqlab reads {FORMAT_VERSION}; "

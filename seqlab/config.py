@@ -4,9 +4,13 @@ A run config has four sections (DESIGN.md, "Config conventions"):
 
 - ``task``  -- :class:`TaskConfig`: what is being learned (``kind``).
 - ``data``  -- :class:`DataConfig`: where the text comes from and how it is tokenised.
-- ``model`` -- the model's own frozen dataclass, chosen by ``model.arch`` (and ``task.kind``); the keys a
-  user may set are that dataclass's fields minus the ones derived from the data (``vocab_size``).
+- ``model`` -- the model's own frozen dataclass, chosen by ``model.arch`` (and ``task.kind``).
 - ``train`` -- :class:`TrainConfig`: the optimiser, schedule, precision and bookkeeping.
+
+This module knows no task: :func:`parse` validates the ``task``, ``data`` and ``train`` sections and keeps
+``model`` as given. The task layer (:mod:`seqlab.tasks.registry`) knows which model config each
+``task.kind`` / ``model.arch`` builds and which ``train.*`` keys each task uses, and turns a
+:class:`ParsedConfig` into the :class:`RunConfig` a run is trained from.
 
 Every key is validated: an unknown key, a wrong type or an out-of-range value raises
 :class:`~seqlab.errors.SeqlabError` naming the key and listing the valid keys or range.
@@ -19,6 +23,7 @@ import math
 import tomllib
 import types
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -74,6 +79,9 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """The train section. Each task uses a subset of these keys (``TRAIN_KEYS`` of its module in
+    :mod:`seqlab.tasks`); a config that sets another one is refused."""
+
     max_steps: int = 1000  # optimiser steps; training stops at max_steps or epochs, whichever comes first
     epochs: float = 0.0  # passes over the training tokens (0 = no limit from epochs)
     max_minutes: float = 0.0  # wall-clock budget for this invocation (0 = none); stops early, resumable
@@ -96,7 +104,8 @@ class TrainConfig:
     eval_batches: int = 20  # validation batches per periodic validation
     save_every: int = 250  # steps between checkpoints (0 = only at the end)
     log_every: int = 10  # steps between metrics.jsonl training rows
-    keep_best: bool = False  # keep the best-validation checkpoint in best/
+    keep_best: bool = True  # keep the best-validation checkpoint in best/ (what readers load unless --last)
+    patience: int = 0  # validations without a new best before training stops early (0 = never stop early)
     progress: bool = True  # progress bar on stderr
 
     def __post_init__(self):
@@ -110,7 +119,7 @@ class TrainConfig:
             raise SeqlabError(f"train.lr must be a positive number, got {self.lr}")
         for name in ("epochs", "max_minutes", "min_lr", "weight_decay", "grad_clip"):
             _at_least(f"train.{name}", getattr(self, name), 0)
-        for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every"):
+        for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every", "patience"):
             _at_least(f"train.{name}", getattr(self, name), 0)
         _at_least("train.eval_batches", self.eval_batches, 1)
         if not 0.0 <= self.label_smoothing < 1.0:
@@ -120,37 +129,40 @@ class TrainConfig:
         _choice("train.device", self.device, ("auto", "cpu", "cuda"))
 
 
-# Task kinds trained with a (token or sentence) cross-entropy loss: the ones train.label_smoothing applies to.
-CROSS_ENTROPY_KINDS = ("lm", "translate", "tag", "classify")
+@dataclass(frozen=True)
+class ParsedConfig:
+    """A config as :func:`parse` leaves it: ``task``, ``data`` and ``train`` validated, ``model`` as given
+    (its dataclass depends on the task, so the task layer validates it)."""
 
-# Keys of a model config that come from the data, not from the user.
-DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size", "n_labels", "n_classes"})
-
-
-def model_config_class(kind: str, arch: str) -> type:
-    """The frozen dataclass that holds ``model.*`` for a task kind and architecture."""
-    from seqlab.tasks import model_config_class as lookup
-
-    return lookup(kind, arch)
+    task: TaskConfig
+    data: DataConfig
+    train: TrainConfig
+    train_given: tuple[str, ...]  # the train keys the config sets (preset, TOML file or --set), as written
+    arch: str  # model.arch
+    model: dict[str, Any]  # the other model.* keys, as given
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """A whole run: the four sections, each validated."""
+    """A whole run: the four sections, each validated (built by :func:`seqlab.tasks.resolve`)."""
 
     task: TaskConfig = field(default_factory=TaskConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    model: Any = None  # the model's dataclass (with derived keys at their defaults)
+    model: Any = None  # the model's dataclass; the sizes read from the data are None (tasks `replace` them)
     train: TrainConfig = field(default_factory=TrainConfig)
     arch: str = "transformer"
+    model_keys: tuple[str, ...] | None = None  # the model keys a user sets (None: every field of `model`)
+    train_keys: tuple[str, ...] | None = None  # the train keys the task uses (None: every TrainConfig field)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        model = {k: v for k, v in dataclasses.asdict(self.model).items() if k not in DERIVED_MODEL_KEYS}
+        """The sections as nested dicts: what ``config.toml`` records (only the keys a user may set)."""
+        model_keys = self.model_keys if self.model_keys is not None else [f.name for f in fields(self.model)]
+        train_keys = self.train_keys if self.train_keys is not None else [f.name for f in fields(self.train)]
         return {
             "task": dataclasses.asdict(self.task),
             "data": dataclasses.asdict(self.data),
-            "model": {"arch": self.arch, **model},
-            "train": dataclasses.asdict(self.train),
+            "model": {"arch": self.arch, **{k: getattr(self.model, k) for k in model_keys}},
+            "train": {k: getattr(self.train, k) for k in train_keys},
         }
 
     def to_toml(self) -> str:
@@ -158,31 +170,23 @@ class RunConfig:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# building a config from dicts, TOML files, presets and overrides
+# parsing dicts, TOML files, presets and overrides
 
 
-def from_dict(raw: dict[str, Any]) -> RunConfig:
-    """Validate a nested dict {section: {key: value}} into a :class:`RunConfig`."""
+def parse(raw: dict[str, Any]) -> ParsedConfig:
+    """Validate the ``task``, ``data`` and ``train`` sections of a nested dict {section: {key: value}}."""
     unknown = set(raw) - set(SECTIONS)
     if unknown:
         raise SeqlabError(f"unknown config section(s) {sorted(unknown)}; valid sections: {', '.join(SECTIONS)}")
-    task = _build(TaskConfig, raw.get("task", {}), "task")
-    data = _build(DataConfig, raw.get("data", {}), "data")
-    train = _build(TrainConfig, raw.get("train", {}), "train")
-    if train.label_smoothing and task.kind not in CROSS_ENTROPY_KINDS:
-        raise SeqlabError(f"train.label_smoothing applies to the cross-entropy tasks "
-                          f"({', '.join(CROSS_ENTROPY_KINDS)}), not to task.kind = {task.kind!r}; remove it")
-    model_raw = dict(raw.get("model", {}))
-    arch = model_raw.pop("arch", "transformer")
+    task = build_section(TaskConfig, raw.get("task", {}), "task")
+    data = build_section(DataConfig, raw.get("data", {}), "data")
+    train = build_section(TrainConfig, raw.get("train", {}), "train")
+    model = dict(raw.get("model", {}))
+    arch = model.pop("arch", "transformer")
     if not isinstance(arch, str):
         raise SeqlabError(f"model.arch must be a string, got {arch!r}")
-    cls = model_config_class(task.kind, arch)
-    derived = DERIVED_MODEL_KEYS & set(model_raw)
-    if derived:
-        raise SeqlabError(f"model.{sorted(derived)[0]} is derived from the data and cannot be set; "
-                          f"valid model keys: {', '.join(['arch', *_user_keys(cls)])}")
-    model = _build(cls, model_raw, "model", extra_valid=("arch",))
-    return RunConfig(task=task, data=data, model=model, train=train, arch=arch)
+    return ParsedConfig(task=task, data=data, train=train, train_given=tuple(raw.get("train", {})), arch=arch,
+                        model=model)
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
@@ -248,30 +252,21 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def resolve(name_or_path: str, overrides: list[str] | None = None) -> RunConfig:
-    """Preset or file, then ``--set`` overrides, validated."""
-    return from_dict(apply_overrides(load_preset_or_file(name_or_path), overrides or []))
-
-
 # ---------------------------------------------------------------------------------------------------------
 # validation helpers
 
 
-def _user_keys(cls: type, section: str = "model") -> list[str]:
-    return [f.name for f in fields(cls) if section != "model" or f.name not in DERIVED_MODEL_KEYS]
-
-
-def _build(cls: type, values: dict[str, Any], section: str, extra_valid: tuple[str, ...] = ()):
+def build_section(cls: type, values: dict[str, Any], section: str, *, exclude: Collection[str] = (),
+                  extra_valid: tuple[str, ...] = ()):
+    """``cls(**values)`` with every key checked against the fields of ``cls`` (minus ``exclude``, which keep
+    their defaults) and coerced to its type; errors name ``section.key`` and list the valid keys."""
     hints = typing.get_type_hints(cls)
-    valid = _user_keys(cls, section)
+    valid = [f.name for f in fields(cls) if f.name not in exclude]
     kwargs = {}
     for key, value in values.items():
         if key not in valid:
             raise SeqlabError(f"unknown key {section}.{key}; valid {section} keys: {', '.join([*extra_valid, *valid])}")
         kwargs[key] = _coerce(f"{section}.{key}", value, hints[key])
-    for f in fields(cls):  # sizes derived from the data: a placeholder until the data is read
-        if section == "model" and f.name in DERIVED_MODEL_KEYS and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            kwargs[f.name] = 1
     try:
         return cls(**kwargs)
     except SeqlabError:

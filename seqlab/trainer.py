@@ -1,4 +1,4 @@
-"""The Trainer, shared by every model family trained by gradient steps.
+"""The Trainer, shared by every model family.
 
 One optimiser step (seed 003: the loss is the average token-level negative log-likelihood):
 
@@ -7,7 +7,8 @@ One optimiser step (seed 003: the loss is the average token-level negative log-l
 accumulated over ``train.grad_accum`` micro-batches and, under ``torchrun``, over processes, so the
 gradient is exactly that of the token-weighted mean over the global batch. Then gradient clipping,
 AdamW (decay on weight matrices only), and a learning rate that is a function of the step alone:
-linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at ``max_steps``.
+linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at ``max_steps``
+(:mod:`seqlab.optim`; devices, processes and precision: :mod:`seqlab.devices`).
 
 A task plugs in through :class:`TrainTask`. Word2vec and GloVe plug in through :class:`KernelTask`: their
 numba kernels update the weights themselves (Hogwild SGD / AdaGrad, what makes them as fast as gensim and the
@@ -21,13 +22,10 @@ saved with every checkpoint; validation draws from neither, so ``--resume`` cont
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -37,8 +35,15 @@ from torch import nn
 
 from seqlab import checkpoint
 from seqlab.config import TrainConfig
+from seqlab.devices import Dist, autocast, resolve_device, resolve_precision
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
+from seqlab.io import MetricsLog, versions
+from seqlab.optim import learning_rate, make_optimizer
+
+# The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
+TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
+                "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision", "compile", "device", "threads",
+                "eval_every", "eval_batches", "save_every", "log_every", "keep_best", "patience", "progress")
 
 
 class TrainTask(Protocol):
@@ -97,137 +102,36 @@ def shard_rows(batch, rank: int, world: int):
 
 
 # ------------------------------------------------------------------------------------------------------
-# devices, precision, processes
-
-
-@dataclass(frozen=True)
-class Dist:
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def init_distributed(device_kind: str) -> Dist:
-    """Join the process group when launched by ``torchrun`` (gloo on CPU, NCCL on CUDA)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world == 1:
-        return Dist()
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device_kind == "cuda" else "gloo")
-    return Dist(rank=dist.get_rank(), world=dist.get_world_size(), local_rank=int(os.environ.get("LOCAL_RANK", 0)))
-
-
-def resolve_device(name: str, local_rank: int = 0) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise SeqlabError("train.device=cuda but no CUDA device is available; use --set train.device=cpu")
-    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
-        return torch.device("cuda", local_rank)
-    return torch.device("cpu")
-
-
-def cpu_has_fast_bf16() -> bool:
-    """AMX or AVX-512 bf16 instructions: bf16 autocast then doubles training speed (notes/cpu-performance.md)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
-
-
-def resolve_precision(name: str, device: torch.device) -> str:
-    if name == "fp16" and device.type != "cuda":
-        raise SeqlabError("train.precision=fp16 needs CUDA; on CPU use bf16 or fp32")
-    if name != "auto":
-        return name
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-    return "bf16" if cpu_has_fast_bf16() else "fp32"
-
-
-def autocast(precision: str, device: torch.device):
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-# ------------------------------------------------------------------------------------------------------
-# optimiser and schedule
-
-
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """AdamW groups: decay for weight matrices; none for norms, biases and embeddings."""
-    decay, no_decay = [], []
-    seen = set()
-    for module in model.modules():
-        for name, p in module.named_parameters(recurse=False):
-            if not p.requires_grad or id(p) in seen:
-                continue
-            seen.add(id(p))
-            is_matrix_weight = p.dim() >= 2 and not isinstance(module, nn.Embedding) and "embed" not in name
-            (decay if is_matrix_weight else no_decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    groups = param_groups(model, cfg.weight_decay)
-    try:  # the fused kernel is ~5% faster on CPU and GPU (notes/cpu-performance.md)
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=True)
-    except (RuntimeError, TypeError):
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
-
-
-def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, shape: str = "cosine") -> float:
-    """The learning rate at position ``step`` of ``total`` (default ``max_steps``), for every family:
-
-    - ``cosine`` (models trained by gradient steps): linear warm-up to ``lr`` over ``warmup_steps``, then cosine
-      decay to ``min_lr`` at ``total``;
-    - ``linear`` (word2vec, as the C tool and gensim: alpha falls to min_alpha over the run):
-      ``lr - (lr - min_lr) · step / total``, never below ``min_lr``;
-    - ``constant`` (GloVe, whose AdaGrad scales each weight's step itself): ``lr``.
-    """
-    total = cfg.max_steps if total is None else total
-    if shape == "constant":
-        return cfg.lr
-    if shape == "linear":
-        return max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * step / total)
-    if cfg.warmup_steps and step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    span = max(1, total - cfg.warmup_steps)
-    progress = min(1.0, (step - cfg.warmup_steps) / span)
-    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
-
-
-# ------------------------------------------------------------------------------------------------------
 # the loop
 
 
-class SigintFlag:
-    """Turns SIGINT into a flag checked between steps, so the step in flight finishes and is saved."""
+class StopSignals:
+    """SIGINT (Ctrl-C) and SIGTERM (what schedulers and ``docker stop`` send) become a flag checked between
+    steps, so the step in flight finishes and is saved; a second signal stops at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
-        self.flag = False
-        self._old = None
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    @property
+    def flag(self) -> bool:
+        return self.signum is not None
 
     def __enter__(self):
         if _is_main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
+            self._old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
         return self
 
     def _handle(self, signum, frame):
-        if self.flag:  # a second Ctrl-C: stop at once
+        if self.signum is not None:  # the second signal: stop at once
             raise KeyboardInterrupt
-        self.flag = True
+        self.signum = signum
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for s, handler in self._old.items():
+            signal.signal(s, handler)
 
 
 def _is_main_thread() -> bool:
@@ -253,7 +157,10 @@ class Trainer:
         self.step = 0
         self.examples_seen = 0
         self.tokens_seen = 0
-        self.best = math.inf
+        self.best = math.inf  # the best validation loss so far, at step best_step
+        self.best_step: int | None = None
+        self.evals_since_best = 0  # validations without a new best (for train.patience)
+        self.stopped_early = False
         self.started = time.perf_counter()
         if self.kernel:  # the task's kernel owns the weights' device and their update
             if self.dist.world > 1:
@@ -289,8 +196,9 @@ class Trainer:
 
     def state(self) -> dict[str, Any]:
         state = {"step": self.step, "examples_seen": self.examples_seen, "tokens_seen": self.tokens_seen,
-                 "best_valid_loss": None if math.isinf(self.best) else self.best,
-                 "versions": {"seqlab": _version(), "torch": torch.__version__}, **self.extra_state}
+                 "best_valid_loss": None if math.isinf(self.best) else self.best, "best_step": self.best_step,
+                 "evals_since_best": self.evals_since_best, "stopped_early": self.stopped_early,
+                 "versions": versions("torch"), **self.extra_state}
         if self.kernel:
             state.update(steps_per_epoch=self.task.steps_per_epoch, epoch_totals=dict(self.epoch_totals))
         return state
@@ -325,6 +233,9 @@ class Trainer:
         self.tokens_seen = state.get("tokens_seen", 0)
         best = state.get("best_valid_loss")
         self.best = math.inf if best is None else best
+        self.best_step = state.get("best_step")
+        self.evals_since_best = state.get("evals_since_best", 0)
+        self.stopped_early = state.get("stopped_early", False)
         return True
 
     def _kernel_step_of(self, state: dict) -> int:
@@ -410,7 +321,7 @@ class Trainer:
         self.tokens_seen += stats.words
         return stats.loss / max(stats.terms, 1), stats.words
 
-    def _end_epoch(self, metrics: "MetricsLog", progress) -> None:
+    def _end_epoch(self, metrics: MetricsLog, progress) -> None:
         """After a kernel task's last step of an epoch: its row in metrics.jsonl, a line, a checkpoint."""
         epoch, t, unit = self.step // self.task.steps_per_epoch, self.epoch_totals, self.task.unit
         seconds = max(t["seconds"], 1e-9)
@@ -441,8 +352,9 @@ class Trainer:
     # --- the loop ---
 
     def done(self) -> bool:
-        """The configured length is reached: ``max_steps`` (or a kernel task's epochs), or ``epochs`` of tokens."""
-        if self.step >= self.total_steps:
+        """The configured length is reached (``max_steps``, a kernel task's epochs, ``epochs`` of tokens), or
+        ``train.patience`` stopped the run early."""
+        if self.stopped_early or self.step >= self.total_steps:
             return True
         return (not self.kernel and bool(self.cfg.epochs)
                 and self.tokens_seen >= self.cfg.epochs * self.task.train_tokens)
@@ -464,7 +376,7 @@ class Trainer:
 
     def fit(self) -> dict[str, Any]:
         """Train until the end (max_steps, epochs or the time budget); returns the final state. SIGINT saves
-        and stops cleanly at the next step boundary."""
+        and SIGTERM save and stop cleanly at the next step boundary."""
         cfg, kernel = self.cfg, self.kernel
         metrics = MetricsLog(self.run_dir / "metrics.jsonl", enabled=self.dist.main)
         metrics.truncate_after(self.step)
@@ -477,7 +389,7 @@ class Trainer:
         t0, tok0 = time.perf_counter(), 0
         self.started = t0  # the time budget counts from here
         interrupted = False
-        with SigintFlag() as interrupt:
+        with StopSignals() as interrupt:
             while not self.done():
                 loss, tokens = take_step()
                 if not math.isfinite(loss):
@@ -507,23 +419,29 @@ class Trainer:
                 if interrupt.flag:
                     interrupted = True
                     break
-        if validates and not interrupted:
+        if validates and not interrupted and metrics.last_step("valid") != self.step:
             self._evaluate(metrics, progress)
         if last_saved != self.step or not checkpoint.exists(self.run_dir):
             self.save()
         progress.close()
-        return {**self.state(), "interrupted": interrupted}
+        return {**self.state(), "interrupted": interrupted, "signal": interrupt.signum}
 
-    def _evaluate(self, metrics: "MetricsLog", progress) -> None:
+    def _evaluate(self, metrics: MetricsLog, progress) -> None:
         result = self.validate(self.cfg.eval_batches)
         metrics.write({"step": self.step, "split": "valid", **result})
         if self.dist.main:
             progress.write(f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items()
                                                                    if isinstance(v, float)), file=sys.stderr)
         if result["loss"] < self.best:
-            self.best = result["loss"]
+            self.best, self.best_step, self.evals_since_best = result["loss"], self.step, 0
             if self.cfg.keep_best:
                 self.save(self.run_dir / "best")
+        else:
+            self.evals_since_best += 1
+        if self.cfg.patience and self.evals_since_best >= self.cfg.patience and not self.done():
+            self.stopped_early = True
+            self.log(f"early stop at step {self.step}: no new best validation loss in {self.cfg.patience} "
+                     f"validations (best {self.best:.4f} at step {self.best_step})")
 
 
 def _zero_totals() -> dict[str, float]:
@@ -535,36 +453,3 @@ def _progress(total: int, start: int, enabled: bool):
 
     return tqdm(total=total, initial=start, disable=not enabled, unit="step", dynamic_ncols=True,
                 file=sys.stderr, desc="train")
-
-
-def _version() -> str:
-    from seqlab import __version__
-
-    return __version__
-
-
-class MetricsLog:
-    """``metrics.jsonl``: one JSON object per line (training rows and validation rows)."""
-
-    def __init__(self, path: Path, enabled: bool = True):
-        self.path, self.enabled = path, enabled
-
-    def truncate_after(self, step: int) -> None:
-        """On resume, drop rows written after the checkpoint we resume from (they will be redone)."""
-        if not self.enabled or not self.path.exists():
-            return
-        rows = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        write_text_atomic(self.path, "".join(r + "\n" for r in rows))
-
-    def write(self, row: dict) -> None:
-        if self.enabled:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
-
-
-def read_metrics(path: str | Path) -> list[dict]:
-    path = Path(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

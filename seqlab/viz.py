@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.io import atomic_path
+from seqlab.io import atomic_path, read_metrics
 
 
 def pyplot():
@@ -33,8 +33,6 @@ def save_figure(fig, path: str | Path) -> Path:
 
 def plot_loss(metrics_path: str | Path, out: str | Path) -> Path | None:
     """Training and validation loss against the step, from a run's metrics.jsonl."""
-    from seqlab.trainer import read_metrics
-
     rows = read_metrics(metrics_path)
     train = [(r["step"], r["loss"]) for r in rows if r.get("split") == "train"]
     valid = [(r["step"], r["loss"]) for r in rows if r.get("split") == "valid"]

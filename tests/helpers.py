@@ -17,8 +17,8 @@ def write_conll(path, sentences) -> str:
 
 
 def assert_same_weights(run_a, run_b) -> None:
-    """The models of two run directories are bit-identical, tensor by tensor."""
-    a, b = api.load(run_a, device="cpu").model, api.load(run_b, device="cpu").model
+    """The final models of two run directories are bit-identical, tensor by tensor."""
+    a, b = api.load(run_a, device="cpu", last=True).model, api.load(run_b, device="cpu", last=True).model
     for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(p, q), name
 

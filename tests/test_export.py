@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, config
+from seqlab import api, tasks
 from seqlab.cli import main
 from seqlab.data.sources import read_text
 from seqlab.decode import Sampling, generate
@@ -45,7 +45,7 @@ def lm_run(request, corpus, tmp_path_factory):
     extra = ["data.tokenizer=\"bpe\"", "data.vocab_size=400"] if request.param == "bpe" else []
     if request.param == "char":
         extra = ["model.activation=\"gelu_tanh\""]  # GPT-2's own activation; the bpe run keeps exact GELU
-    cfg = config.resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", *extra])
+    cfg = tasks.resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.eval_every=10", *extra])
     return api.train(cfg, tmp_path_factory.mktemp("runs") / request.param, **QUIET)
 
 
@@ -120,7 +120,8 @@ def test_gpt2_compatibility_names_each_setting():
 def test_lm_exports_to_gpt2_with_parity(lm_run, tmp_path):
     out = tmp_path / "exports" / "hf"  # missing parents are created
     result = export(lm_run, "hf", out)
-    assert result == {"format": "hf", "out": str(out), "model": "GPT2LMHeadModel", "checkpoint": "best"}
+    assert result == {"format": "hf", "out": str(out), "model": "GPT2LMHeadModel", "checkpoint": "best",
+                      "step": api.load(lm_run).checkpoint["step"]}
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "generation_config.json", "model.safetensors",
                                                      "tokenizer.json", "tokenizer_config.json"]
     assert no_temporaries(out.parent)
@@ -149,7 +150,7 @@ def test_lm_exports_to_gpt2_with_parity(lm_run, tmp_path):
 def test_incompatible_lm_is_refused_naming_each_setting(corpus, tmp_path, capsys):
     run = tmp_path / "post"
     run.mkdir()
-    cfg = config.resolve("lm-char", [f"data.source=\"{corpus}\"", "model.norm=\"post\"",
+    cfg = tasks.resolve("lm-char", [f"data.source=\"{corpus}\"", "model.norm=\"post\"",
                                      "model.positions=\"sinusoidal\"", "model.tie_embeddings=false"])
     (run / "config.toml").write_text(cfg.to_toml(), encoding="utf-8")
     assert main(["export", str(run), "--format", "hf", "--out", str(tmp_path / "out")]) == 2
@@ -160,7 +161,7 @@ def test_incompatible_lm_is_refused_naming_each_setting(corpus, tmp_path, capsys
         assert part in err
     lstm = tmp_path / "lstm"
     lstm.mkdir()
-    (lstm / "config.toml").write_text(config.resolve("lm-lstm").to_toml(), encoding="utf-8")
+    (lstm / "config.toml").write_text(tasks.resolve("lm-lstm").to_toml(), encoding="utf-8")
     with pytest.raises(SeqlabError, match=r"model.arch=lstm \(GPT-2: transformer\); --format onnx"):
         export(lstm, "hf", tmp_path / "out")
     assert not (tmp_path / "out").exists()
@@ -173,7 +174,7 @@ def test_incompatible_lm_is_refused_naming_each_setting(corpus, tmp_path, capsys
 def run_dir_with(tmp_path, name, preset):
     run = tmp_path / name
     run.mkdir()
-    (run / "config.toml").write_text(config.resolve(preset).to_toml(), encoding="utf-8")
+    (run / "config.toml").write_text(tasks.resolve(preset).to_toml(), encoding="utf-8")
     return run
 
 
@@ -241,21 +242,17 @@ def test_force_replaces_and_a_failure_leaves_the_old_export(lm_run, tmp_path, ca
     assert not (tmp_path / "a").exists()  # the parents it made are gone too
 
 
-def test_last_flag_reaches_the_loader(lm_run, tmp_path, monkeypatch):
-    import inspect
+def test_best_by_default_last_with_the_flag(lm_run, tmp_path, capsys):
+    from safetensors.torch import load_file
 
-    seen = {}
-    load = api.load
-
-    def spy(run, device=None, **kw):
-        seen.update(kw)
-        return load(run, device=device, **kw)
-
-    monkeypatch.setattr(api, "load", spy)
-    result = export(lm_run, "hf", tmp_path / "last", last=True)
-    assert result["checkpoint"] == "last"
-    if "last" in inspect.signature(load).parameters:
-        assert seen == {"last": True}
+    best, last = api.load(lm_run, device="cpu"), api.load(lm_run, device="cpu", last=True)
+    for flag, obj in (([], best), (["--last"], last)):
+        out = tmp_path / ("last" if flag else "best")
+        assert main(["export", str(lm_run), "--format", "hf", "--out", str(out), *flag]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        assert printed["checkpoint"] == ("last" if flag else "best") and printed["step"] == obj.checkpoint["step"]
+        wte = load_file(str(out / "model.safetensors"))["transformer.wte.weight"]
+        assert torch.equal(wte, obj.model.embed.tokens.weight)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -53,10 +53,10 @@ def test_tagger_exports_to_bert_for_token_classification(tagger_run, tmp_path):
     assert type(hf).__name__ == "BertForTokenClassification"
     assert hf.config.id2label == dict(enumerate(tagger.labels.names))
     assert hf.config.label2id == {name: i for i, name in enumerate(tagger.labels.names)}
-    ids = [tagger.vocab.encode_words(words)[0] for words in SENTENCES]
+    ids = [tagger.tokenizer.encode_words(words)[0] for words in SENTENCES]
     batch = tok(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
     assert [row[: len(i)] for row, i in zip(batch["input_ids"].tolist(), ids)] == ids
-    assert tok(" ".join(SENTENCES[2]))["input_ids"] == tagger.vocab.encode(" ".join(SENTENCES[2]))
+    assert tok(" ".join(SENTENCES[2]))["input_ids"] == tagger.tokenizer.encode(" ".join(SENTENCES[2]))
     mask = batch["attention_mask"].bool()
     with torch.no_grad():
         ours = tagger.model(batch["input_ids"], mask)
@@ -64,7 +64,7 @@ def test_tagger_exports_to_bert_for_token_classification(tagger_run, tmp_path):
     diff = (ours - theirs)[mask].abs().max().item()
     assert diff <= 1e-5, diff
     # predictions read at each word's first sub-word are seqlab's
-    first = [tagger.vocab.encode_words(words)[1] for words in SENTENCES]
+    first = [tagger.tokenizer.encode_words(words)[1] for words in SENTENCES]
     predicted = [[hf.config.id2label[int(theirs[r, p].argmax())] for p in positions]
                  for r, positions in enumerate(first)]
     assert predicted == [r["tags"] for r in tagger.predict([" ".join(w) for w in SENTENCES])]

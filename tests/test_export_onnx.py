@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, config
+from seqlab import api, tasks
 from seqlab.cli import main
 from seqlab.data.sources import read_text
 from seqlab.errors import SeqlabError
@@ -60,7 +60,7 @@ def corpus(tmp_path_factory):
 def test_lm_forward_pass(preset, corpus, tmp_path, capsys):
     size = (["model.n_layers=2", "model.n_heads=2", "model.d_model=32", "model.d_ff=64"] if preset == "lm-char"
             else ["model.hidden_size=32", "model.d_model=32"])
-    run = api.train(config.resolve(preset, [*TRAIN, *size, "model.max_len=40", f"data.source=\"{corpus}\""]),
+    run = api.train(tasks.resolve(preset, [*TRAIN, *size, "model.max_len=40", f"data.source=\"{corpus}\""]),
                     tmp_path / "run", **QUIET)
     out = tmp_path / "lm.onnx"
     assert main(["export", str(run), "--format", "onnx", "--out", str(out)]) == 0
@@ -99,7 +99,7 @@ def test_fine_tuned_heads(task, tiny_bert, tmp_path):
     out = tmp_path / "model.onnx"
     export(run, "onnx", out)
     obj = api.load(run, device="cpu")
-    tokenizer = obj.vocab if task == "tag" else obj.tokenizer
+    tokenizer = obj.tokenizer
     texts = ["Bonn sees the Limas", "Kim", "the good film and Anna with Paris runs"]
     ids, mask = padded([tokenizer.encode(t) for t in texts])
     theirs = session(out).run(None, {"input_ids": ids, "attention_mask": mask})[0]
@@ -120,26 +120,26 @@ def test_transformer_tagger(tmp_path):
     sentences = [[(w, "B-LOC" if w[0].isupper() else "O") for w in rng.choices(words, k=rng.randint(2, 6))]
                  for _ in range(80)]
     files = {s: write_conll(tmp_path / f"{s}.conll", sentences) for s in ("train", "valid", "test")}
-    cfg = config.resolve("ner-transformer", [*TRAIN, *[f"data.{k}=\"{v}\"" for k, v in files.items()],
+    cfg = tasks.resolve("ner-transformer", [*TRAIN, *[f"data.{k}=\"{v}\"" for k, v in files.items()],
                                              "model.d_model=16", "model.d_ff=32", "model.n_layers=1",
                                              "model.n_heads=2"])
     run = api.train(cfg, tmp_path / "run", **QUIET)
     export(run, "onnx", tmp_path / "tagger.onnx")
     tagger = api.load(run, device="cpu")
-    ids, mask = padded([tagger.vocab.encode(s.split()) for s in ("Kim sees Bonn", "a", "the film sees a Kim")])
+    ids, mask = padded([tagger.tokenizer.encode(s.split()) for s in ("Kim sees Bonn", "a", "the film sees a Kim")])
     theirs = session(tmp_path / "tagger.onnx").run(None, {"input_ids": ids, "attention_mask": mask})[0]
     with torch.no_grad():
         ours = tagger.model(torch.from_numpy(ids), torch.from_numpy(mask).bool()).numpy()
     assert np.abs(theirs - ours)[mask.astype(bool)].max() <= 1e-5
-    assert json.loads(metadata(tmp_path / "tagger.onnx")["vocab"]) == tagger.vocab.tokens
+    assert json.loads(metadata(tmp_path / "tagger.onnx")["vocab"]) == tagger.tokenizer.tokens
 
 
 def test_sentence_encoder(tiny_bert, tmp_path):
-    from seqlab.embed import SentenceEncoder
+    from seqlab.models.sentence import SentenceEncoder
 
     out = tmp_path / "encoder.onnx"
     result = export(tiny_bert, "onnx", out)
-    assert result["checkpoint"] is None and result["max_abs_diff"] <= 1e-5
+    assert "checkpoint" not in result and result["max_abs_diff"] <= 1e-5
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(metadata(out)["tokenizer"])
@@ -153,7 +153,7 @@ def test_sentence_encoder(tiny_bert, tmp_path):
 def test_refusals(tiny_bert, tmp_path, monkeypatch):
     run = tmp_path / "bilstm"
     run.mkdir()
-    (run / "config.toml").write_text(config.resolve("ner-bilstm").to_toml(), encoding="utf-8")
+    (run / "config.toml").write_text(tasks.resolve("ner-bilstm").to_toml(), encoding="utf-8")
     with pytest.raises(SeqlabError, match=r"\(model.arch=lstm\) has no ONNX export"):
         export(run, "onnx", tmp_path / "x.onnx")
     with pytest.raises(SeqlabError, match="is a pretrained encoder, not a run; it exports with --format onnx"):

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from seqlab import api, config
+from seqlab import api, config, tasks
 from seqlab.errors import SeqlabError
 from seqlab.models import finetune
 from seqlab.models.finetune import (PretrainedClassifierConfig, PretrainedTaggerConfig, SequenceClassifier,
@@ -89,7 +89,7 @@ def tag_config(tmp_path, pretrained, steps=50, n_train=200, **model):
     rng = random.Random(0)
     files = {split: write_conll(tmp_path / f"{split}.conll", [tag_sentence(rng) for _ in range(n)])
              for split, n in (("train", n_train), ("valid", 16), ("test", 24))}
-    return config.from_dict({"task": {"kind": "tag"}, "data": {**files, "tokenizer": "word"},
+    return tasks.from_dict({"task": {"kind": "tag"}, "data": {**files, "tokenizer": "word"},
                              "model": {"arch": "pretrained", "pretrained": str(pretrained), "dropout": 0.0,
                                        "max_len": 16, **model},
                              "train": train_section(steps)})
@@ -104,7 +104,7 @@ def classify_config(tmp_path, pretrained, steps=50, n_train=200):
         path.write_text("sentence\tlabel\n" + "".join(f"{s}\t{1 if y == 'pos' else 0}\n" for y, s in rows),
                         encoding="utf-8")
         files[split] = str(path)
-    return config.from_dict({"task": {"kind": "classify"}, "data": files,
+    return tasks.from_dict({"task": {"kind": "classify"}, "data": files,
                              "model": {"arch": "pretrained", "pretrained": str(pretrained), "dropout": 0.0,
                                        "max_len": 16},
                              "train": train_section(steps)})
@@ -176,11 +176,11 @@ def test_config_validation(tiny_bert, tmp_path):
     with pytest.raises(SeqlabError, match="max_len=40 is more than the encoder's 24 positions"):
         api.train(tag_config(tmp_path, tiny_bert, steps=1, max_len=40), tmp_path / "run", **QUIET)
     with pytest.raises(SeqlabError, match="unknown key model.d_model; valid model keys: arch, pretrained"):
-        config.from_dict({"task": {"kind": "tag"}, "model": {"arch": "pretrained", "d_model": 8}})
+        tasks.from_dict({"task": {"kind": "tag"}, "model": {"arch": "pretrained", "d_model": 8}})
     with pytest.raises(SeqlabError, match="neither a directory nor a known model"):
         api.train(tag_config(tmp_path, tmp_path / "missing", steps=1), tmp_path / "run2", **QUIET)
     for preset, kind in (("ner-minilm", PretrainedTaggerConfig), ("sentiment-minilm", PretrainedClassifierConfig)):
-        cfg = config.resolve(preset)
+        cfg = tasks.resolve(preset)
         assert isinstance(cfg.model, kind) and cfg.model.pretrained == "all-MiniLM-L6-v2"
         assert cfg.train.lr == 1e-4 and cfg.train.warmup_steps > 0 and config.preset_summary(preset)
 

@@ -1,13 +1,17 @@
-"""seqlab.io: atomic writes leave either the old file or the new one, never a part, and no temporary files."""
+"""seqlab.io: atomic writes leave either the old file or the new one, never a part, and no temporary files;
+JSON reads turn every bad file into one SeqlabError line naming it."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
+import seqlab
 from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, write_bytes_atomic, write_json_atomic, write_text_atomic
+from seqlab.io import atomic_path, read_json, read_metrics, versions, write_bytes_atomic, write_json_atomic, \
+    write_text_atomic
 
 
 def test_writes_create_folders_and_replace(tmp_path):
@@ -42,3 +46,29 @@ def test_an_error_mid_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path)
 def test_a_directory_is_refused(tmp_path):
     with pytest.raises(SeqlabError, match="is a directory"):
         write_text_atomic(tmp_path, "x")
+
+
+def test_read_json_names_the_file_and_the_fix(tmp_path):
+    path = tmp_path / "labels.json"
+    write_json_atomic(path, {"kind": "labels"})
+    assert read_json(path, "label vocabulary", expect=dict) == {"kind": "labels"}
+    bad = {name: tmp_path / f"{name}.json" for name in ("latin1", "broken", "array")}
+    bad["latin1"].write_bytes(b"\xff\xfe{}")
+    bad["broken"].write_text("{oops")
+    bad["array"].write_text("[1, 2]")
+    cases = [(tmp_path / "absent.json", r"label vocabulary file not found: .*absent\.json; retrain"),
+             (tmp_path, "is a directory; give the label vocabulary JSON file inside it"),
+             (bad["latin1"], r"not a valid label vocabulary JSON file \(not UTF-8: .* byte 0\); retrain"),
+             (bad["broken"], r"not a valid label vocabulary JSON file \(Expecting .*\); retrain"),
+             (bad["array"], r"holds a JSON array, not a JSON object\); retrain")]
+    for where, message in cases:
+        with pytest.raises(SeqlabError, match=message) as info:
+            read_json(where, "label vocabulary", "retrain", expect=dict)
+        assert "\n" not in str(info.value)
+
+
+def test_read_metrics_and_versions(tmp_path):
+    assert read_metrics(tmp_path / "metrics.jsonl") == []
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "loss": 2.5}\n\n{"step": 2, "loss": 2.0}\n')
+    assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2]
+    assert versions("numpy") == {"seqlab": seqlab.__version__, "numpy": np.__version__}

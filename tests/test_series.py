@@ -180,7 +180,7 @@ def test_ar_accepts_lists_columns_and_pandas_like_input():
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("not json", "not a readable AR model JSON"),
+        ("not json", "not a valid AR model JSON"),
         ('{"model": "lstm"}', "not an AR model file"),
         ('{"model": "ar", "format_version": 99}', "format_version 99 is not known"),
         ('{"model": "ar", "format_version": 1, "p": 2}', "missing or has a bad field"),
@@ -200,5 +200,5 @@ def test_load_refuses_inconsistent_shapes(tmp_path):
     path.write_text(json.dumps(d))
     with pytest.raises(SeqlabError, match="AR\\(2\\) needs 3 finite params"):
         FittedAR.load(path)
-    with pytest.raises(SeqlabError, match="no such file"):
+    with pytest.raises(SeqlabError, match="AR model file not found"):
         FittedAR.load(tmp_path / "absent.json")

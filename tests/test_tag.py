@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, config
+from seqlab import api, config, tasks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger, init_embeddings
@@ -43,7 +43,7 @@ def corpus(tmp_path):
 
 
 def run_config(corpus, arch="lstm", steps=60, data=None, **model):
-    return config.from_dict({
+    return tasks.from_dict({
         "task": {"kind": "tag"},
         "data": {"train": corpus["train"], "valid": corpus["valid"], "test": corpus["test"], "tokenizer": "word",
                  **(data or {})},
@@ -168,7 +168,7 @@ def test_conll2003_by_name_reads_the_cached_iob2_splits(shared_data, tmp_path, m
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "conll2003").symlink_to(shared_data / "conll2003")  # the cache layout, no download
     monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path / "cache"))
-    cfg = config.resolve("ner-bilstm")
+    cfg = tasks.resolve("ner-bilstm")
     assert cfg.data.source == "conll2003" and cfg.task.kind == "tag"
     data = read_data(cfg, ("valid", "test"))
     assert [len(data["valid"]), len(data["test"])] == [3250, 3453]
@@ -192,7 +192,7 @@ def test_embeddings_start_from_word2vec_vectors(corpus, tmp_path, freeze):
     cfg = run_config(corpus, steps=8, vectors=str(tmp_path / "vec.txt"), freeze_vectors=freeze)
     tagger = api.load(api.train(cfg, tmp_path / "run", **QUIET), device="cpu")
     E = tagger.model.token_embedding.weight.detach().numpy()
-    rows = [tagger.vocab.stoi(w) for w in words[:2]]
+    rows = [tagger.tokenizer.stoi(w) for w in words[:2]]
     assert np.array_equal(E[rows], vectors[:2]) == freeze  # frozen: kept exactly; trainable: moved
     if not freeze:
         assert np.abs(E[rows] - vectors[:2]).max() < 0.5  # started there and moved a little
@@ -222,7 +222,7 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
     odd = tmp_path / "odd.txt"
     odd.write_text("the NN O O\nAnna NN O B-NAME\n\nKim NN O B-CITY\n", encoding="utf-8")
     tagger = api.load(run, device="cpu")
-    tagger.config = config.from_dict({**tagger.config.to_dict(), "data": {**tagger.config.to_dict()["data"],
+    tagger.config = tasks.from_dict({**tagger.config.to_dict(), "data": {**tagger.config.to_dict()["data"],
                                                                          "test": str(odd)}})
     with pytest.raises(SeqlabError, match=rf"{odd}:4: label 'B-CITY' does not occur in the training data"):
         tagger.evaluate("test")
@@ -273,7 +273,7 @@ def test_cli_train_predict_eval(corpus, tmp_path, monkeypatch, capsys):
 def test_presets_resolve_and_build(preset):
     from seqlab.tasks.tag import build_model
 
-    cfg = config.resolve(preset)
+    cfg = tasks.resolve(preset)
     assert preset in config.preset_names() and config.preset_summary(preset)
     model = build_model(cfg, vocab_size=100, n_labels=9)
     logits = model(torch.tensor([[4, 5, 6]]), torch.tensor([[True, True, True]]))

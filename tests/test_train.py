@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,10 @@ import torch
 from safetensors.torch import load_file
 
 from seqlab import api, checkpoint
-from seqlab.config import resolve
+from seqlab.tasks import resolve
 from seqlab.errors import SeqlabError
-from seqlab.trainer import TrainConfig, learning_rate
+from seqlab.config import TrainConfig
+from seqlab.optim import learning_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,6 +73,11 @@ def test_learning_rate_schedule():
     assert learning_rate(10, cfg) == pytest.approx(1.0)
     assert learning_rate(60, cfg) == pytest.approx(0.55)
     assert learning_rate(110, cfg) == pytest.approx(0.1)
+    # word2vec's shape: linear from lr to min_lr over the total, never below min_lr; GloVe's: constant
+    assert learning_rate(0, cfg, total=4, shape="linear") == pytest.approx(1.0)
+    assert learning_rate(3, cfg, total=4, shape="linear") == pytest.approx(1.0 - 0.9 * 0.75)
+    assert learning_rate(5, cfg, total=4, shape="linear") == pytest.approx(0.1)
+    assert learning_rate(3, cfg, total=4, shape="constant") == pytest.approx(1.0)
 
 
 def test_train_writes_a_complete_run_directory(tmp_path, corpus):
@@ -129,19 +136,32 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path, corpus):
     assert again.returncode == 0 and "nothing to do" in again.stderr
 
 
-def test_sigint_saves_and_exits_cleanly(tmp_path, corpus):
-    cfg = config_file(tmp_path, corpus, 100_000, ["train.save_every=0", "train.eval_every=0", "train.log_every=1"])
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_stop_signal_saves_exits_cleanly_and_resumes_bit_for_bit(tmp_path, corpus, signum, code):
+    """SIGINT (Ctrl-C) and SIGTERM (schedulers, docker stop) save at the next step and exit 128 + signal;
+    --resume then ends bit-identical to a run that was never stopped."""
+    steps = 30
+    cfg = config_file(tmp_path, corpus, steps, ["train.save_every=0", "train.eval_every=0", "train.log_every=1",
+                                                "model.dropout=0.1"])
+    straight = seqlab("train", str(cfg), "--out", str(tmp_path / "a"))
+    assert straight.returncode == 0, straight.stderr
     proc = subprocess.Popen([sys.executable, "-m", "seqlab", "train", str(cfg), "--out", str(tmp_path / "r")],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / "r" / "metrics.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and not (metrics.exists() and len(metrics.read_text().splitlines()) >= 3):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+        time.sleep(0.01)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "checkpoint saved at step" in err
-    assert json.loads((tmp_path / "r" / "state.json").read_text())["step"] >= 3
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step" in err
+    stopped_at = json.loads((tmp_path / "r" / "state.json").read_text())["step"]
+    assert 3 <= stopped_at < steps, f"the run was not stopped mid-way (step {stopped_at})"
+    resumed = seqlab("train", str(cfg), "--out", str(tmp_path / "r"), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    for name in ("model.safetensors", "trainer.safetensors"):
+        a, b = load_file(tmp_path / "a" / name), load_file(tmp_path / "r" / name)
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), name
 
 
 class PoisonedTask:
@@ -198,3 +218,62 @@ def test_two_processes_match_one(tmp_path, corpus):
     a, b = curve(tmp_path / "one"), curve(tmp_path / "two")
     assert len(a) == len(b) == 6
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-5, (a, b)
+
+
+class ScriptedValidation(PoisonedTask):
+    """The regression task, whose validation losses follow a script (one per validation)."""
+
+    def __init__(self, losses: list[float]):
+        super().__init__(poison_at=-1)
+        self.losses = iter(losses)
+
+    def validate(self, model, device, max_batches):
+        return {"loss": next(self.losses)}
+
+
+def test_patience_stops_early_keeps_the_best_and_resume_does_nothing(tmp_path):
+    from seqlab.trainer import Trainer
+
+    cfg = TrainConfig(max_steps=100, batch_size=4, eval_every=2, save_every=0, patience=2, progress=False,
+                      precision="fp32")
+    lines = []
+    trainer = Trainer(ScriptedValidation([1.0, 0.5, 0.6, 0.7, 0.1]), cfg, tmp_path, log=lines.append)
+    state = trainer.fit()
+    assert state["step"] == 8 and state["stopped_early"] and state["best_step"] == 4
+    assert state["best_valid_loss"] == 0.5
+    assert lines == ["early stop at step 8: no new best validation loss in 2 validations (best 0.5000 at step 4)"]
+    assert checkpoint.load_state(tmp_path / "best")["step"] == 4 and checkpoint.load_state(tmp_path)["step"] == 8
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["split"] == "valid"] == [2, 4, 6, 8]  # no second validation at the end
+    again = Trainer(ScriptedValidation([]), cfg, tmp_path, log=lines.append)
+    assert again.run(resume=True)["step"] == 8 and lines[-1] == "already trained to step 8; nothing to do"
+
+
+def test_patience_counter_resumes_exactly(tmp_path):
+    """An interrupted run resumes with its count of validations since the best (train.patience is exact)."""
+    from seqlab.trainer import Trainer
+
+    cfg = TrainConfig(max_steps=100, batch_size=4, eval_every=2, save_every=2, patience=3, progress=False,
+                      precision="fp32")
+    Trainer(ScriptedValidation([1.0, 0.5, 0.6, 0.7]), replace(cfg, max_steps=8), tmp_path).fit()
+    assert checkpoint.load_state(tmp_path)["evals_since_best"] == 2
+    state = Trainer(ScriptedValidation([0.8]), cfg, tmp_path).run(resume=True)
+    assert state["step"] == 10 and state["stopped_early"] and state["best_step"] == 4
+
+
+def test_readers_use_the_best_checkpoint_unless_last(tmp_path, corpus):
+    """api.load and the reading verbs take best/ by default and the final checkpoint with --last."""
+    cfg = config_file(tmp_path, corpus, 12, ["train.eval_every=4", "train.save_every=4"])
+    run = api.train(str(cfg), tmp_path / "r", log=lambda *a, **k: None)
+    best_step = checkpoint.load_state(run)["best_step"]
+    best, last = api.load(run, device="cpu"), api.load(run, device="cpu", last=True)
+    assert best.checkpoint["step"] == best_step and best.checkpoint["dir"] == str(run / "best")
+    assert last.checkpoint["step"] == 12 and last.checkpoint["dir"] == str(run)
+    weights = load_file(run / "best" / "model.safetensors")
+    assert all(torch.equal(weights[k], v) for k, v in best.model.state_dict().items() if k in weights)
+    for flag, expected in (([], best), (["--last"], last)):
+        out = seqlab("eval", str(run), "--split", "valid", *flag)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["loss"] == pytest.approx(expected.evaluate("valid")["loss"], rel=1e-5)
+    no_best = api.train(str(cfg), tmp_path / "n", overrides=["train.keep_best=false"], log=lambda *a, **k: None)
+    assert api.load(no_best, device="cpu").checkpoint["dir"] == str(no_best)  # no best/: the final checkpoint

@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from seqlab import api, config
+from seqlab import api, config, tasks
 from seqlab.data.parallel import ParallelCorpus, read_parallel, read_splits, train_tokenizers
 from seqlab.errors import SeqlabError
 from seqlab.metrics.bleu import corpus_bleu
@@ -48,7 +48,7 @@ def run_config(corpus, arch="transformer", steps=30, **model):
     model = model or ({"n_layers": 1, "n_heads": 2, "d_model": 16, "d_ff": 32, "max_len": 16, "dropout": 0.0}
                       if arch == "transformer" else
                       {"d_model": 16, "hidden_size": 16, "attn_size": 16, "dropout": 0.0, "max_len": 16})
-    return config.from_dict({
+    return tasks.from_dict({
         "task": {"kind": "translate"},
         "data": {"train": corpus["train"], "valid": corpus["valid"], "test": corpus["test"], "src": "en", "tgt": "de",
                  "tokenizer": "word"},
@@ -222,7 +222,7 @@ def test_validation_loss_sums_real_target_tokens_only():
 def test_presets_resolve_and_build(preset):
     from seqlab.tasks.translate import MODELS
 
-    cfg = config.resolve(preset, ["model.max_len=32"])
+    cfg = tasks.resolve(preset, ["model.max_len=32"])
     assert cfg.task.kind == "translate" and (cfg.data.src, cfg.data.tgt) == ("de", "en")
     assert cfg.data.source == "multi30k" and cfg.data.tokenizer == "bpe"
     assert preset in config.preset_names() and config.preset_summary(preset)

@@ -12,3 +12,9 @@ def add_parser(sub, name: str, help: str, example: str, description: str | None 
         epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+
+
+def add_last(p) -> None:
+    """``--last``: read the run's final checkpoint instead of its best one (DESIGN.md, "A run directory")."""
+    p.add_argument("--last", action="store_true",
+                   help="use the final checkpoint instead of the best validation one (best/, the default)")

@@ -1,6 +1,6 @@
 """`seqlab attention RUN --text TEXT --out FILE.png`: attention heatmaps, one per layer and head."""
 
-from seqlab.commands import add_parser
+from seqlab.commands import add_last, add_parser
 
 
 def add(sub):
@@ -10,6 +10,7 @@ def add(sub):
     p.add_argument("--text", required=True)
     p.add_argument("--out", required=True, metavar="FILE.png")
     p.add_argument("--device", default=None)
+    add_last(p)
     p.set_defaults(run=run)
 
 
@@ -18,7 +19,7 @@ def run(args) -> int:
     from seqlab.errors import SeqlabError
     from seqlab.viz import plot_attention
 
-    obj = load(args.run_dir, device=args.device)
+    obj = load(args.run_dir, device=args.device, last=args.last)
     if not hasattr(obj, "attention"):
         raise SeqlabError(f"{args.run_dir} is a {obj.config.task.kind} run, which has no attention maps")
     result = obj.attention(args.text)

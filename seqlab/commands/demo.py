@@ -33,9 +33,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from seqlab.api import Interrupted, load, train
-    from seqlab.config import resolve
     from seqlab.errors import SeqlabError
     from seqlab.metrics.lm import ngram_nll, perplexity
+    from seqlab.tasks import resolve
     from seqlab.tasks.lm import load_splits
     from seqlab.viz import plot_attention
 
@@ -53,7 +53,7 @@ def run(args) -> int:
         run_dir = train(cfg, args.out, force=True, log=log)
     except Interrupted as e:
         log(str(e))
-        return 130
+        return e.exit_code
     minutes = (time.perf_counter() - t0) / 60
 
     lm = load(run_dir)

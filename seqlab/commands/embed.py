@@ -22,7 +22,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from seqlab.embed import open_encoder
+    from seqlab.api import open_encoder
     from seqlab.errors import SeqlabError
 
     out = Path(args.out) if args.out else None

@@ -1,6 +1,6 @@
 """`seqlab eval RUN [--split valid|test]`: the task's metrics as one JSON object."""
 
-from seqlab.commands import add_parser
+from seqlab.commands import add_last, add_parser
 
 
 def add(sub):
@@ -9,6 +9,7 @@ def add(sub):
     p.add_argument("run_dir", metavar="RUN")
     p.add_argument("--split", default="test", choices=["valid", "test"])
     p.add_argument("--device", default=None)
+    add_last(p)
     p.set_defaults(run=run)
 
 
@@ -17,5 +18,5 @@ def run(args) -> int:
 
     from seqlab.api import load
 
-    print(json.dumps(load(args.run_dir, device=args.device).evaluate(split=args.split)))
+    print(json.dumps(load(args.run_dir, device=args.device, last=args.last).evaluate(split=args.split)))
     return 0

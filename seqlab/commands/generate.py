@@ -1,6 +1,6 @@
 """`seqlab generate RUN --prompt TEXT`: the prompt followed by its continuation."""
 
-from seqlab.commands import add_parser
+from seqlab.commands import add_last, add_parser
 
 
 def add(sub):
@@ -18,13 +18,14 @@ def add(sub):
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the decode step (about 2x faster per token after a 10-40 s compile)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    add_last(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     from seqlab.api import load
 
-    lm = load(args.run_dir, device=args.device)
+    lm = load(args.run_dir, device=args.device, last=args.last)
     if not hasattr(lm, "generate"):
         from seqlab.errors import SeqlabError
 

@@ -14,7 +14,7 @@ def add(sub):
 
 
 def run(args) -> int:
-    from seqlab.tasks.embed import open_vectors
+    from seqlab.api import open_vectors
     from seqlab.vectors import plot_embedding_map, tsne_map
 
     kv = open_vectors(args.run_dir)

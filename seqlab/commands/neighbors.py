@@ -13,8 +13,8 @@ def add(sub):
 
 
 def run(args) -> int:
+    from seqlab.api import open_vectors
     from seqlab.errors import SeqlabError
-    from seqlab.tasks.embed import open_vectors
 
     if args.k < 1:
         raise SeqlabError(f"-k must be >= 1, got {args.k}")

@@ -1,6 +1,6 @@
 """`seqlab predict RUN [--beam K | --steps N] [--format text|json] < inputs`: one output line per input line."""
 
-from seqlab.commands import add_parser
+from seqlab.commands import add_last, add_parser
 
 
 def add(sub):
@@ -11,6 +11,7 @@ def add(sub):
     p.add_argument("--steps", type=int, default=None, help="forecast horizon (forecasting; reads no stdin)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--device", default=None)
+    add_last(p)
     p.set_defaults(run=run)
 
 
@@ -21,7 +22,7 @@ def run(args) -> int:
     from seqlab.api import load
     from seqlab.errors import SeqlabError
 
-    obj = load(args.run_dir, device=args.device)
+    obj = load(args.run_dir, device=args.device, last=args.last)
     if not hasattr(obj, "predict"):
         raise SeqlabError(f"{args.run_dir} is a {obj.config.task.kind} run, which has no predict; "
                           "for a language model use `seqlab generate`")

@@ -15,7 +15,7 @@ def add(sub):
 
 
 def run(args) -> int:
-    from seqlab.embed import open_encoder
+    from seqlab.api import open_encoder
 
     print(f"{open_encoder(args.model, args.device).similarity(args.text_a, args.text_b):.6f}")
     return 0

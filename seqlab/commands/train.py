@@ -27,6 +27,6 @@ def run(args) -> int:
                         log=lambda *a, **k: print(*a, **{"file": sys.stderr, **k}))
     except Interrupted as e:
         print(str(e), file=sys.stderr)
-        return 130
+        return e.exit_code
     print(run_dir)
     return 0

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import inspect
 import os
 import shutil
 import tempfile
@@ -46,8 +45,9 @@ def export(run: str | os.PathLike, format: str, out: str | os.PathLike, *, force
            last: bool = False) -> dict:
     """Export ``run`` (a run directory; for ``onnx`` also a pretrained encoder directory or name) to ``out``.
 
-    Returns what was written: ``{"format", "out", "model", "checkpoint"}`` and, for ONNX, the largest
-    difference between onnxruntime's outputs and seqlab's (``max_abs_diff``).
+    Returns what was written: ``{"format", "out", "model"}``, for a run the checkpoint used (``checkpoint``:
+    best or last, and its ``step``) and, for ONNX, the largest difference between onnxruntime's outputs and
+    seqlab's (``max_abs_diff``).
     """
     if format not in FORMATS:
         raise SeqlabError(f"unknown export format {format!r}; use one of {', '.join(FORMATS)}")
@@ -65,31 +65,30 @@ def export(run: str | os.PathLike, format: str, out: str | os.PathLike, *, force
         _require(ONNX_MODULES, "--format onnx")
     if out.exists() and not force:
         raise SeqlabError(f"--out {out} already exists; replace it with --force or choose another path")
-    if is_run and format in ("word2vec", "word2vec-binary"):
-        obj = _load(run_path, last)
+    if not is_run:
+        from seqlab.exporters import onnx
+
+        with staged(out, force) as tmp:
+            model, diff = onnx.export_sentence_encoder(run, tmp)
+        return {"format": format, "out": str(out), "model": model, "max_abs_diff": diff}
+    obj = _load(run_path, last)
+    report = {"format": format, "out": str(out), "checkpoint": "last" if last else "best",
+              "step": obj.checkpoint.get("step")}
+    if format in ("word2vec", "word2vec-binary"):
         with staged(out, force) as tmp:
             obj.vectors.save_word2vec_format(tmp, binary=format == "word2vec-binary")
-        return _report(format, out, "word2vec", last)
+        return {**report, "model": "word2vec"}
     if format == "hf":
         from seqlab.exporters import hf
 
-        obj = _load(run_path, last)
         with staged(out, force, directory=True) as tmp:
             model = hf.export_lm(obj, tmp) if cfg.task.kind == "lm" else hf.export_bert(obj, tmp)
-        return _report(format, out, model, last)
+        return {**report, "model": model}
     from seqlab.exporters import onnx
 
     with staged(out, force) as tmp:
-        if is_run:
-            model, diff = onnx.export_run(_load(run_path, last), tmp)
-        else:
-            model, diff = onnx.export_sentence_encoder(run, tmp)
-    return {**_report(format, out, model, last if is_run else None), "max_abs_diff": diff}
-
-
-def _report(format: str, out: Path, model: str, last: bool | None) -> dict:
-    checkpoint = None if last is None else ("last" if last else "best")
-    return {"format": format, "out": str(out), "model": model, "checkpoint": checkpoint}
+        model, diff = onnx.export_run(obj, tmp)
+    return {**report, "model": model, "max_abs_diff": diff}
 
 
 def _check_task(cfg, format: str, run: Path) -> None:
@@ -158,9 +157,7 @@ def _load(run: Path, last: bool):
     """The run's trained object on the CPU: its best checkpoint, or its final one with ``last``."""
     from seqlab import api
 
-    if "last" in inspect.signature(api.load).parameters:
-        return api.load(run, device="cpu", last=last)
-    return api.load(run, device="cpu")  # this seqlab keeps one checkpoint per run: best and last coincide
+    return api.load(run, device="cpu", last=last)
 
 
 @contextlib.contextmanager

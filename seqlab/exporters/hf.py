@@ -96,7 +96,7 @@ def export_bert(run, out: Path) -> str:
     from seqlab.models.finetune import SequenceClassifier, TokenClassifier
 
     model = run.model
-    tokenizer = getattr(run, "tokenizer", None) or run.vocab  # the classifier's, the tagger's
+    tokenizer = run.tokenizer  # WordPiece (SubwordTokenizer)
     names = run.labels.names
     tensors = bert_tensors(model.encoder)
     if isinstance(model, TokenClassifier):

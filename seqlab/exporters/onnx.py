@@ -259,7 +259,7 @@ def export_run(run, path: Path) -> tuple[str, float]:
     if kind == "lm":
         meta.update(_tokenizer_metadata(run.tokenizer))
         return "lm: input_ids -> logits", export_lm(model, path, meta)
-    tokenizer = run.vocab if kind == "tag" else run.tokenizer
+    tokenizer = run.tokenizer  # a word Vocab, a Tokenizer or a SubwordTokenizer
     meta.update(_tokenizer_metadata(tokenizer), labels=json.dumps(run.labels.names, ensure_ascii=False))
     what = f"{kind}: input_ids, attention_mask -> logits"
     if isinstance(model, (TokenClassifier, SequenceClassifier)):

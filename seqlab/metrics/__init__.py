@@ -2,13 +2,44 @@
 
 BLEU and chrF (sacreBLEU 2.6.0), entity-level F1 (seqeval 1.2.2), accuracy and macro-F1
 (scikit-learn; the module `seqlab.metrics.accuracy`), token NLL and perplexity (specs/metrics.md §4).
+
+The names below are imported on first use, so that ``import seqlab.metrics.bleu`` (and ``seqlab bleu``)
+loads neither torch (``seqlab.metrics.lm``) nor numpy (``accuracy``, ``ner``).
 """
 
-from seqlab.metrics.accuracy import classification_scores, confusion_matrix, macro_f1
-from seqlab.metrics.bleu import BLEU, BLEUScore, corpus_bleu, sentence_bleu
-from seqlab.metrics.chrf import corpus_chrf
-from seqlab.metrics.lm import nll_sum, perplexity
-from seqlab.metrics.ner import classification_report, entity_f1
+from __future__ import annotations
 
-__all__ = ["BLEU", "BLEUScore", "corpus_bleu", "sentence_bleu", "corpus_chrf", "entity_f1", "classification_report",
-           "macro_f1", "classification_scores", "confusion_matrix", "nll_sum", "perplexity"]
+import importlib
+
+# public name -> module that defines it (imported on first attribute access)
+_EXPORTS: dict[str, str] = {
+    "BLEU": "seqlab.metrics.bleu",
+    "BLEUScore": "seqlab.metrics.bleu",
+    "corpus_bleu": "seqlab.metrics.bleu",
+    "sentence_bleu": "seqlab.metrics.bleu",
+    "corpus_chrf": "seqlab.metrics.chrf",
+    "entity_f1": "seqlab.metrics.ner",
+    "classification_report": "seqlab.metrics.ner",
+    "UndefinedMetricWarning": "seqlab.metrics.ner",
+    "macro_f1": "seqlab.metrics.accuracy",
+    "classification_scores": "seqlab.metrics.accuracy",
+    "confusion_matrix": "seqlab.metrics.accuracy",
+    "nll_sum": "seqlab.metrics.lm",
+    "perplexity": "seqlab.metrics.lm",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seqlab.metrics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
+
+
+__all__ = list(_EXPORTS)

@@ -28,24 +28,29 @@ The fast paths, each with its readable reference beside it and a test that the t
 
 Deliberate deviations from sacreBLEU's API (same numbers, stricter input): a hypothesis list and a
 reference stream of different lengths raise :class:`SeqlabError` (sacreBLEU silently truncates,
-§1.6); so do an empty corpus, unknown options and references not given as a list of streams.
+§1.6); so do an empty corpus, unknown options, references not given as a list of streams, and a
+segment whose references are all None (sacreBLEU fails on it with a TypeError; scoring it would
+count its reference length as -1, §1.5).
 Signatures carry seqlab's version after ``version:``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-
-import regex
+from typing import TYPE_CHECKING
 
 from seqlab import __version__
 from seqlab.errors import SeqlabError
+
+if TYPE_CHECKING:
+    import regex
 
 MAX_NGRAM_ORDER = 4
 # Default smoothing values (§1.8); None = the method takes no value.
@@ -146,17 +151,24 @@ def tokenize_13a(line: str) -> list[str]:
     return line.split()
 
 
-# mteval-v14 "international" tokenisation: Unicode classes through the `regex` module (§1.3).
-_INTL_RULES = [
-    (regex.compile(r"(\P{N})(\p{P})"), r"\1 \2 "),  # punctuation after a non-number
-    (regex.compile(r"(\p{P})(\P{N})"), r" \1 \2"),  # punctuation before a non-number
-    (regex.compile(r"(\p{S})"), r" \1 "),  # every symbol
-]
+@functools.cache
+def _intl_rules() -> list[tuple[regex.Pattern, str]]:
+    """mteval-v14 "international" tokenisation: Unicode classes through the `regex` module (§1.3).
+
+    Imported and compiled on first use: `seqlab bleu` with the default 13a starts without them.
+    """
+    import regex
+
+    return [
+        (regex.compile(r"(\P{N})(\p{P})"), r"\1 \2 "),  # punctuation after a non-number
+        (regex.compile(r"(\p{P})(\P{N})"), r" \1 \2"),  # punctuation before a non-number
+        (regex.compile(r"(\p{S})"), r" \1 "),  # every symbol
+    ]
 
 
 def tokenize_intl(line: str) -> list[str]:
     """mteval-v14 international tokenisation (no unescaping, no padding: ``1990.`` stays one token)."""
-    for pattern, replacement in _INTL_RULES:
+    for pattern, replacement in _intl_rules():
         line = pattern.sub(replacement, line)
     return line.split()
 
@@ -390,6 +402,11 @@ def check_corpus(hypotheses, references) -> list[list[str | None]]:
         bad = next((x for x in segments if not isinstance(x, str) and x not in allowed), "")
         if bad != "":
             raise SeqlabError(f"every {what} must be a string, got {type(bad).__name__}; convert segments with str()")
+    if any(None in stream for stream in streams):  # None = fewer references here (§1.5), but not none at all
+        for i, refs in enumerate(zip(*streams)):
+            if all(ref is None for ref in refs):
+                raise SeqlabError(f"segment {i + 1} has no reference (None in every reference stream); "
+                                  "give at least one reference per segment")
     return streams
 
 

@@ -11,9 +11,13 @@ sides have are averaged (sacreBLEU's "effective order", ``eff:yes``), and
 
     chrF_β = 100 · (1 + β²) · chrP · chrR / (β² · chrP + chrR),   β = 2 (recall weighs 4x).
 
+β = 0 gives chrF0 = 100 · chrP, precision only (as sacreBLEU's ``CHRF(beta=0)``; chrP and chrR are
+zero together, so the denominator never is).
+
 The arithmetic follows sacreBLEU's ``CHRF._compute_f_score`` line for line. chrF++ (word n-grams,
 nw > 0) and epsilon smoothing are not implemented. A segment with no reference raises
-:class:`SeqlabError` (sacreBLEU fails on it with an IndexError).
+:class:`SeqlabError` (sacreBLEU fails on it with an IndexError), and so does a negative β (which
+sacreBLEU reads as -β).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ class CHRFScore:
     """A chrF score (0-100, unrounded) and how it was computed."""
 
     score: float  # 0-100, unrounded
-    beta: int  # recall is weighted beta² times precision
+    beta: int  # recall is weighted beta² times precision (0: precision only)
     signature: str = ""  # e.g. nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:0.1.0
 
     @property
@@ -84,17 +88,15 @@ def _f_score(stats: list[int], char_order: int, beta: int) -> float:
 def corpus_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], *, char_order: int = 6,
                 beta: int = 2, lowercase: bool = False, whitespace: bool = False) -> CHRFScore:
     """Corpus chrF with sacreBLEU's defaults; ``references[k][i]`` is the k-th reference of segment i."""
-    for name, value in (("char_order", char_order), ("beta", beta)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise SeqlabError(f"{name} must be an integer >= 1, got {value!r}")
+    for name, value, least in (("char_order", char_order, 1), ("beta", beta, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise SeqlabError(f"{name} must be an integer >= {least}, got {value!r}")
     streams = check_corpus(hypotheses, references)
     total = [0] * (3 * char_order)
     nrefs = set()
     with gc_paused():
         for i, hyp in enumerate(hypotheses):
-            refs = [s[i] for s in streams if s[i] is not None]
-            if not refs:
-                raise SeqlabError(f"segment {i + 1} has no reference; give at least one per segment")
+            refs = [s[i] for s in streams if s[i] is not None]  # at least one (check_corpus)
             nrefs.add(len(refs))
             if lowercase:
                 hyp, refs = hyp.lower(), [r.lower() for r in refs]

@@ -34,6 +34,7 @@ Schemes may be given by name (``"IOB2"``) or as seqeval's scheme classes (their 
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
@@ -47,10 +48,41 @@ from seqlab.errors import SeqlabError
 Tags = Sequence[str]  # one tag per token of one sentence
 
 AVERAGES = (None, "micro", "macro", "weighted")
+_BUILD_LOCK = threading.Lock()
 
 
-class UndefinedMetricWarning(UserWarning):
-    """A precision or recall had a zero denominator and was set by ``zero_division`` ('warn' -> 0.0)."""
+def undefined_metric_warning() -> type[UserWarning]:
+    """The class of the warning issued when a precision or recall had a zero denominator.
+
+    ``UndefinedMetricWarning`` (this module's attribute, built on first use by ``__getattr__``)
+    subclasses ``sklearn.exceptions.UndefinedMetricWarning``, the class seqeval warns with, so a
+    filter written for seqeval silences seqlab too. It is built lazily so that importing this module
+    does not import scikit-learn (over a second here); without scikit-learn it subclasses UserWarning.
+    Code inside seqlab refers to it through this function (a module ``__getattr__`` is not consulted
+    for the module's own global names).
+    """
+    with _BUILD_LOCK:  # one class only, even when two threads warn first at once
+        return globals().get("UndefinedMetricWarning") or _build_undefined_metric_warning()
+
+
+def _build_undefined_metric_warning() -> type[UserWarning]:
+    try:
+        from sklearn.exceptions import UndefinedMetricWarning as base
+    except ImportError:
+        base = UserWarning
+
+    class UndefinedMetricWarning(base):
+        """A precision or recall had a zero denominator and was set by ``zero_division`` ('warn' -> 0.0)."""
+
+    UndefinedMetricWarning.__qualname__ = "UndefinedMetricWarning"  # pickled by name, found by __getattr__
+    globals()["UndefinedMetricWarning"] = UndefinedMetricWarning  # later lookups skip __getattr__
+    return UndefinedMetricWarning
+
+
+def __getattr__(name: str):
+    if name == "UndefinedMetricWarning":
+        return undefined_metric_warning()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -348,7 +380,8 @@ def _warn_prf(average: str | None, modifier: str, msg_start: str, result_size: i
     """sklearn's / seqeval's UndefinedMetricWarning text."""
     where = "due to" if result_size == 1 else "in labels with"
     warnings.warn(f"{msg_start} ill-defined and being set to 0.0 {where} no {modifier} samples. "
-                  "Use `zero_division` parameter to control this behavior.", UndefinedMetricWarning, stacklevel=3)
+                  "Use `zero_division` parameter to control this behavior.", undefined_metric_warning(),
+                  stacklevel=3)
 
 
 def _prf_divide(numerator: np.ndarray, denominator: np.ndarray, metric: str, modifier: str,

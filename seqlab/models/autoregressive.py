@@ -35,7 +35,6 @@ on a common sample (the first max_p values held back for every p), as ``ar_selec
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.errors import SeqlabError
-from seqlab.io import write_json_atomic
+from seqlab.io import read_json, write_json_atomic
 
 FORMAT_VERSION = 1  # of the JSON written by FittedAR.save
 CRITERIA = ("aic", "bic", "hqic")
@@ -237,15 +236,7 @@ class FittedAR:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "FittedAR":
         """Read a model written by :meth:`save`; forecasts continue from the saved last p values."""
-        path = Path(path)
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise SeqlabError(f"{path}: no such file; pass the ar model JSON a fit saved") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SeqlabError(
-                f"{path}: not a readable AR model JSON ({exc}); save it again with FittedAR.save"
-            ) from None
+        d = read_json(path, "AR model", "pass a file FittedAR.save wrote")
         if not isinstance(d, dict) or d.get("model") != "ar":
             raise SeqlabError(f"{path}: not an AR model file (no \"model\": \"ar\"); pass a file FittedAR.save wrote")
         if d.get("format_version") != FORMAT_VERSION:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.recurrent import RecurrentModelConfig, _check_positive
+from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.models.recurrent import RecurrentModelConfig
 from seqlab.models.tagger import EmbeddingInit, _no_tied_embeddings, arch_configs, build_encoder, token_embedding
 from seqlab.models.transformer import TransformerConfig
 
@@ -44,13 +44,13 @@ def _check_pooling(pooling: str, options: tuple[str, ...]) -> None:
 class RecurrentClassifierConfig(EmbeddingInit, RecurrentModelConfig):
     """Embeddings -> recurrent stack -> pooling over the real tokens -> linear layer."""
 
-    n_classes: int  # classes in the label vocabulary (from the training data)
+    n_classes: int | None = None  # classes in the label vocabulary (from the training data; None until read)
     bidirectional: bool = False  # add a right-to-left direction ("last" pools [→a_T, ←a_1])
     pooling: str = "last"  # last | mean | max, over real tokens only
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("n_classes", self.n_classes)
+        check_size("n_classes", self.n_classes)
         _check_pooling(self.pooling, RECURRENT_POOLING)
         self.check_vectors()
 
@@ -59,15 +59,15 @@ class RecurrentClassifierConfig(EmbeddingInit, RecurrentModelConfig):
 class TransformerClassifierConfig(EmbeddingInit, TransformerConfig):
     """Embeddings + positions -> Transformer encoder (padding mask) -> pooling -> linear layer."""
 
-    vocab_size: int  # tokens in the vocabulary
-    n_classes: int  # classes in the label vocabulary (from the training data)
+    vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
+    n_classes: int | None = None  # classes in the label vocabulary (from the training data; None until read)
     pooling: str = "mean"  # mean | max, over real tokens only
     tie_embeddings: bool = False  # unused (no output vocabulary to tie); must stay false
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("vocab_size", self.vocab_size)
-        _check_positive("n_classes", self.n_classes)
+        check_size("vocab_size", self.vocab_size)
+        check_size("n_classes", self.n_classes)
         _check_pooling(self.pooling, TRANSFORMER_POOLING)
         _no_tied_embeddings(self)
         self.check_vectors()
@@ -107,6 +107,7 @@ class Classifier(nn.Module):
         self.cfg = cfg
         self.encoder = build_encoder(cfg)
         self.dirs = 2 if getattr(cfg, "bidirectional", False) else 1
+        check_positive("n_classes", cfg.n_classes)  # a model needs the sizes read from the data
         self.head = nn.Linear(self.encoder.out_size, cfg.n_classes)  # W: width -> classes, b
         if cfg.freeze_vectors:
             self.token_embedding.weight.requires_grad_(False)

@@ -29,12 +29,13 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.pretrained import BertConfig, BertEncoder, WordPieceTokenizer, from_pretrained, \
-    mean_pool, read_weights, resolve_pretrained
-from seqlab.io import write_json_atomic
+from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.io import read_json, write_json_atomic
+from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, mean_pool, read_weights, \
+    resolve_pretrained
+from seqlab.models.sentence import SentenceEncoder
 from seqlab.nn.dropout import Dropout
-from seqlab.text.vocab import read_json
+from seqlab.text.wordpiece import WordPieceTokenizer
 
 PRETRAINED, WORDPIECE = "pretrained.json", "wordpiece.json"  # files of a fine-tuned run directory
 POOLINGS = ("mean", "cls")  # the sequence classifier's sentence vector
@@ -66,25 +67,23 @@ class PretrainedConfig:
 class PretrainedTaggerConfig(PretrainedConfig):
     """The encoder + a per-sub-word linear layer read at each word's first sub-word."""
 
-    n_labels: int  # tags in the label vocabulary (from the training data)
+    n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.n_labels < 1:
-            raise SeqlabError(f"n_labels={self.n_labels} must be >= 1")
+        check_size("n_labels", self.n_labels)
 
 
 @dataclass(frozen=True, kw_only=True)
 class PretrainedClassifierConfig(PretrainedConfig):
-    """The encoder + mean pooling over the real tokens + dropout + a linear layer."""
+    """The encoder + pooling (mean over the real tokens, or BERT's [CLS] pooler) + dropout + a linear layer."""
 
-    n_classes: int  # classes in the label vocabulary (from the training data)
+    n_classes: int | None = None  # classes in the label vocabulary (from the training data; None until read)
     pooling: str = "mean"  # mean: average of the real tokens' states; cls: BERT's pooler, tanh(W_p h_[CLS] + b_p)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.n_classes < 1:
-            raise SeqlabError(f"n_classes={self.n_classes} must be >= 1")
+        check_size("n_classes", self.n_classes)
         if self.pooling not in POOLINGS:
             raise SeqlabError(f"model.pooling={self.pooling!r} is not available; use one of {', '.join(POOLINGS)}")
 
@@ -161,6 +160,8 @@ class _Head(nn.Module):
 
     def __init__(self, cfg: PretrainedConfig, encoder: BertEncoder, n_out: int) -> None:
         super().__init__()
+        if n_out is None or n_out < 1:  # a model needs the sizes read from the data (n_labels or n_classes)
+            raise SeqlabError(f"the head needs n_labels / n_classes >= 1, got {n_out}")
         self.cfg = cfg
         self.encoder = encoder
         self.dropout = Dropout(cfg.dropout)
@@ -274,10 +275,8 @@ def _check_max_len(cfg: PretrainedConfig, bert: BertConfig) -> None:
 
 
 def sentence_encoder(model: TokenClassifier | SequenceClassifier, tokenizer: SubwordTokenizer,
-                     device: torch.device):
-    """The fine-tuned encoder as a :class:`seqlab.embed.SentenceEncoder` (mean-pooled, L2-normalised)."""
-    from seqlab.embed import SentenceEncoder
-
+                     device: torch.device) -> SentenceEncoder:
+    """The fine-tuned encoder as a :class:`~seqlab.models.sentence.SentenceEncoder` (mean-pooled, L2-normalised)."""
     return SentenceEncoder(model.encoder, tokenizer.sentence_tokenizer(), device=device)
 
 

@@ -37,15 +37,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, check_positive
 from seqlab.models.transformer import POSITIONS, Encoder, TransformerConfig, _check_positions
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, set_forget_bias
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SeqlabError(f"model.{name}={value!r} must be a positive whole number; set it to 1 or more")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -66,7 +61,7 @@ class RecurrentForecasterConfig:
     arch_cells: ClassVar[tuple[str, ...]] = tuple(CELLS)  # the cells this config's model.arch accepts
 
     def __post_init__(self) -> None:
-        _check_positive("max_len", self.max_len)
+        check_positive("model.max_len", self.max_len)
         if self.cell not in self.arch_cells:
             raise SeqlabError(f"model.cell={self.cell!r} does not fit this model.arch; use cell = "
                               + " or ".join(repr(c) for c in self.arch_cells) + " (or change model.arch)")

@@ -10,8 +10,8 @@ BERT (Devlin et al. 2019) is the encoder of seed 001 "Transformer" with
 
 A directory holds ``config.json`` (-> :class:`BertConfig`), ``model.safetensors`` (mapped by
 :data:`LAYER_TABLE` / :data:`GLOBAL_TABLE`, the whole weight mapping; pickles are never loaded) and
-``tokenizer.json`` or ``vocab.txt`` (-> :class:`WordPieceTokenizer`, seed 004 "Tokenisation", through the
-``tokenizers`` library). :func:`from_pretrained` returns the encoder and its tokenizer.
+``tokenizer.json`` or ``vocab.txt`` (-> :class:`~seqlab.text.wordpiece.WordPieceTokenizer`).
+:func:`from_pretrained` returns the encoder and its tokenizer.
 
 Shapes: batch; seq; d_model (BERT's hidden_size); type (token types); vocab.
 """
@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.transformer import Encoder, TransformerConfig, _check_positions, _check_positive
+from seqlab.errors import SeqlabError, check_positive
+from seqlab.io import read_json
+from seqlab.models.transformer import Encoder, TransformerConfig, _check_positions
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.positions import LearnedPositions
+from seqlab.text.wordpiece import REDOWNLOAD, WordPieceTokenizer
 
 # Hugging Face's activation names -> ours (gelu_new and gelu_pytorch_tanh are both the tanh approximation)
 HF_ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
@@ -56,8 +57,8 @@ class BertConfig(TransformerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("vocab_size", self.vocab_size)
-        _check_positive("type_vocab_size", self.type_vocab_size)
+        check_positive("vocab_size", self.vocab_size)
+        check_positive("type_vocab_size", self.type_vocab_size)
         if not 0 <= self.pad_id < self.vocab_size:
             raise SeqlabError(f"pad_id={self.pad_id} is not an id of the {self.vocab_size}-token vocabulary; "
                               f"use an id in [0, {self.vocab_size})")
@@ -251,16 +252,6 @@ def resolve_pretrained(name_or_dir: str | Path) -> Path:
                       f"{', '.join(KNOWN_MODELS)}")
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SeqlabError(f"cannot read {path} ({e}); give a valid JSON file") from None
-    if not isinstance(raw, dict):
-        raise SeqlabError(f"{path} is not a JSON object; give a Hugging Face config file")
-    return raw
-
-
 def read_weights(directory: Path) -> dict[str, Tensor]:
     """The tensors of ``model.safetensors`` (or of the shards its ``.index.json`` lists). Never a pickle."""
     from safetensors.torch import load_file
@@ -269,7 +260,7 @@ def read_weights(directory: Path) -> dict[str, Tensor]:
     if single.is_file():
         files = [single]
     elif index.is_file():
-        weight_map = _read_json(index).get("weight_map")
+        weight_map = read_json(index, "safetensors index", REDOWNLOAD, expect=dict).get("weight_map")
         if not isinstance(weight_map, dict):
             raise SeqlabError(f"{index} has no weight_map; re-save the checkpoint with safetensors")
         files = [directory / name for name in sorted(set(weight_map.values()))]
@@ -331,127 +322,12 @@ def load_weights(model: BertEncoder, tensors: dict[str, Tensor], source: Path | 
             params[name].copy_(value)  # cast to the model's dtype
 
 
-class WordPieceTokenizer:
-    """BERT's WordPiece tokenizer through the ``tokenizers`` library (seed 004 "Tokenisation").
-
-    ``encode(text)`` gives ``[CLS] pieces [SEP]`` ids, never padded, truncated to ``max_length`` ids (specials
-    included). A ``tokenizer.json`` may carry its own padding/truncation (all-MiniLM-L6-v2's pads every
-    sentence to 128): both are replaced, since padding is done per batch, to its longest sentence, by
-    :meth:`batch`.
-    """
-
-    def __init__(self, backend, max_length: int) -> None:
-        ids = {t: backend.token_to_id(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[UNK]")}
-        missing = [t for t, i in ids.items() if i is None]
-        if missing:
-            raise SeqlabError(f"the WordPiece vocabulary lacks {', '.join(missing)}; give a BERT tokenizer")
-        self._tok = backend
-        self._tok.no_padding()
-        self._tok.enable_truncation(max_length)
-        self.max_length = max_length
-        self.pad_id, self.cls_id, self.sep_id, self.unk_id = (ids[t] for t in ("[PAD]", "[CLS]", "[SEP]", "[UNK]"))
-
-    @classmethod
-    def from_directory(cls, directory: Path, max_length: int) -> WordPieceTokenizer:
-        """From ``tokenizer.json`` when present, else from ``vocab.txt`` and ``tokenizer_config.json``."""
-        from tokenizers import Tokenizer
-
-        if (directory / "tokenizer.json").is_file():
-            try:
-                backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
-            except Exception as e:  # tokenizers raises a plain Exception for malformed files
-                raise SeqlabError(f"cannot read {directory / 'tokenizer.json'} ({e}); re-download it") from None
-            if type(backend.model).__name__ != "WordPiece":
-                raise SeqlabError(f"{directory / 'tokenizer.json'} is a {type(backend.model).__name__} tokenizer; "
-                                  "BERT-style encoders use WordPiece")
-            return cls(backend, max_length)
-        if (directory / "vocab.txt").is_file():
-            return cls(_from_vocab(directory), max_length)
-        raise SeqlabError(f"{directory} has neither tokenizer.json nor vocab.txt; add the model's tokenizer files")
-
-    @property
-    def vocab_size(self) -> int:
-        return self._tok.get_vocab_size(with_added_tokens=True)
-
-    def encode(self, text: str) -> list[int]:
-        """Text -> ids ``[CLS] ... [SEP]`` (at most max_length)."""
-        return self.encode_batch([text])[0]
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        """Many texts at once (in parallel threads inside ``tokenizers``); no padding."""
-        texts = list(texts)
-        try:
-            return [e.ids for e in self._tok.encode_batch(texts)]
-        except TypeError:  # tokenizers takes only str that encodes to UTF-8: say which text is not
-            for n, text in enumerate(texts):
-                if not isinstance(text, str):
-                    raise SeqlabError(f"text {n} is a {type(text).__name__}, not a str; pass strings") from None
-                bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
-                if bad is not None:
-                    raise SeqlabError(f"text {n} has a lone surrogate at character {bad} (bytes that are not "
-                                      "UTF-8?); give valid UTF-8 text") from None
-            raise
-
-    def encode_words(self, words: list[str]) -> tuple[list[int], list[int | None]]:
-        """Pre-split words -> (ids, word index of each id, None for [CLS]/[SEP]), for per-word labels
-        (a token-classification head labels the first piece of each word)."""
-        e = self._tok.encode(list(words), is_pretokenized=True)
-        return e.ids, e.word_ids
-
-    def decode(self, ids: list[int]) -> str:
-        return self._tok.decode([int(i) for i in ids], skip_special_tokens=True)
-
-    def batch(self, id_lists: list[list[int]], device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
-        """Pad to the longest: ids (batch, seq) filled with [PAD], attention_mask (batch, seq) True = real."""
-        if not id_lists:
-            raise SeqlabError("no sequences to batch; give at least one")
-        seq = max(len(ids) for ids in id_lists)
-        out = torch.full((len(id_lists), seq), self.pad_id, dtype=torch.long)  # batch, seq
-        for row, ids in enumerate(id_lists):
-            out[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        lengths = torch.tensor([len(ids) for ids in id_lists])  # batch
-        mask = torch.arange(seq)[None, :] < lengths[:, None]  # batch, seq
-        return out.to(device), mask.to(device)
-
-    def to_json(self) -> str:
-        """The ``tokenizer.json`` text (no padding; truncation at max_length)."""
-        return self._tok.to_str()
-
-
-def _from_vocab(directory: Path):
-    """A BERT tokenizer built from ``vocab.txt`` and the lowercasing flags of ``tokenizer_config.json``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
-    cfg_path = directory / "tokenizer_config.json"
-    cfg = _read_json(cfg_path) if cfg_path.is_file() else {}
-    lines = (directory / "vocab.txt").read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the file's final newline
-    vocab = {token: i for i, token in enumerate(lines)}
-    for t in ("[UNK]", "[CLS]", "[SEP]"):
-        if t not in vocab:
-            raise SeqlabError(f"{directory / 'vocab.txt'} lacks {t}; give a BERT vocabulary")
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=cfg.get("tokenize_chinese_chars", True),
-        strip_accents=cfg.get("strip_accents"), lowercase=cfg.get("do_lower_case", True))
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
-    tok.decoder = decoders.WordPiece(prefix="##")
-    specials = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t in vocab]
-    tok.add_special_tokens(specials)
-    return tok
-
-
 def _max_length(directory: Path, cfg: BertConfig) -> int:
     """Tokens per sequence: sentence-transformers' ``max_seq_length`` when the directory has one (256 for
     all-MiniLM-L6-v2), else the tokenizer's ``model_max_length``, never more than the positions (max_len)."""
     for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
         if (directory / name).is_file():
-            value = _read_json(directory / name).get(key)
+            value = read_json(directory / name, "model", REDOWNLOAD, expect=dict).get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 2:
                 return min(value, cfg.max_len)
     return cfg.max_len
@@ -473,7 +349,8 @@ def from_pretrained(name_or_dir: str | Path, dropout: float | None = None) -> Pr
     if not (directory / "config.json").is_file():
         raise SeqlabError(f"{directory} has no config.json; give a BERT-style directory (config.json, "
                           "model.safetensors, tokenizer.json or vocab.txt)")
-    cfg = config_from_json(_read_json(directory / "config.json"), directory / "config.json")
+    cfg = config_from_json(read_json(directory / "config.json", "Hugging Face config", REDOWNLOAD, expect=dict),
+                           directory / "config.json")
     if dropout is not None:
         cfg = dataclasses.replace(cfg, dropout=dropout)
     tensors = _strip_prefix(read_weights(directory), directory)

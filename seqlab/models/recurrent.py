@@ -27,22 +27,17 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, check_positive, check_size
 from seqlab.models.transformer import _check_positions
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, State, set_forget_bias
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
 
 
 @dataclass(frozen=True, kw_only=True)
 class RecurrentModelConfig:
     """The fields every recurrent model shares (language model; tagger and classifier)."""
 
-    vocab_size: int  # tokens in the vocabulary
+    vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
     cell: str = "lstm"  # rnn (Elman) | simple-gru (the notes' GRU, impl="equations" only) | gru | lstm
     nonlinearity: str = "tanh"  # g of the Elman cell: tanh | relu (rnn cell only)
     n_layers: int = 2  # stacked recurrent layers (seed 004 "Deep RNNs")
@@ -54,8 +49,8 @@ class RecurrentModelConfig:
     arch_cells: ClassVar[tuple[str, ...]] = tuple(CELLS)  # the cells this config's model.arch accepts
 
     def __post_init__(self) -> None:
-        _check_positive("vocab_size", self.vocab_size)
-        _check_positive("d_model", self.d_model)
+        check_size("vocab_size", self.vocab_size)
+        check_positive("d_model", self.d_model)
         if self.cell not in self.arch_cells:
             raise SeqlabError(f"cell={self.cell!r} does not fit this model.arch; use cell = "
                               + " or ".join(repr(c) for c in self.arch_cells) + " (or change model.arch)")
@@ -77,7 +72,7 @@ class RecurrentLMConfig(RecurrentModelConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("max_len", self.max_len)
+        check_positive("max_len", self.max_len)
         if self.tie_embeddings and self.hidden_size != self.d_model:
             raise SeqlabError(f"tie_embeddings needs hidden_size == d_model (got {self.hidden_size} and "
                               f"{self.d_model}); make them equal or set tie_embeddings=false")
@@ -118,6 +113,7 @@ class RecurrentEncoder(nn.Module):
 
     def __init__(self, cfg: RecurrentModelConfig, bidirectional: bool = False, padding_idx: int | None = None) -> None:
         super().__init__()
+        check_positive("vocab_size", cfg.vocab_size)  # a model needs the sizes read from the data
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=padding_idx)  # E: vocab, d_model
         self.rnn = RecurrentStack(cfg.stack_config(bidirectional))
         self.dropout = Dropout(cfg.dropout)

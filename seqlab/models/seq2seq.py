@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.errors import SeqlabError
+from seqlab.errors import check_positive, check_size
 from seqlab.nn.additive import AdditiveAttention
 from seqlab.nn.attention import Attended
 from seqlab.nn.dropout import Dropout
@@ -44,8 +45,8 @@ CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 class Seq2SeqConfig:
     """Bidirectional recurrent encoder, attentive recurrent decoder."""
 
-    src_vocab_size: int  # tokens in the source vocabulary (from the data)
-    tgt_vocab_size: int  # tokens in the target vocabulary (from the data)
+    src_vocab_size: int | None = None  # tokens in the source vocabulary (from the data; None until read)
+    tgt_vocab_size: int | None = None  # tokens in the target vocabulary (from the data; None until read)
     cell: str = "gru"  # gru | lstm (torch.nn.GRU / torch.nn.LSTM), encoder and decoder
     n_layers: int = 1  # stacked recurrent layers in the encoder and in the decoder
     d_model: int = 256  # embedding width (source and target) and readout width
@@ -56,11 +57,10 @@ class Seq2SeqConfig:
     tie_embeddings: bool = True  # W_o is the target embedding matrix
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab_size", "tgt_vocab_size", "n_layers", "d_model", "hidden_size", "attn_size",
-                     "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
+        check_size("src_vocab_size", self.src_vocab_size)
+        check_size("tgt_vocab_size", self.tgt_vocab_size)
+        for name in ("n_layers", "d_model", "hidden_size", "attn_size", "max_len"):
+            check_positive(name, getattr(self, name))
         if self.cell not in CELLS:
             raise SeqlabError(f"unknown cell {self.cell!r}; use one of {', '.join(CELLS)}")
         if not 0.0 <= self.dropout < 1.0:
@@ -175,6 +175,8 @@ class Seq2SeqAttention(nn.Module):
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
         self.cfg = cfg
+        for name in ("src_vocab_size", "tgt_vocab_size"):  # a model needs the sizes read from the data
+            check_positive(name, getattr(cfg, name))
         self.encoder = Encoder(cfg)
         self.decoder = AttentionDecoder(cfg)
         for embed in (self.encoder.embed, self.decoder.embed):  # N(0, 1/d_model): unit-scale tied logits

@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
-from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig, _check_positive
+from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig
 from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2
 from seqlab.nn.recurrent import set_forget_bias
 from seqlab.text.vocab import Vocab
@@ -67,12 +67,12 @@ def _no_tied_embeddings(cfg: TransformerConfig) -> None:
 class RecurrentTaggerConfig(EmbeddingInit, RecurrentModelConfig):
     """Embeddings -> (bi)directional recurrent stack -> per-token linear layer."""
 
-    n_labels: int  # tags in the label vocabulary (from the training data)
+    n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
     bidirectional: bool = True  # per-token states [→a_t, ←a_t] (seed 004 "Bi-Directional RNNs")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("n_labels", self.n_labels)
+        check_size("n_labels", self.n_labels)
         self.check_vectors()
 
 
@@ -80,14 +80,14 @@ class RecurrentTaggerConfig(EmbeddingInit, RecurrentModelConfig):
 class TransformerTaggerConfig(EmbeddingInit, TransformerConfig):
     """Embeddings + positions -> Transformer encoder (padding mask) -> per-token linear layer."""
 
-    vocab_size: int  # tokens in the vocabulary
-    n_labels: int  # tags in the label vocabulary (from the training data)
+    vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
+    n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
     tie_embeddings: bool = False  # unused (no output vocabulary to tie); must stay false
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("vocab_size", self.vocab_size)
-        _check_positive("n_labels", self.n_labels)
+        check_size("vocab_size", self.vocab_size)
+        check_size("n_labels", self.n_labels)
         _no_tied_embeddings(self)
         self.check_vectors()
 
@@ -191,6 +191,7 @@ class Tagger(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = build_encoder(cfg)
+        check_positive("n_labels", cfg.n_labels)  # a model needs the sizes read from the data
         self.head = nn.Linear(self.encoder.out_size, cfg.n_labels)  # W2: dirs*hidden | d_model -> labels, b2
         if cfg.freeze_vectors:
             self.token_embedding.weight.requires_grad_(False)

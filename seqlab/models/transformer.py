@@ -25,7 +25,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, check_positive, check_size
 from seqlab.nn.attention import KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
@@ -56,7 +56,7 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "n_heads", "d_model", "d_ff", "max_len"):
-            _check_positive(name, getattr(self, name))
+            check_positive(name, getattr(self, name))
         check_heads(self.d_model, self.n_heads)
         _check_choice("norm", self.norm, PLACEMENTS)
         _check_choice("positions", self.positions, POSITIONS)
@@ -71,11 +71,11 @@ class TransformerConfig:
 class TransformerLMConfig(TransformerConfig):
     """Decoder-only language model (GPT-style)."""
 
-    vocab_size: int  # tokens in the vocabulary
+    vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("vocab_size", self.vocab_size)
+        check_size("vocab_size", self.vocab_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,24 +83,20 @@ class EncoderDecoderConfig(TransformerConfig):
     """Encoder-decoder (translation). Separate source and target vocabularies; a joint vocabulary is
     the same size twice, with ``share_embeddings`` to use one matrix for both."""
 
-    src_vocab_size: int  # tokens in the source vocabulary
-    tgt_vocab_size: int  # tokens in the target vocabulary
+    src_vocab_size: int | None = None  # tokens in the source vocabulary (from the data, like vocab_size)
+    tgt_vocab_size: int | None = None  # tokens in the target vocabulary (from the data, like vocab_size)
     share_embeddings: bool = False  # source and target token embeddings are one matrix (needs equal sizes)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive("src_vocab_size", self.src_vocab_size)
-        _check_positive("tgt_vocab_size", self.tgt_vocab_size)
-        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+        check_size("src_vocab_size", self.src_vocab_size)
+        check_size("tgt_vocab_size", self.tgt_vocab_size)
+        sized = self.src_vocab_size is not None and self.tgt_vocab_size is not None
+        if self.share_embeddings and sized and self.src_vocab_size != self.tgt_vocab_size:
             raise SeqlabError(
                 f"share_embeddings needs src_vocab_size == tgt_vocab_size (got {self.src_vocab_size} and "
                 f"{self.tgt_vocab_size}); use a joint vocabulary or share_embeddings=false"
             )
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SeqlabError(f"{name}={value!r} must be a positive whole number; set {name} to 1 or more")
 
 
 def _check_choice(name: str, value: str, choices) -> None:
@@ -123,6 +119,7 @@ class Embedding(nn.Module):
 
     def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
+        check_positive("vocab_size", vocab_size)  # a model needs the sizes read from the data
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)  # E: vocab, d_model
         self.positions = POSITIONS[cfg.positions](cfg.d_model, cfg.max_len)  # P: max_len, d_model
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else None

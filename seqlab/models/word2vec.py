@@ -25,7 +25,7 @@ Training follows the word2vec C tool and gensim (word2vec_inner.pyx), so the two
 - the update is skipped for a score |θ·e| ≥ 6 (gensim's exp-table rule), but the reported loss counts every
   term, each to within 5e-7 (gensim's own running loss is known to be wrong: its issues #2617, #999);
 - the learning rate falls linearly from ``train.lr`` to ``train.min_lr`` with the position of each chunk of
-  ≤ 10,000 words in the whole run (the Trainer's ``linear`` schedule, :func:`seqlab.trainer.learning_rate`).
+  ≤ 10,000 words in the whole run (the ``linear`` shape of the one schedule, :func:`seqlab.optim.learning_rate`).
 
 Two engines run that same step. ``numba`` (:mod:`seqlab.models.word2vec_kernels`): one kernel, Hogwild
 threads (lock-free writes to the shared matrices), thread t taking chunks t, t+T, t+2T, ... so every thread sees

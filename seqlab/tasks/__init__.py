@@ -3,38 +3,19 @@
 Each task module exposes:
 
 - ``MODEL_CONFIGS``: ``{model.arch: frozen dataclass}`` of the architectures it can train;
+- ``TRAIN_KEYS``: the ``train.*`` keys it uses (or ``{model.arch: keys}`` where they differ by arch);
+  any other train key a config sets is refused (:mod:`seqlab.tasks.registry`);
 - ``train(config, run_dir, *, resume, dist) -> dict``: prepare data, build the model, run the Trainer;
-- ``load(run_dir, device=None)``: the trained object (``.generate``, ``.predict``, ``.evaluate``).
+- ``load(run_dir, cfg, device=None, weights=None)``: the trained object (``.generate``, ``.predict``,
+  ``.evaluate``) with the weights of the checkpoint in ``weights`` (the run directory or its ``best/``).
+
+:mod:`seqlab.tasks.registry` maps a config to its task and model config: :func:`resolve` and
+:func:`from_dict` build the :class:`~seqlab.config.RunConfig` of a preset, TOML file or dict.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from seqlab.tasks.registry import (DERIVED_MODEL_KEYS, from_dict, model_config_class, resolve, task_module,
+                                   train_keys)
 
-from seqlab.errors import SeqlabError
-
-TASK_MODULES = {
-    "lm": "seqlab.tasks.lm",
-    "embed": "seqlab.tasks.embed",
-    "translate": "seqlab.tasks.translate",
-    "forecast": "seqlab.tasks.forecast",
-    "tag": "seqlab.tasks.tag",
-    "classify": "seqlab.tasks.classify",
-}
-
-
-def task_module(kind: str) -> ModuleType:
-    name = TASK_MODULES.get(kind)
-    if name is None:
-        raise SeqlabError(f"task.kind={kind!r} is not available in this version; available: "
-                          f"{', '.join(TASK_MODULES)}")
-    return importlib.import_module(name)
-
-
-def model_config_class(kind: str, arch: str) -> type:
-    configs = task_module(kind).MODEL_CONFIGS
-    if arch not in configs:
-        raise SeqlabError(f"model.arch={arch!r} is not available for task.kind={kind}; available: "
-                          f"{', '.join(configs)}")
-    return configs[arch]
+__all__ = ["DERIVED_MODEL_KEYS", "from_dict", "model_config_class", "resolve", "task_module", "train_keys"]

@@ -46,13 +46,15 @@ from seqlab.models import finetune
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, init_embeddings
-from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
-    sample_batch, sorted_batches
+from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
+    load_weights, max_len, read_splits, sample_batch, sorted_batches
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
+TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 DATASETS = {
     "sst2": ("sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),
     "sst5": ("sst5/trees/train.txt", "sst5/trees/dev.txt", "sst5/trees/test.txt"),
@@ -135,10 +137,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
         if not pretrained:
             train_tokenizer(cfg, [ex.text for ex in examples["train"]]).save(run_dir / TOKENIZER)
         Labels.build(ex.label for ex in examples["train"]).save(run_dir / LABELS)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
+    dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:
         model, tokenizer = finetune.start(replace(cfg.model, n_classes=len(labels)), run_dir, write=dist.main)
@@ -282,14 +281,9 @@ def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title:
     return save_figure(fig, out)
 
 
-class SentenceClassifier:
-    """A trained classifier loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``
-    when it was fine-tuned from a pretrained encoder)."""
-
-    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer | SubwordTokenizer, labels: Labels,
-                 model: nn.Module, device: torch.device):
-        self.run_dir, self.config, self.tokenizer, self.labels, self.model, self.device = (
-            run_dir, cfg, tokenizer, labels, model, device)
+class SentenceClassifier(Labeller):
+    """A trained classifier loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``, see
+    :class:`~seqlab.tasks.text_batches.Labeller`)."""
 
     def probabilities(self, texts: list[str], where) -> list[np.ndarray]:
         """ŷ (classes,) for each text; ``where(i)`` names text i in messages (empty or too long: an error)."""
@@ -317,12 +311,7 @@ class SentenceClassifier:
     def evaluate(self, split: str = "test") -> dict:
         """``accuracy`` and ``macro_f1`` on a split; writes RUN/plots/confusion.png. An unknown gold label is
         an error naming its file:line."""
-        if split not in ("valid", "test"):
-            raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
-        examples = read_data(self.config, (split,))[split]
-        if not examples:
-            raise SeqlabError(f"the {split} split is empty; give a data.{split} file or a non-zero fraction for it "
-                              "in data.split")
+        examples = evaluation_split(self.config, split, read_data)
         for ex in examples:
             self.labels.id(ex.label, ex.where)  # a label the model never saw: error naming its line
         probs = self.probabilities([ex.text for ex in examples], lambda i: examples[i].where)
@@ -335,23 +324,11 @@ class SentenceClassifier:
         return scores
 
 
-class FineTunedClassifier(SentenceClassifier):
-    """A classifier fine-tuned from a pretrained encoder; its encoder also gives sentence embeddings."""
-
-    def sentence_encoder(self):
-        """:class:`seqlab.embed.SentenceEncoder` over the fine-tuned encoder (for ``seqlab embed RUN``)."""
-        return finetune.sentence_encoder(self.model, self.tokenizer, self.device)
-
-
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SentenceClassifier:
-    device = resolve_device("auto") if device is None else torch.device(device)
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SentenceClassifier:
     labels = Labels.load(run_dir / LABELS)
     if isinstance(cfg.model, PretrainedClassifierConfig):
         model, tokenizer = finetune.reload(replace(cfg.model, n_classes=len(labels)), run_dir)
     else:
         tokenizer = load_tokenizer(run_dir / TOKENIZER)
         model = build_model(cfg, tokenizer.vocab_size, len(labels))
-    checkpoint.load_model(model, run_dir / "model.safetensors")
-    model.to(device).eval()
-    kind = FineTunedClassifier if isinstance(cfg.model, PretrainedClassifierConfig) else SentenceClassifier
-    return kind(run_dir, cfg, tokenizer, labels, model, device)
+    return SentenceClassifier(run_dir, cfg, tokenizer, labels, model, load_weights(model, weights or run_dir, device))

@@ -36,15 +36,21 @@ from seqlab.config import RunConfig
 from seqlab.data import download
 from seqlab.data.sources import read_text, split_text
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
 from seqlab.data.corpus import Corpus
+from seqlab.io import read_json, write_text_atomic
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
 from seqlab.text.tokenizers import split_words
-from seqlab.trainer import Dist, Trainer, resolve_device
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import Trainer
 from seqlab.vectors import KeyedVectors
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
+# The train.* keys used (batch_size by the PyTorch engine); embeddings train whole epochs, not max_steps.
+_WORD2VEC_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_minutes", "save_every", "batch_size",
+                  "progress")
+TRAIN_KEYS = {"sgns": _WORD2VEC_KEYS, "hs": _WORD2VEC_KEYS,  # GloVe's AdaGrad keeps lr constant: no min_lr
+              "glove": tuple(k for k in _WORD2VEC_KEYS if k != "min_lr")}
 ANALOGY_SET = "analogy-google"  # default evaluation sets (download registry names)
 SIMILARITY_SETS = ("wordsim353", "simlex999")
 
@@ -99,13 +105,7 @@ def build_model(cfg: RunConfig, vocab_size: int) -> SkipGram | GloVe:
 
 
 def _read_vocab(run_dir: Path) -> tuple[list[str], np.ndarray]:
-    path = run_dir / "vocab.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SeqlabError(f"{run_dir} has no vocab.json; train it with `seqlab train`") from None
-    except json.JSONDecodeError as e:
-        raise SeqlabError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None
+    doc = read_json(run_dir / "vocab.json", "vocabulary", "train the run again with `seqlab train`", expect=dict)
     return doc["words"], np.asarray(doc["counts"], dtype=np.int64)
 
 
@@ -236,31 +236,13 @@ class Embeddings:
         return out
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Embeddings:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Embeddings:
     """A trained run's vectors (read from its checkpoint; ``device`` is accepted for the common API)."""
     run_dir = Path(run_dir)
     words, counts = _read_vocab(run_dir)
     model = build_model(cfg, len(words))
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     with torch.no_grad():
         vectors = model.vectors() if isinstance(model, GloVe) else model.input.weight
         vectors = vectors.detach().cpu().numpy()
     return Embeddings(run_dir, cfg, KeyedVectors(words, vectors, counts))
-
-
-def open_vectors(path: str | Path) -> KeyedVectors:
-    """Word vectors from a run directory, a word2vec text file or a KeyedVectors safetensors file."""
-    path = Path(path)
-    if path.is_dir():
-        from seqlab.api import load as load_run
-
-        obj = load_run(path)
-        if not isinstance(obj, Embeddings):
-            raise SeqlabError(f"{path} is a {obj.config.task.kind} run, which has no word vectors; "
-                              "give an embedding run (task.kind = \"embed\") or a vectors file")
-        return obj.vectors
-    if not path.exists():
-        raise SeqlabError(f"{path} not found; give a run directory or a vectors file (.txt, .safetensors)")
-    if path.suffix == ".safetensors":
-        return KeyedVectors.load(path)
-    return KeyedVectors.load_word2vec_format(path)

@@ -46,12 +46,17 @@ from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
+from seqlab.io import read_json, versions, write_text_atomic
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
-from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
+# The train.* keys used, per model.arch: AR(p) is fitted in closed form (no Trainer); the neural forecasters
+# use the Trainer's keys but eval_batches (validation always scores the whole valid part).
+TRAIN_KEYS = {"ar": ("progress",),
+              **dict.fromkeys(FORECASTER_CONFIGS, tuple(k for k in TRAINER_KEYS if k != "eval_batches"))}
 SPLITS = ("train", "valid", "test")
 SERIES_FILE = "series.json"
 SERIES_FORMAT = 1  # format_version of series.json
@@ -149,13 +154,8 @@ def save_series(series: Series, run_dir: Path) -> None:
 
 def load_series(run_dir: Path) -> Series:
     path = Path(run_dir) / SERIES_FILE
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SeqlabError(f"{run_dir} has no {SERIES_FILE}; train it with `seqlab train`") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SeqlabError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None
-    version = doc.get("format_version") if isinstance(doc, dict) else None
+    doc = read_json(path, "series", "train the run again with `seqlab train`", expect=dict)
+    version = doc.get("format_version")
     if version != SERIES_FORMAT:
         raise SeqlabError(f"{path} has format_version {version!r}, this seqlab reads {SERIES_FORMAT}; "
                           "use the seqlab version that wrote it")
@@ -187,7 +187,7 @@ def save_ar(fitted: FittedAR, run_dir: Path) -> dict:
     weights.params.copy_(torch.from_numpy(fitted.params))
     weights.last.copy_(torch.from_numpy(fitted.last))
     state = {"step": 0, "ar": {k: getattr(fitted, k) for k in AR_FIELDS},
-             "versions": {"seqlab": _version(), "numpy": np.__version__}}
+             "versions": versions("numpy")}
     checkpoint.save(run_dir, weights, {}, state)
     return state
 
@@ -312,12 +312,6 @@ def _train_neural(cfg: RunConfig, run_dir: Path, series: Series, resume: bool, d
     return trainer.run(resume)
 
 
-def _version() -> str:
-    from seqlab import __version__
-
-    return __version__
-
-
 # ------------------------------------------------------------------------------------------------------
 # a trained forecaster
 
@@ -412,13 +406,13 @@ def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, o
     return save_figure(fig, out)
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Forecaster:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Forecaster:
     run_dir = Path(run_dir)
     series = load_series(run_dir)
     if cfg.arch == "ar":
         return Forecaster(run_dir, cfg, series, load_ar(run_dir), torch.device("cpu"))
     device = resolve_device("auto") if device is None else torch.device(device)
     model = build_forecaster(cfg.model)
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()
     return Forecaster(run_dir, cfg, series, model, device)

@@ -24,15 +24,17 @@ from seqlab.data.batching import random_lm_batch, spread_batches
 from seqlab.data.sources import read_text, split_text
 from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, write_text_atomic
+from seqlab.io import atomic_path, read_json, write_text_atomic
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
-from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS}
+TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 SPLITS = ("train", "valid", "test")
 _CHUNK_CHARS = 1 << 20  # encode large corpora a megabyte of text at a time
 
@@ -105,7 +107,8 @@ def prepare_data(cfg: RunConfig, run_dir: Path) -> tuple[Tokenizer, dict[str, np
 
 
 def load_splits(run_dir: Path) -> dict[str, np.ndarray]:
-    meta = json.loads((run_dir / "data" / "meta.json").read_text())
+    meta = read_json(run_dir / "data" / "meta.json", "token data index", "train the run again with --force",
+                     expect=dict)
     out = {}
     for s in SPLITS:
         n = meta["tokens"][s]
@@ -201,12 +204,9 @@ def build_model(cfg: RunConfig, vocab_size: int) -> nn.Module:
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
     tokenizer, splits = prepare_data(cfg, run_dir) if dist.main else (None, None)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the token cache; the others read it
-        if not dist.main:
-            tokenizer, splits = load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
+    dist.barrier()  # rank 0 wrote the token cache; the others read it
+    if not dist.main:
+        tokenizer, splits = load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
     model = build_model(cfg, tokenizer.vocab_size)
     log(f"model: {model.num_params() / 1e6:.2f}M parameters; tokens: "
         + ", ".join(f"{s} {len(splits[s]):,}" for s in SPLITS) + f"; vocabulary {tokenizer.vocab_size:,}")
@@ -266,10 +266,10 @@ class LanguageModel:
         return tokens, [w[0].float().cpu() for w in weights]
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> LanguageModel:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> LanguageModel:
     device = resolve_device("auto") if device is None else torch.device(device)
     tokenizer = load_tokenizer(run_dir / "tokenizer.json")
     model = build_model(cfg, tokenizer.vocab_size)
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()
     return LanguageModel(run_dir, cfg, tokenizer, model, device)

@@ -43,13 +43,15 @@ from seqlab.metrics.ner import entity_f1
 from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
-from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labels, check_lengths, max_len, read_splits, \
-    sample_batch, sorted_batches
+from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
+    load_weights, max_len, read_splits, sample_batch, sorted_batches
 from seqlab.text.vocab import Vocab
-from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
+TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
 VOCAB, LABELS = "vocab.json", "labels.json"
 
@@ -145,10 +147,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
             Vocab.build((words(ex.tokens, d.lowercase) for ex in examples["train"]), min_freq=d.min_freq,
                         max_size=d.max_size or None).save(run_dir / VOCAB)
         Labels.build((tag for ex in examples["train"] for tag in ex.tags), first=("O",)).save(run_dir / LABELS)
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
+    dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:
         model, vocab = finetune.start(replace(cfg.model, n_labels=len(labels)), run_dir, write=dist.main)
@@ -265,18 +264,14 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 # a trained tagger
 
 
-class SequenceTagger:
-    """A trained tagger loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder`` when
-    it was fine-tuned from a pretrained encoder)."""
-
-    def __init__(self, run_dir: Path, cfg: RunConfig, vocab: Vocab | SubwordTokenizer, labels: Labels,
-                 model: nn.Module, device: torch.device):
-        self.run_dir, self.config, self.vocab, self.labels, self.model, self.device = (
-            run_dir, cfg, vocab, labels, model, device)
+class SequenceTagger(Labeller):
+    """A trained tagger loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``, see
+    :class:`~seqlab.tasks.text_batches.Labeller`); ``tokenizer`` is the word vocabulary or the sub-word
+    tokenizer."""
 
     def _run(self, sentences: list[list[str]], where) -> dict[int, list[int]]:
         """Predicted tag ids of each sentence; ``where(i)`` names sentence i in messages."""
-        ids, first = encode_sentences(sentences, self.vocab, self.config.data.lowercase)
+        ids, first = encode_sentences(sentences, self.tokenizer, self.config.data.lowercase)
         check_lengths(ids, max_len(self.config), where)
         return run_tagger(self.model, Encoded(ids, [[] for _ in ids], first), self.device)[2]
 
@@ -296,12 +291,7 @@ class SequenceTagger:
     def evaluate(self, split: str = "test") -> dict:
         """Entity-level ``precision``, ``recall``, ``f1`` (micro) and ``per_type`` on a split (seqeval default
         mode); an unknown gold tag is an error naming its file:line."""
-        if split not in ("valid", "test"):
-            raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
-        examples = read_data(self.config, (split,))[split]
-        if not examples:
-            raise SeqlabError(f"the {split} split is empty; give a data.{split} file or a non-zero fraction for it "
-                              "in data.split")
+        examples = evaluation_split(self.config, split, read_data)
         for ex in examples:
             for i, tag in enumerate(ex.tags):
                 self.labels.id(tag, ex.where(i))  # a tag the model never saw: error naming its line
@@ -312,23 +302,11 @@ class SequenceTagger:
                          [[names[t] for t in predicted[i]] for i in range(len(examples))])
 
 
-class FineTunedTagger(SequenceTagger):
-    """A tagger fine-tuned from a pretrained encoder; its encoder also gives sentence embeddings."""
-
-    def sentence_encoder(self):
-        """:class:`seqlab.embed.SentenceEncoder` over the fine-tuned encoder (for ``seqlab embed RUN``)."""
-        return finetune.sentence_encoder(self.model, self.vocab, self.device)
-
-
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> SequenceTagger:
-    device = resolve_device("auto") if device is None else torch.device(device)
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SequenceTagger:
     labels = Labels.load(run_dir / LABELS)
     if isinstance(cfg.model, PretrainedTaggerConfig):
         model, vocab = finetune.reload(replace(cfg.model, n_labels=len(labels)), run_dir)
     else:
         vocab = Vocab.load(run_dir / VOCAB)
         model = build_model(cfg, len(vocab), len(labels))
-    checkpoint.load_model(model, run_dir / "model.safetensors")
-    model.to(device).eval()
-    kind = FineTunedTagger if isinstance(cfg.model, PretrainedTaggerConfig) else SequenceTagger
-    return kind(run_dir, cfg, vocab, labels, model, device)
+    return SequenceTagger(run_dir, cfg, vocab, labels, model, load_weights(model, weights or run_dir, device))

@@ -1,5 +1,6 @@
 """What the tagging and classification tasks share: where each split's examples come from, the label
-vocabulary, and length-sorted batches of token-id sequences.
+vocabulary, length-sorted batches of token-id sequences, and the trained model as ``seqlab.load`` returns it
+(:class:`Labeller`).
 
 Splits (DESIGN.md "Config conventions"): ``data.train`` (with ``data.valid`` / ``data.test``) name files and
 override ``data.source``; a split that is not named is cut from the training file by ``data.split``
@@ -16,18 +17,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
+from seqlab import checkpoint
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data import download
 from seqlab.data.batching import spread_batches
 from seqlab.data.sources import EMBEDDED
 from seqlab.errors import SeqlabError
-from seqlab.io import write_json_atomic
-from seqlab.text.vocab import read_json
+from seqlab.io import read_json, write_json_atomic
+from seqlab.models import finetune
+from seqlab.models.sentence import SentenceEncoder
+from seqlab.text.tokenizers import Tokenizer
+from seqlab.text.vocab import Vocab
+from seqlab.devices import resolve_device
 
 T = TypeVar("T")
 SPLITS = ("train", "valid", "test")
@@ -85,6 +92,18 @@ def read_splits(data: DataConfig, reader: Callable[[str], list[T]], datasets: di
     return out
 
 
+def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[str, list[T]]]) -> list[T]:
+    """The examples of the split to evaluate (valid | test), read by the task's ``read_data(cfg, splits)``;
+    another split name, or an empty split, is an error."""
+    if split not in ("valid", "test"):
+        raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
+    examples = read_data(cfg, (split,))[split]
+    if not examples:
+        raise SeqlabError(f"the {split} split is empty; give a data.{split} file or a non-zero fraction for it "
+                          "in data.split")
+    return examples
+
+
 def max_len(cfg: RunConfig) -> int | None:
     """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
     return getattr(cfg.model, "max_len", None)
@@ -127,7 +146,7 @@ class Labels:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Labels:
-        d = read_json(path, "label vocabulary")
+        d = read_json(path, "label vocabulary", "retrain the run")
         if not isinstance(d, dict) or d.get("kind") != "labels" or not isinstance(d.get("labels"), list):
             raise SeqlabError(f"{path} is not a label vocabulary; retrain the run")
         return cls(d["labels"])
@@ -159,3 +178,39 @@ def check_lengths(ids: Sequence[Sequence[int]], max_len: int | None, where: Call
         if max_len is not None and len(seq) > max_len:
             raise SeqlabError(f"{where(i)} has {len(seq)} tokens, more than model.max_len={max_len}; split it into "
                               "shorter sentences or train with a larger model.max_len")
+
+
+# ------------------------------------------------------------------------------------------------------
+# a trained tagger or classifier
+
+
+class Labeller:
+    """What ``seqlab.load`` returns for a tagging or classification run, loaded from its directory; the task
+    modules subclass it with ``predict`` and ``evaluate``.
+
+    ``tokenizer`` is the run's own (a word :class:`~seqlab.text.vocab.Vocab` for tagging, a tokenizer for
+    classification) or, when the run was fine-tuned from a pretrained encoder, its
+    :class:`~seqlab.models.finetune.SubwordTokenizer`; ``model`` is on ``device``, in eval mode.
+    """
+
+    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Vocab | Tokenizer | finetune.SubwordTokenizer,
+                 labels: Labels, model: nn.Module, device: torch.device):
+        self.run_dir, self.config, self.tokenizer, self.labels, self.model, self.device = (
+            run_dir, cfg, tokenizer, labels, model, device)
+
+    def sentence_encoder(self) -> SentenceEncoder | None:
+        """The fine-tuned encoder as a :class:`~seqlab.models.sentence.SentenceEncoder` (mean-pooled,
+        L2-normalised; for ``seqlab embed RUN``), or None when the run was not fine-tuned from a pretrained
+        encoder."""
+        if not isinstance(self.config.model, finetune.PretrainedConfig):
+            return None
+        return finetune.sentence_encoder(self.model, self.tokenizer, self.device)
+
+
+def load_weights(model: nn.Module, weights: Path, device: str | torch.device | None) -> torch.device:
+    """Load the checkpoint in ``weights`` (the run directory or its best/) into ``model`` and move it, in eval
+    mode, to ``device`` (None: CUDA when available, else the CPU); returns that device."""
+    device = resolve_device("auto") if device is None else torch.device(device)
+    checkpoint.load_model(model, weights / "model.safetensors")
+    model.to(device).eval()
+    return device

@@ -40,9 +40,11 @@ from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.trainer import Dist, Trainer, resolve_device, shard_rows
+from seqlab.devices import Dist, resolve_device
+from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
+TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 MODELS = {"seq2seq-attention": Seq2SeqAttention, "transformer": EncoderDecoder}
 SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer.json", "tgt_tokenizer.json"
 DEFAULT_BEAM = 5  # beam size of predict / evaluate / attention when none is given
@@ -105,10 +107,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
     corpora = read_splits(cfg.data, ("train", "valid"))
     if dist.main and not (run_dir / TGT_TOKENIZER).exists():
         save_tokenizers(run_dir, *train_tokenizers(cfg.data, corpora["train"]))
-    if dist.world > 1:
-        import torch.distributed as torch_dist
-
-        torch_dist.barrier()  # rank 0 wrote the tokenizers; every rank reads the same files
+    dist.barrier()  # rank 0 wrote the tokenizers; every rank reads the same files
     src_tok, tgt_tok = load_tokenizers(run_dir)
     examples = {}
     for split, corpus in corpora.items():
@@ -299,10 +298,10 @@ class Translator:
                 weights.float().cpu())
 
 
-def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None) -> Translator:
+def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Translator:
     device = resolve_device("auto") if device is None else torch.device(device)
     src_tok, tgt_tok = load_tokenizers(run_dir)
     model = build_model(cfg, src_tok, tgt_tok)
-    checkpoint.load_model(model, run_dir / "model.safetensors")
+    checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()
     return Translator(run_dir, cfg, src_tok, tgt_tok, model, device)

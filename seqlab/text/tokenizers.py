@@ -34,8 +34,8 @@ from typing import Any, ClassVar
 import regex
 
 from seqlab.errors import SeqlabError
-from seqlab.io import write_json_atomic
-from seqlab.text.vocab import EOS, PAD, SOS, SPECIALS, UNK, Vocab, read_json
+from seqlab.io import read_json, write_json_atomic
+from seqlab.text.vocab import EOS, PAD, SOS, SPECIALS, UNK, Vocab
 
 UNK_CHAR = "\ufffd"  # how CharTokenizer.decode shows <unk>: U+FFFD REPLACEMENT CHARACTER
 WORD_PATTERN = r"\w+|[^\w\s]"  # a run of word characters, or one other non-space character
@@ -307,7 +307,10 @@ def load_tokenizer(path_or_dict: str | os.PathLike | dict[str, Any]) -> Tokenize
     A plain Hugging Face ``tokenizer.json`` (no ``"kind"``, has a ``"model"``) loads as a
     :class:`BPETokenizer`; it must contain the ``<pad>`` and ``<unk>`` tokens.
     """
-    d = path_or_dict if isinstance(path_or_dict, dict) else read_json(path_or_dict, "tokenizer")
+    if isinstance(path_or_dict, dict):
+        d = path_or_dict
+    else:
+        d = read_json(path_or_dict, "tokenizer", "check the path, or re-create it with save()")
     if not isinstance(d, dict):
         raise SeqlabError("tokenizer JSON must be an object with a \"kind\" key; re-create it with save()")
     if "kind" not in d and "model" in d:

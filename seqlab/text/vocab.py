@@ -16,35 +16,19 @@ occurrence in the training data, so the same corpus always gives the same ids.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.io import write_json_atomic
+from seqlab.io import read_json, write_json_atomic
 
 PAD = "<pad>"
 UNK = "<unk>"
 SOS = "<sos>"
 EOS = "<eos>"
 SPECIALS: tuple[str, ...] = (PAD, UNK, SOS, EOS)  # in id order: <pad>=0, <unk>=1, <sos>=2, <eos>=3
-
-
-
-def read_json(path: str | os.PathLike, what: str) -> Any:
-    """Read a JSON file written by :func:`seqlab.io.write_json_atomic`; bad input raises SeqlabError."""
-    path = Path(path)
-    if not path.exists():
-        raise SeqlabError(f"{what} file not found: {path}; check the path")
-    if path.is_dir():
-        raise SeqlabError(f"{path} is a directory; give the {what} JSON file inside it")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SeqlabError(f"{path} is not a valid {what} JSON file ({e}); re-create it with save()") from None
 
 
 class Vocab:
@@ -165,4 +149,4 @@ class Vocab:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Vocab:
-        return cls.from_dict(read_json(path, "vocabulary"))
+        return cls.from_dict(read_json(path, "vocabulary", "check the path, or re-create it with save()"))

@@ -1,5 +1,9 @@
 """Sentence embeddings from a pretrained encoder: mean-pooled, L2-normalised; cosine similarity.
 
+:class:`SentenceEncoder` wraps an encoder and its tokenizer, from a BERT-style directory
+(:meth:`SentenceEncoder.from_pretrained`) or a fine-tuned run (:func:`seqlab.models.finetune.sentence_encoder`);
+:func:`seqlab.api.open_encoder` opens either from a path.
+
 The Sentence-BERT recipe (Reimers & Gurevych 2019; what sentence-transformers runs for
 all-MiniLM-L6-v2): tokenize, encode, average the real tokens' last hidden states
 (:func:`seqlab.models.pretrained.mean_pool`), divide by the L2 norm. Sentences are encoded in batches
@@ -20,7 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.errors import SeqlabError
-from seqlab.models.pretrained import BertEncoder, WordPieceTokenizer, from_pretrained, mean_pool
+from seqlab.models.pretrained import BertEncoder, from_pretrained, mean_pool
+from seqlab.text.wordpiece import WordPieceTokenizer
 
 
 def _device(device: str | torch.device | None) -> torch.device:
@@ -84,24 +89,3 @@ class SentenceEncoder:
         """Cosine of the two sentences' embeddings (their dot product, both being unit vectors)."""
         va, vb = self.embed([a, b])
         return float(np.dot(va.astype(np.float64), vb.astype(np.float64)))
-
-
-def open_encoder(run_or_dir: str | Path, device: str | torch.device | None = None) -> SentenceEncoder:
-    """The sentence encoder behind RUN_OR_DIR: a pretrained directory or model name, or a run directory.
-
-    A run directory (it has ``config.toml``) is loaded with :func:`seqlab.load`; its object provides the
-    embeddings through a ``sentence_encoder()`` method returning a :class:`SentenceEncoder` (the hook for
-    runs fine-tuned from a pretrained encoder).
-    """
-    path = Path(run_or_dir)
-    if (path / "config.toml").is_file():
-        from seqlab.api import load
-
-        obj = load(path, device=None if device is None else str(device))
-        make = getattr(obj, "sentence_encoder", None)
-        if make is None:
-            raise SeqlabError(f"{path} is a {obj.config.task.kind} run without a pretrained encoder, so it has no "
-                              "sentence embeddings; give a run fine-tuned from one, a BERT-style directory, or "
-                              "all-MiniLM-L6-v2")
-        return make()
-    return SentenceEncoder.from_pretrained(run_or_dir, device)

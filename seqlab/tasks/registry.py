@@ -1,0 +1,113 @@
+"""The task layer's registry: which model config each ``task.kind`` / ``model.arch`` builds, which
+``train.*`` keys each uses, and the :class:`~seqlab.config.RunConfig` built from a parsed config.
+
+:mod:`seqlab.config` parses the sections and knows no task; this module finishes the job:
+
+- the model section is validated against the model's dataclass (``MODEL_CONFIGS`` of the task module);
+  the sizes read from the data (:data:`DERIVED_MODEL_KEYS`) cannot be set and stay ``None`` until the
+  task reads the data and ``dataclasses.replace``-s them in;
+- a ``train.*`` key the task does not use (``TRAIN_KEYS`` of the task module, per arch where it is a
+  dict) is refused when the config sets it, so no setting is silently ignored. A run's own ``config.toml``
+  is read with ``drop_unused=True``: earlier versions recorded every train key there.
+
+Entry points: :func:`resolve` (a preset or TOML file plus ``--set`` overrides) and :func:`from_dict`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Mapping
+from dataclasses import fields
+from types import ModuleType
+from typing import Any
+
+from seqlab import config
+from seqlab.config import ParsedConfig, RunConfig, TrainConfig
+from seqlab.errors import SeqlabError
+
+TASK_MODULES = {
+    "lm": "seqlab.tasks.lm",
+    "embed": "seqlab.tasks.embed",
+    "translate": "seqlab.tasks.translate",
+    "forecast": "seqlab.tasks.forecast",
+    "tag": "seqlab.tasks.tag",
+    "classify": "seqlab.tasks.classify",
+}
+
+# Keys of a model config that come from the data, not from the user: None in RunConfig.model.
+DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size", "n_labels", "n_classes"})
+
+
+def task_module(kind: str) -> ModuleType:
+    name = TASK_MODULES.get(kind)
+    if name is None:
+        raise SeqlabError(f"task.kind={kind!r} is not available in this version; available: "
+                          f"{', '.join(TASK_MODULES)}")
+    return importlib.import_module(name)
+
+
+def model_config_class(kind: str, arch: str) -> type:
+    """The frozen dataclass that holds ``model.*`` for a task kind and architecture."""
+    configs = task_module(kind).MODEL_CONFIGS
+    if arch not in configs:
+        raise SeqlabError(f"model.arch={arch!r} is not available for task.kind={kind}; available: "
+                          f"{', '.join(configs)}")
+    return configs[arch]
+
+
+def train_keys(kind: str, arch: str) -> tuple[str, ...]:
+    """The ``train.*`` keys a task kind (and architecture) uses, in :class:`TrainConfig` order."""
+    keys = task_module(kind).TRAIN_KEYS
+    if isinstance(keys, Mapping):  # per model.arch
+        keys = keys[arch]
+    return tuple(f.name for f in fields(TrainConfig) if f.name in keys)
+
+
+def model_keys(cls: type) -> tuple[str, ...]:
+    """The ``model.*`` keys a user may set for a model config (besides ``arch``)."""
+    return tuple(f.name for f in fields(cls) if f.name not in DERIVED_MODEL_KEYS)
+
+
+def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
+    """The run config of a parsed config: the model section validated, unused train keys refused (or,
+    with ``drop_unused``, for a run's own config.toml, dropped)."""
+    kind, arch = parsed.task.kind, parsed.arch
+    cls = model_config_class(kind, arch)
+    used = train_keys(kind, arch)
+    unused = [k for k in parsed.train_given if k not in used]
+    if unused and not drop_unused:
+        owner = f'task.kind = "{kind}"'
+        if isinstance(task_module(kind).TRAIN_KEYS, Mapping):
+            owner += f' with model.arch = "{arch}"'
+        names = ", ".join(f"train.{k}" for k in unused)
+        raise SeqlabError(f"{names} {'is' if len(unused) == 1 else 'are'} not used by {owner}; its train keys "
+                          f"are: {', '.join(used)}; remove {'it' if len(unused) == 1 else 'them'}")
+    train = TrainConfig(**{k: getattr(parsed.train, k) for k in used})  # the others keep their defaults
+    valid = model_keys(cls)
+    derived = DERIVED_MODEL_KEYS & set(parsed.model)
+    if derived:
+        raise SeqlabError(f"model.{sorted(derived)[0]} is derived from the data and cannot be set; "
+                          f"valid model keys: {', '.join(['arch', *valid])}")
+    model = config.build_section(cls, parsed.model, "model", exclude=DERIVED_MODEL_KEYS, extra_valid=("arch",))
+    return RunConfig(task=parsed.task, data=parsed.data, model=model, train=train, arch=arch, model_keys=valid,
+                     train_keys=used)
+
+
+def complete(cfg: RunConfig) -> RunConfig:
+    """A RunConfig built by hand (not by :func:`resolve` / :func:`from_dict`) with the keys its config.toml
+    records filled in: the model keys a user may set and the train keys its task uses."""
+    if cfg.model_keys is not None and cfg.train_keys is not None:
+        return cfg
+    return dataclasses.replace(cfg, model_keys=model_keys(type(cfg.model)),
+                               train_keys=train_keys(cfg.task.kind, cfg.arch))
+
+
+def from_dict(raw: dict[str, Any], *, drop_unused: bool = False) -> RunConfig:
+    """Validate a nested dict {section: {key: value}} into a :class:`RunConfig`."""
+    return build(config.parse(raw), drop_unused=drop_unused)
+
+
+def resolve(name_or_path: str, overrides: list[str] | None = None) -> RunConfig:
+    """Preset or TOML file, then ``--set`` overrides, validated."""
+    return from_dict(config.apply_overrides(config.load_preset_or_file(name_or_path), overrides or []))
