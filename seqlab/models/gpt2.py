@@ -11,13 +11,16 @@ one of our LMs from being a GPT-2.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.io import read_json
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
+from seqlab.text.tokenizers import Tokenizer
 
 # ours <- theirs; {i} is the layer index; "T" marks a Conv1D weight to transpose
 LAYER_TABLE = [
@@ -74,7 +77,8 @@ def gpt2_incompatibilities(cfg, arch: str = "transformer") -> list[str]:
 
 
 def config_from_gpt2(hf_config, source: str = "the GPT-2 config") -> TransformerLMConfig:
-    """Our config for a ``transformers.GPT2Config`` or a GPT-2 ``config.json`` dict; refuses what differs."""
+    """Our config for a ``transformers.GPT2Config`` or a GPT-2 ``config.json`` dict; refuses what differs.
+    GPT-2's three dropouts become one: its resid_pdrop."""
     raw = hf_config if isinstance(hf_config, dict) else hf_config.to_dict()
     if raw.get("model_type", "gpt2") != "gpt2":
         raise SeqlabError(f"{source}: model_type {raw.get('model_type')!r} is not a GPT-2; give a directory a "
@@ -93,7 +97,8 @@ def config_from_gpt2(hf_config, source: str = "the GPT-2 config") -> Transformer
         return TransformerLMConfig(
             vocab_size=raw.get("vocab_size", 50257), n_layers=raw.get("n_layer", 12), n_heads=raw.get("n_head", 12),
             d_model=n_embd, d_ff=raw.get("n_inner") or 4 * n_embd, max_len=raw.get("n_positions", 1024),
-            dropout=0.0, norm="pre", positions="learned", activation=ACTIVATIONS[act], bias=True,
+            dropout=float(raw.get("resid_pdrop", 0.1)), norm="pre", positions="learned", activation=ACTIVATIONS[act],
+            bias=True,
             tie_embeddings=True, scale_embeddings=False, layer_norm_eps=float(raw.get("layer_norm_epsilon", 1e-5)))
     except SeqlabError as e:  # our field names: say which file they came from
         raise SeqlabError(f"{source}: {e}") from None
@@ -167,3 +172,50 @@ def from_gpt2(hf_model) -> TransformerLM:
     """Our TransformerLM holding a ``GPT2LMHeadModel``'s weights (copied, same dtype)."""
     return from_gpt2_tensors(config_from_gpt2(hf_model.config), hf_model.state_dict(),
                              "the GPT2LMHeadModel", next(hf_model.parameters()).dtype)
+
+
+# ------------------------------------------------------------------------------------------------------
+# a GPT-2-format directory (model.pretrained of a language model)
+
+DIRECTORY_FILES = "config.json, model.safetensors and tokenizer.json"
+
+
+class GPT2Directory(NamedTuple):
+    """What a GPT-2-format directory holds, read by :func:`read_gpt2_directory`."""
+
+    directory: Path
+    config: TransformerLMConfig  # the architecture (config.json); dropout = its resid_pdrop
+    tokenizer: Tokenizer  # tokenizer.json as a seqlab tokenizer
+    tensors: dict[str, Tensor] | None  # model.safetensors under GPT-2's names (None unless asked for)
+
+
+def read_gpt2_directory(path: str | Path, weights: bool = True) -> GPT2Directory:
+    """A directory a ``GPT2LMHeadModel`` was saved to (Hugging Face layout, safetensors only; a pickle
+    ``.bin`` is refused, never opened), e.g. one ``seqlab export RUN --format hf`` wrote. ``weights=False``
+    checks that the weights are there without reading them."""
+    from seqlab.models.pretrained import read_weights
+    from seqlab.text.hf_tokenizer import from_hf_tokenizer
+
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        what = "is a file" if directory.exists() else "not found"
+        raise SeqlabError(f"model.pretrained: {directory} {what}; give a GPT-2-format directory ({DIRECTORY_FILES}), "
+                          "e.g. one `seqlab export RUN --format hf` wrote")
+    if not (directory / "config.json").is_file():
+        raise SeqlabError(f"{directory} has no config.json; give a GPT-2-format directory ({DIRECTORY_FILES})")
+    raw = read_json(directory / "config.json", "model config", "give a GPT-2 config.json", expect=dict)
+    if "model_type" not in raw and "n_embd" not in raw:
+        raise SeqlabError(f"{directory / 'config.json'} is not a GPT-2 config (no model_type, no n_embd); give a "
+                          "directory a GPT2LMHeadModel was saved to")
+    cfg = config_from_gpt2(raw, str(directory / "config.json"))
+    has_weights = any((directory / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json"))
+    tensors = read_weights(directory) if weights or not has_weights else None  # no weights: read_weights says why
+    if not (directory / "tokenizer.json").is_file():
+        raise SeqlabError(f"{directory} has no tokenizer.json; seqlab trains the model with the directory's "
+                          "tokenizer (`seqlab export` writes one)")
+    tokenizer = from_hf_tokenizer((directory / "tokenizer.json").read_text(encoding="utf-8"),
+                                  str(directory / "tokenizer.json"))
+    if tokenizer.vocab_size > cfg.vocab_size:
+        raise SeqlabError(f"{directory}: tokenizer.json has {tokenizer.vocab_size} tokens but config.json only "
+                          f"{cfg.vocab_size} embeddings (vocab_size); the tokenizer belongs to another model")
+    return GPT2Directory(directory, cfg, tokenizer, tensors)

@@ -88,3 +88,35 @@ def hf_tokenizer_files(tokenizer: Tokenizer, max_len: int) -> dict[str, str]:
     """``{file name: text}``: ``tokenizer.json`` and ``tokenizer_config.json`` for a Hugging Face directory."""
     return {"tokenizer.json": to_hf_tokenizer(tokenizer).to_str(),
             "tokenizer_config.json": json.dumps(tokenizer_config(tokenizer, max_len), indent=2) + "\n"}
+
+
+def from_hf_tokenizer(text: str, source: str = "tokenizer.json") -> Tokenizer:
+    """The seqlab tokenizer a ``tokenizer.json`` describes: a BPE model (byte-level BPE; it needs ``<pad>`` and
+    ``<unk>``), or a WordLevel model with exactly the pipeline :func:`to_hf_tokenizer` writes for a char or word
+    tokenizer (so export -> import gives the same tokenizer back). Anything else is refused."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SeqlabError(f"{source} is not JSON ({e}); give a Hugging Face tokenizer.json") from None
+    kind = raw.get("model", {}).get("type") if isinstance(raw, dict) else None
+    if kind == "BPE":
+        try:
+            return BPETokenizer.from_json(text)
+        except SeqlabError as e:
+            raise SeqlabError(f"{source}: {e}") from None
+    if kind == "WordLevel":
+        vocab = raw["model"].get("vocab", {})
+        tokens = [t for t, _ in sorted(vocab.items(), key=lambda item: item[1])]
+        if sorted(vocab.values()) != list(range(len(vocab))) or tuple(tokens[:4]) != (PAD, UNK, SOS, EOS):
+            raise SeqlabError(f"{source}: a WordLevel vocabulary seqlab reads has ids 0..n-1 and starts with "
+                              f"{PAD} {UNK} {SOS} {EOS}")
+        from seqlab.text.vocab import Vocab
+
+        pipeline = ("normalizer", "pre_tokenizer", "decoder")
+        for candidate in (CharTokenizer(Vocab(tokens)), WordTokenizer(Vocab(tokens), lowercase=False),
+                          WordTokenizer(Vocab(tokens), lowercase=True)):
+            written = json.loads(to_hf_tokenizer(candidate).to_str())
+            if all(written[k] == raw.get(k) for k in pipeline):
+                return candidate
+    raise SeqlabError(f"{source} is a {kind or 'unknown'} tokenizer seqlab does not read; seqlab reads byte-level "
+                      "BPE and the char and word tokenizers `seqlab export` writes")
