@@ -10,12 +10,13 @@ and fp32:
 - LM forward pass: one language-model run (by default an ``lm-char`` run trained for a few steps here: 4 layers,
   d_model 128, 128 positions; ``--run`` takes another), logits for batches of random ids at full length.
 
-Candidates run interleaved in shuffled order, ``--rounds`` times; figures are medians.
+Candidates run interleaved in shuffled order, ``--rounds`` times; figures are medians; each thread count of
+``--threads`` (both runtimes get it) is one pass.
 
-    .venv/bin/python bench/onnx.py [--sentences 512] [--rounds 7] [--threads N] [--run RUN]
+    .venv/bin/python bench/onnx.py [--sentences 512] [--rounds 7] [--threads 1,2] [--run RUN]
 
-Prints one JSON line last: ``ratio`` = seqlab's sentences/s over onnxruntime's (above 1 = seqlab faster), and
-``lm_ratio`` (batch 16) and ``lm_batch1_ratio`` likewise for the LM.
+Prints one JSON line last: ``ratio`` = seqlab's sentences/s over onnxruntime's at the most threads (above 1 =
+seqlab faster), and every workload's ratio per thread count.
 """
 
 from __future__ import annotations
@@ -97,23 +98,22 @@ def interleaved(candidates: dict, jobs: list, rounds: int) -> dict[str, float]:
     return {name: sum(median(ts) for ts in per_job) for name, per_job in times.items()}
 
 
-def bench_embeddings(n: int, rounds: int, threads: int, tmp: Path) -> dict:
-    from seqlab.models.sentence import SentenceEncoder
+def embeddings_workload(n: int, tmp: Path):
+    """(candidates for one thread count, jobs, max abs diff) for MiniLM sentence embeddings."""
     from seqlab.exporters import export
+    from seqlab.models.sentence import SentenceEncoder
 
     path = tmp / "minilm.onnx"
-    exported = export("all-MiniLM-L6-v2", "onnx", path)
+    export("all-MiniLM-L6-v2", "onnx", path)
     ours = SentenceEncoder.from_pretrained("all-MiniLM-L6-v2", "cpu")
-    ort = session(path, threads)
     pad = ours.tokenizer.pad_id
     plan = [ids for _, ids in ours.plan(read_sentences(n), BATCH)]
-    candidates = {"seqlab (torch)": ours.embed_batch,
-                  "onnxruntime": lambda ids: ort.run(None, padded(ids, pad))[0]}
-    diff = max(float(np.abs(candidates["seqlab (torch)"](ids) - candidates["onnxruntime"](ids)).max())
-               for ids in plan)  # also the warm-up
-    seconds = interleaved(candidates, plan, rounds)
-    rate = {name: n / s for name, s in seconds.items()}
-    return {"rate": rate, "diff": diff, "export_diff": exported["max_abs_diff"], "batches": len(plan)}
+
+    def candidates(threads: int) -> dict:
+        ort = session(path, threads)
+        return {"seqlab (torch)": ours.embed_batch, "onnxruntime": lambda ids: ort.run(None, padded(ids, pad))[0]}
+
+    return candidates, plan, n
 
 
 def lm_run(tmp: Path) -> Path:
@@ -124,77 +124,87 @@ def lm_run(tmp: Path) -> Path:
     return api.train("lm-char", tmp / "lm-char", overrides=overrides, log=lambda *a, **k: None)
 
 
-def bench_lm(run: Path, rounds: int, threads: int, tmp: Path) -> dict:
+def lm_workload(run: Path, batch: int, tmp: Path):
+    """(candidates for one thread count, jobs, tokens) for the LM forward pass at ``batch`` x max_len."""
     from seqlab import api
     from seqlab.exporters import export
 
     path = tmp / "lm.onnx"
-    export(run, "onnx", path)
+    if not path.exists():
+        export(run, "onnx", path)
     lm = api.load(run, device="cpu")
-    ort = session(path, threads)
     cfg = lm.model.cfg
-    out = {}
-    for batch in LM_BATCHES:
-        g = torch.Generator().manual_seed(batch)
-        jobs = [torch.randint(0, cfg.vocab_size, (batch, cfg.max_len), generator=g) for _ in range(4)]
+    g = torch.Generator().manual_seed(batch)
+    jobs = [torch.randint(0, cfg.vocab_size, (batch, cfg.max_len), generator=g) for _ in range(4)]
 
-        def ours(ids):
-            with torch.inference_mode():
-                return lm.model(ids).numpy()
+    def ours(ids):
+        with torch.inference_mode():
+            return lm.model(ids).numpy()
 
-        candidates = {"seqlab (torch)": ours, "onnxruntime": lambda ids: ort.run(None, {"input_ids": ids.numpy()})[0]}
-        diff = max(float(np.abs(ours(ids) - candidates["onnxruntime"](ids)).max()) for ids in jobs)
-        seconds = interleaved(candidates, jobs, rounds)
-        tokens = len(jobs) * batch * cfg.max_len
-        out[batch] = {"rate": {name: tokens / s for name, s in seconds.items()}, "diff": diff}
-    return {"by_batch": out, "cfg": cfg, "run": str(run)}
+    def candidates(threads: int) -> dict:
+        ort = session(path, threads)
+        return {"seqlab (torch)": ours, "onnxruntime": lambda ids: ort.run(None, {"input_ids": ids.numpy()})[0]}
+
+    return candidates, jobs, len(jobs) * batch * cfg.max_len, cfg
+
+
+def measure(candidates: dict, jobs: list, units: int, rounds: int) -> dict:
+    """Units per second of each candidate (interleaved rounds) and their outputs' max abs diff."""
+    a, b = candidates.values()
+    diff = max(float(np.abs(a(job) - b(job)).max()) for job in jobs)  # also the warm-up
+    seconds = interleaved(candidates, jobs, rounds)
+    return {"rate": {name: units / s for name, s in seconds.items()}, "diff": diff}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=0, help="threads for both runtimes (0 = PyTorch's default)")
+    ap.add_argument("--threads", default="1,2", help="thread counts for both runtimes, comma-separated")
     ap.add_argument("--run", default=None, help="an LM run directory (default: train lm-char for 5 steps)")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    threads = torch.get_num_threads()
+    thread_counts = [int(t) for t in args.threads.split(",")]
     import onnxruntime
 
+    load = os.getloadavg()[0]
+    peer, ours = "onnxruntime", "seqlab (torch)"
+    rows, ratios = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        emb = bench_embeddings(args.sentences, args.rounds, threads, tmp)
-        lm = bench_lm(Path(args.run) if args.run else lm_run(tmp), args.rounds, threads, tmp)
-    peer, ours = "onnxruntime", "seqlab (torch)"
-    ratio = emb["rate"][ours] / emb["rate"][peer]
-    lm_ratios = {b: r["rate"][ours] / r["rate"][peer] for b, r in lm["by_batch"].items()}
-    cfg = lm["cfg"]
-    rows = [f"| sentence embeddings, all-MiniLM-L6-v2, batch {BATCH} | {emb['rate'][ours]:.0f} sentences/s | "
-            f"{emb['rate'][peer]:.0f} sentences/s | **{ratio:.2f}** | {emb['diff']:.1e} |"]
-    rows += [f"| LM forward, batch {b} x {cfg.max_len} tokens | {r['rate'][ours]:,.0f} tokens/s | "
-             f"{r['rate'][peer]:,.0f} tokens/s | **{lm_ratios[b]:.2f}** | {r['diff']:.1e} |"
-             for b, r in lm["by_batch"].items()]
+        run = Path(args.run) if args.run else lm_run(tmp)
+        workloads = [(f"sentence embeddings, all-MiniLM-L6-v2, batch {BATCH}", "sentences/s", "embeddings",
+                      embeddings_workload(args.sentences, tmp))]
+        for batch in LM_BATCHES:
+            make, jobs, units, cfg = lm_workload(run, batch, tmp)
+            workloads.append((f"LM forward, batch {batch} x {cfg.max_len} tokens", "tokens/s", f"lm_batch{batch}",
+                              (make, jobs, units)))
+        for threads in thread_counts:
+            torch.set_num_threads(threads)
+            for label, unit, key, (make, jobs, units) in workloads:
+                r = measure(make(threads), jobs, units, args.rounds)
+                ratio = r["rate"][ours] / r["rate"][peer]
+                ratios[f"{key}_threads{threads}"] = round(ratio, 3)
+                rows.append(f"| {label} | {threads} | {r['rate'][ours]:,.0f} {unit} | {r['rate'][peer]:,.0f} {unit} | "
+                            f"**{ratio:.2f}** | {r['diff']:.1e} |")
     run_note = "an lm-char run trained for 5 steps here" if not args.run else f"the run {args.run}"
     write_section("onnx", f"""## ONNX: onnxruntime vs seqlab (torch) on the same models (bench/onnx.py)
 
 For users choosing a runtime (no target). Each model exported with `seqlab export ... --format onnx`;
-onnxruntime {onnxruntime.__version__} (CPUExecutionProvider) and torch both with {threads} intra-op
-thread{'s' * (threads != 1)}, fp32, on {cpu_model()}. Sentence embeddings: {args.sentences} SST-2 test sentences
-in {emb['batches']} batches planned by seqlab (sorted by tokens, padded per batch), ids to unit vectors
-(tokenization left out: the same for both). LM: {run_note} ({cfg.n_layers} layers, d_model {cfg.d_model},
-{cfg.max_len} positions, vocabulary {cfg.vocab_size}), logits of 4 batches of random ids per size.
-{args.rounds} rounds, candidates interleaved in shuffled order, medians. Ratio = seqlab / onnxruntime
-(above 1: seqlab faster).
+onnxruntime {onnxruntime.__version__} (CPUExecutionProvider) and torch with the same number of intra-op threads,
+fp32, on {cpu_model()} ({os.cpu_count()} cores; load average at the start {load:.1f}: other jobs share the cores,
+and PyTorch's threads suffer more from that than onnxruntime's). Sentence embeddings: {args.sentences} SST-2 test
+sentences in batches planned by seqlab (sorted by tokens, padded per batch), ids to unit vectors (tokenization
+left out: the same for both). LM: {run_note} ({cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.max_len}
+positions, vocabulary {cfg.vocab_size}), logits of 4 batches of random ids per size. {args.rounds} rounds,
+candidates interleaved in shuffled order, medians. Ratio = seqlab / onnxruntime (above 1: seqlab faster).
 
-| workload | seqlab (torch) | onnxruntime | ratio | max abs diff |
-|---|---|---|---|---|
+| workload | threads | seqlab (torch) | onnxruntime | ratio | max abs diff |
+|---|---|---|---|---|---|
 {chr(10).join(rows)}
 """)
-    print(json.dumps({"ratio": round(ratio, 3), "seqlab_sentences_per_s": round(emb["rate"][ours], 1),
-                      "onnxruntime_sentences_per_s": round(emb["rate"][peer], 1),
-                      "lm_ratio": round(lm_ratios[16], 3), "lm_batch1_ratio": round(lm_ratios[1], 3),
-                      "threads": threads, "cpu": cpu_model(), "machine": machine()}))
+    top = max(thread_counts)
+    print(json.dumps({"ratio": ratios[f"embeddings_threads{top}"], **ratios, "load_average": round(load, 2),
+                      "cpu": cpu_model(), "machine": machine()}))
 
 
 if __name__ == "__main__":

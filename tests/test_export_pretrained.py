@@ -74,11 +74,9 @@ def test_round_trip_export_pretrained_export_is_identical(exported, corpus, tmp_
 
 def test_training_continues_from_the_directory(exported, corpus, tmp_path, capsys):
     run, directory = exported
-    cfg = pretrained_config(corpus, directory, data={"tokenizer": "char"}, model={"dropout": 0.0},
-                            train={"lr": 1e-5, "min_lr": 1e-6})
-    toml = tmp_path / "continue.toml"
-    toml.write_text(cfg.to_toml(), encoding="utf-8")
-    assert main(["train", str(toml), "--out", str(tmp_path / "b")]) == 0
+    sets = [f"model.pretrained={directory}", "model.dropout=0.0", "data.tokenizer=char", f"data.source={corpus}",
+            *[f"train.{k}={json.dumps(v).lower()}" for k, v in TRAIN.items()], "train.lr=1e-5", "train.min_lr=1e-6"]
+    assert main(["train", "lm-gpt2", *[a for s in sets for a in ("--set", s)], "--out", str(tmp_path / "b")]) == 0
     b = tmp_path / "b"
     recorded = (b / "config.toml").read_text()
     assert 'arch = "pretrained"' in recorded and f'pretrained = "{directory}"' in recorded
