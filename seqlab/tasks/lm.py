@@ -36,7 +36,6 @@ from seqlab.devices import Dist, resolve_device
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class PretrainedLMConfig:
     """``model.arch = "pretrained"``: continue training a GPT-2-format directory (Hugging Face layout,
