@@ -23,14 +23,10 @@ HEADER = "# Benchmark results\n\nEach section is rewritten by the benchmark name
 
 
 def machine() -> str:
-    """A one-line description of the machine and library versions."""
+    """A one-line description of the machine (CPU model and ISA flags) and library versions."""
     import torch
 
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}, torch {torch.__version__}")
-
-
-ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch can use
+    return f"{cpu_line()}; Python {platform.python_version()}, torch {torch.__version__}"
 
 
 def cpu_line() -> str:

@@ -113,7 +113,8 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
     if dist.main:
         from seqlab.viz import plot_loss
 
-        plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png")
+        chosen = state.get("best_step") if checkpoint.exists(run_dir / "best") else None
+        plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png", chosen_step=chosen)
     if state.get("interrupted"):
         import signal
 

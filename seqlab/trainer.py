@@ -87,10 +87,6 @@ class KernelTask(Protocol):
         """Put back what :meth:`trainer_tensors` saved."""
 
 
-def is_kernel_task(task) -> bool:
-    return hasattr(task, "update") and hasattr(task, "steps_per_epoch")
-
-
 def shard_rows(batch, rank: int, world: int):
     """This process's contiguous share of a global batch: every tensor of a tuple (or NamedTuple) cut along
     dim 0 into ``world`` equal parts. The default ``TrainTask.shard`` of every task."""
@@ -149,7 +145,7 @@ class Trainer:
                  log=print):
         self.task, self.cfg, self.run_dir = task, cfg, Path(run_dir)
         self.dist = dist or Dist()
-        self.kernel = is_kernel_task(task)
+        self.kernel = hasattr(task, "update") and hasattr(task, "steps_per_epoch")  # a KernelTask
         self.extra_state = extra_state or {}
         self.log = log if self.dist.main else (lambda *a, **k: None)
         if cfg.threads:
@@ -252,13 +248,8 @@ class Trainer:
     # --- one step ---
 
     def _global_count(self, n: int) -> int:
-        if self.dist.world == 1:
-            return n
-        import torch.distributed as dist
-
-        t = torch.tensor([n], dtype=torch.float64, device=self.device)
-        dist.all_reduce(t)
-        return int(t.item())
+        total = self._reduce_sum(torch.tensor(n, dtype=torch.float64, device=self.device))
+        return n if self.dist.world == 1 else int(total)
 
     def _reduce_sum(self, value: torch.Tensor) -> float:
         if self.dist.world > 1:
@@ -429,9 +420,8 @@ class Trainer:
     def _evaluate(self, metrics: MetricsLog, progress) -> None:
         result = self.validate(self.cfg.eval_batches)
         metrics.write({"step": self.step, "split": "valid", **result})
-        if self.dist.main:
-            progress.write(f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items()
-                                                                   if isinstance(v, float)), file=sys.stderr)
+        line = f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))
+        progress.write(line, file=sys.stderr) if self.cfg.progress and self.dist.main else self.log(line)
         if result["loss"] < self.best:
             self.best, self.best_step, self.evals_since_best = result["loss"], self.step, 0
             if self.cfg.keep_best:

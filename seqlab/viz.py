@@ -31,8 +31,9 @@ def save_figure(fig, path: str | Path) -> Path:
     return Path(path)
 
 
-def plot_loss(metrics_path: str | Path, out: str | Path) -> Path | None:
-    """Training and validation loss against the step, from a run's metrics.jsonl."""
+def plot_loss(metrics_path: str | Path, out: str | Path, chosen_step: int | None = None) -> Path | None:
+    """Training and validation loss against the step, from a run's metrics.jsonl; ``chosen_step`` (the best
+    checkpoint, what readers load) is marked on the validation curve."""
     rows = read_metrics(metrics_path)
     train = [(r["step"], r["loss"]) for r in rows if r.get("split") == "train"]
     valid = [(r["step"], r["loss"]) for r in rows if r.get("split") == "valid"]
@@ -44,6 +45,10 @@ def plot_loss(metrics_path: str | Path, out: str | Path) -> Path | None:
         ax.plot(*zip(*train), label="train", lw=1)
     if valid:
         ax.plot(*zip(*valid), "o-", label="valid", lw=1.5, ms=3)
+        chosen = [(s, loss) for s, loss in valid if s == chosen_step]
+        if chosen:
+            ax.axvline(chosen[0][0], color="grey", ls=":", lw=1)
+            ax.plot(*chosen[0], "*", color="crimson", ms=12, label=f"best checkpoint (step {chosen_step})")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats per token)")
     ax.grid(alpha=0.3)

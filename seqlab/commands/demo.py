@@ -1,17 +1,19 @@
 """`seqlab demo`: the main job in one command.
 
 Trains a small character-level Transformer LM on an embedded corpus (no network, no GPU needed)
-within a time budget, then prints its validation perplexity next to the unigram and bigram
-baselines on the same split, prints a generated sample, and writes runs/demo/plots/loss.png and
-runs/demo/plots/attention.png. It always replaces runs/demo/.
+within a time budget, then prints the validation perplexity of its best checkpoint next to the
+unigram and bigram baselines on the same split, prints a generated sample, and writes
+runs/demo/plots/loss.png and runs/demo/plots/attention.png. It always replaces runs/demo/.
 """
 
 from seqlab.commands import add_parser
 
+PROBE_STEPS = 40  # steps of the speed probe
+BUDGET_SHARE = 0.93  # of the budget for steps; the rest for validations and checkpoints
 DEMO_OVERRIDES = [
     "model.n_layers=4", "model.n_heads=4", "model.d_model=128", "model.d_ff=512", "model.max_len=128",
-    "train.batch_size=32", "train.max_steps=3000", "train.warmup_steps=100", "train.lr=2e-3",
-    "train.eval_every=250", "train.save_every=500", "train.eval_batches=10",
+    "train.batch_size=32", "train.warmup_steps=100", "train.lr=2e-3",
+    "train.eval_every=250", "train.save_every=500", "train.eval_batches=10", "train.patience=4",
 ]
 
 
@@ -21,7 +23,9 @@ def add(sub):
                    description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("--corpus", default="pydocs", help="embedded corpus: pydocs (English prose) or pystdlib (Python)")
     p.add_argument("--minutes", type=float, default=4.0, help="training time budget (default 4)")
-    p.add_argument("--steps", type=int, default=3000, help="maximum training steps (default 3000)")
+    p.add_argument("--steps", type=int, default=0,
+                   help="training steps, the length of the learning-rate schedule (default 0: as many as this "
+                        "machine trains in --minutes, measured on a few steps first)")
     p.add_argument("--out", default="runs/demo", help="run directory, always replaced (default runs/demo)")
     p.add_argument("--prompt", default=None, help="prompt for the sample (default: a line from the corpus)")
     p.set_defaults(run=run)
@@ -39,14 +43,15 @@ def run(args) -> int:
     from seqlab.tasks.lm import load_splits
     from seqlab.viz import plot_attention
 
-    if args.minutes <= 0 or args.steps < 1:
-        raise SeqlabError("--minutes must be > 0 and --steps >= 1")
-    overrides = [*DEMO_OVERRIDES, f"data.source={args.corpus}", f"train.max_minutes={args.minutes}",
-                 f"train.max_steps={args.steps}"]
-    cfg = resolve("lm-char", overrides)
+    if args.minutes <= 0 or args.steps < 0:
+        raise SeqlabError("--minutes must be > 0 and --steps >= 0")
+    overrides = [*DEMO_OVERRIDES, f"data.source={args.corpus}", f"train.max_minutes={args.minutes}"]
 
     def log(*a, **k):
         print(*a, **{"file": sys.stderr, **k})
+
+    steps = args.steps or fit_steps(overrides, args.minutes, Path(args.out), log)
+    cfg = resolve("lm-char", [*overrides, f"train.max_steps={steps}"])
 
     t0 = time.perf_counter()
     try:
@@ -56,7 +61,8 @@ def run(args) -> int:
         return e.exit_code
     minutes = (time.perf_counter() - t0) / 60
 
-    lm = load(run_dir)
+    lm = load(run_dir)  # the best checkpoint (best validation loss)
+    final = lm.checkpoint if lm.checkpoint["dir"] == str(run_dir) else load(run_dir, last=True).checkpoint
     splits = load_splits(Path(run_dir))
     vocab = lm.tokenizer.vocab_size
     result = lm.evaluate("valid")
@@ -71,18 +77,59 @@ def run(args) -> int:
     print(f"{'model':<20} {'loss (nats)':>12} {'perplexity':>11}")
     for name, loss, ppl in rows:
         print(f"{name:<20} {loss:>12.4f} {ppl:>11.3f}")
+    stop = (f"; stopped early at step {final['step']} (train.patience)" if final.get("stopped_early")
+            else f"; trained to step {final['step']}")
+    print(f"checkpoint: step {lm.checkpoint['step']}, the best validation loss{stop}")
 
     text = load_text_prompt(lm, splits) if args.prompt is None else args.prompt
     sample = lm.generate(text, max_new_tokens=300, temperature=0.8, top_k=0, top_p=0.95, seed=0)
     print(f"\nsample (temperature 0.8, top-p 0.95), prompt {text!r}:\n{text}{sample}\n")
 
-    tokens, layers = lm.attention(text[-48:] if len(text) > 48 else text)
+    tokens, layers = lm.attention(attention_text(lm, splits))
     last = layers[-1]
     maps = [last[h].numpy() for h in range(last.shape[0])]
     attention_png = plot_attention(tokens, tokens, maps, Path(run_dir) / "plots" / "attention.png",
                                    titles=[f"last layer, head {h}" for h in range(last.shape[0])], cols=2)
     print(f"plots: {Path(run_dir) / 'plots' / 'loss.png'}  {attention_png}")
     return 0
+
+
+def fit_steps(overrides: list[str], minutes: float, out, log) -> int:
+    """How many steps fit in ``minutes`` on this machine: a short run of the same model measures the step
+    rate, so the cosine schedule ends (the learning rate annealed) when the time budget does, on any CPU."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from seqlab.api import train
+    from seqlab.io import read_metrics
+    from seqlab.tasks import resolve
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    probe = Path(tempfile.mkdtemp(prefix=".demo-probe-", dir=out.parent))
+    try:
+        cfg = resolve("lm-char", [*overrides, f"train.max_steps={PROBE_STEPS}", "train.eval_every=0",
+                                  "train.save_every=0", "train.log_every=1", "train.keep_best=false",
+                                  "train.progress=false"])
+        train(cfg, probe, force=True, log=lambda *a, **k: None)
+        rows = [r for r in read_metrics(probe / "metrics.jsonl") if r.get("split") == "train"]
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    tokens_per_step = cfg.train.batch_size * cfg.model.max_len
+    rate = rows[-1]["tokens_per_s"] / tokens_per_step  # steps per second, over the probe's steps
+    steps = max(100, int(rate * 60 * minutes * BUDGET_SHARE))
+    log(f"demo: {rate:.1f} steps/s on this machine; a {steps:,}-step schedule fits {minutes:g} min")
+    return steps
+
+
+def attention_text(lm, splits) -> str:
+    """A short sentence of the test split (24 to 40 characters), long enough to read in the heatmaps."""
+    text = lm.tokenizer.decode(splits["test"][:20000].tolist())
+    for line in text.splitlines()[1:]:
+        for sentence in line.strip().split(". "):
+            if 24 <= len(sentence) <= 40 and sentence[0].isupper():
+                return sentence.rstrip(".") + "."
+    return "The value is returned as a string."
 
 
 def load_text_prompt(lm, splits) -> str:
