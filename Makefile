@@ -18,7 +18,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,export]'
 	touch $@
 
 install: $(VENV)/.installed

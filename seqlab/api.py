@@ -102,6 +102,9 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
     cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
+    check = getattr(task_module(cfg.task.kind), "check_config", None)  # inputs a task checks before any write
+    if check is not None and not (resume and checkpoint.exists(run_dir)):
+        check(cfg)
     if dist.main:
         prepare_run_dir(cfg, run_dir, resume=resume, force=force)
     dist.barrier()

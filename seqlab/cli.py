@@ -33,6 +33,7 @@ COMMANDS = [
     "embed",
     "similarity",
     "explain",
+    "export",
     "data",
 ]
 
@@ -53,6 +54,7 @@ examples:
   seqlab embed all-MiniLM-L6-v2 --out vectors.npy < sentences.txt
   seqlab similarity all-MiniLM-L6-v2 "a cat sat" "a cat was sitting"
   seqlab explain                                the worked example of the notes, every tensor named
+  seqlab export runs/char --format hf --out exports/char    GPT2LMHeadModel + tokenizer.json
   seqlab data list
   seqlab data get tinyshakespeare
 """

@@ -15,7 +15,9 @@ that is not a question word counts, questions with an unknown word skipped) and 
 skipped and counted in the OOV ratio). Ratios here are fractions (gensim prints percentages).
 
 Files: the word2vec text format (header ``WORDS DIM``, then ``word v_1 .. v_DIM`` per line; gensim's
-``KeyedVectors.load_word2vec_format`` reads it) and safetensors.
+``KeyedVectors.load_word2vec_format`` reads it), word2vec's binary format (the same header, then per word
+``word``, a space, DIM little-endian float32 and a newline, as word2vec.c writes it; gensim reads it with
+``binary=True``) and safetensors.
 """
 
 from __future__ import annotations
@@ -246,12 +248,17 @@ class KeyedVectors:
 
     # --- files -------------------------------------------------------------------------------------------
 
-    def save_word2vec_format(self, path: str | os.PathLike) -> Path:
-        """Write the word2vec text format (float32 values to 9 significant digits: exact), atomically."""
+    def save_word2vec_format(self, path: str | os.PathLike, binary: bool = False) -> Path:
+        """Write the word2vec text format (float32 values to 9 significant digits: exact), or with ``binary``
+        word2vec's binary format (the float32 bytes), atomically."""
         bad = next((w for w in self.words if not w or any(ch.isspace() for ch in w)), None)
         if bad is not None:
-            raise SeqlabError(f"the word {bad!r} is empty or holds whitespace, which the word2vec text format "
+            raise SeqlabError(f"the word {bad!r} is empty or holds whitespace, which the word2vec format "
                               "cannot store; save with KeyedVectors.save (safetensors) instead")
+        if binary:
+            rows = self.vectors.astype("<f4")  # V, D little-endian float32
+            body = b"".join(w.encode("utf-8") + b" " + v.tobytes() + b"\n" for w, v in zip(self.words, rows))
+            return write_bytes_atomic(path, f"{len(self)} {self.dim}\n".encode() + body)
         row = " ".join(["%.9g"] * self.dim)
         lines = [f"{len(self)} {self.dim}\n"]
         lines += [f"{w} {row % tuple(v)}\n" for w, v in zip(self.words, self.vectors.tolist())]

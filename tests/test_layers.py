@@ -3,7 +3,7 @@
 Layers, top to bottom (same-layer imports are allowed):
 
     commands   cli.py, __main__.py, commands/          the command line
-    api        api.py                                   train / load / open_* (what Python users call)
+    api        api.py, exporters/                       train / load / export / open_* (what Python users call)
     tasks      tasks/                                   one module per task.kind
     training   trainer.py, checkpoint.py, beam.py
     models     models/, decode.py
@@ -29,7 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "seqlab"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [  # (layer, the top-level names in seqlab/ it holds), top first
     ("commands", ("cli", "__main__", "commands")),
-    ("api", ("api",)),
+    ("api", ("api", "exporters")),
     ("tasks", ("tasks",)),
     ("training", ("trainer", "checkpoint", "beam", "devices", "optim")),
     ("models", ("models", "decode")),

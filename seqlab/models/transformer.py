@@ -48,7 +48,7 @@ class TransformerConfig:
     dropout: float = 0.1  # on embeddings, attention weights, FFN hidden units and residual branches
     norm: str = "pre"  # LayerNorm placement: "pre" x+f(LN(x)), "post" LN(x+f(x)), "sublayer" LN(f(x))+x
     positions: str = "sinusoidal"  # "sinusoidal" (seed 000 eq 15) or "learned"
-    activation: str = "gelu"  # FFN activation: "gelu" or "relu"
+    activation: str = "gelu"  # FFN activation: "gelu" (exact), "gelu_tanh" (GPT-2's approximation) or "relu"
     bias: bool = True  # biases in the attention and FFN projections
     tie_embeddings: bool = True  # the output projection shares the (target) token embedding matrix
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (seed 001; seed 002 does not)

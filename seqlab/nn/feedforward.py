@@ -1,7 +1,9 @@
 """Position-wise feed-forward network: FFN(x) = W2 · act(W1 · x + b1) + b2.
 
 Seed 000 eqs 16-18 (ReLU) and seed 001 "FFN": W1 is (d_model -> d_ff), W2 is (d_ff -> d_model),
-applied to every position independently. GELU is the exact erf form (as torch and GPT-2 use).
+applied to every position independently. ``gelu`` is the exact form x·Φ(x) (erf; torch's default, BERT);
+``gelu_tanh`` is the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) that GPT-2 was
+trained with (Hendrycks & Gimpel 2016, eq. in §2; Hugging Face calls it ``gelu_new``).
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from torch import Tensor, nn
 from seqlab.errors import SeqlabError
 from seqlab.nn.dropout import Dropout
 
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh")}
 
 
 class FeedForward(nn.Module):
-    """W2 · act(W1 · x + b1) + b2 with act in {relu, gelu} (seed 000 eq 18; seed 001 FFN)."""
+    """W2 · act(W1 · x + b1) + b2 with act in {relu, gelu, gelu_tanh} (seed 000 eq 18; seed 001 FFN)."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
         super().__init__()

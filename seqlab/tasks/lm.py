@@ -9,9 +9,10 @@ scored exactly once, and reports exp of the token-weighted mean NLL (specs/metri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +20,14 @@ import torch
 from torch import nn
 
 from seqlab import checkpoint
-from seqlab.config import RunConfig
+from seqlab.config import DataConfig, RunConfig
 from seqlab.data.batching import random_lm_batch, spread_batches
 from seqlab.data.sources import read_text, split_text
 from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, read_json, write_text_atomic
+from seqlab.io import atomic_path, read_json, write_json_atomic, write_text_atomic
 from seqlab.metrics.lm import nll_sum, perplexity
+from seqlab.models.gpt2 import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
@@ -33,9 +35,28 @@ from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordT
 from seqlab.devices import Dist, resolve_device
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
-MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS}
+
+@dataclass(frozen=True, kw_only=True)
+class PretrainedLMConfig:
+    """``model.arch = "pretrained"``: continue training a GPT-2-format directory (Hugging Face layout,
+    safetensors only), e.g. one ``seqlab export RUN --format hf`` wrote. The architecture and the tokenizer are
+    the directory's: the model keys that describe an architecture are not keys of this arch, and the data keys
+    of the tokenizer must agree with it (:func:`check_config`)."""
+
+    pretrained: str = ""  # the directory: config.json, model.safetensors, tokenizer.json
+    dropout: float | None = None  # replaces the directory's (GPT-2's resid_pdrop); unset keeps it
+
+    def __post_init__(self) -> None:
+        if not self.pretrained:
+            raise SeqlabError(f"model.pretrained is empty; give a GPT-2-format directory ({DIRECTORY_FILES})")
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise SeqlabError(f"model.dropout={self.dropout} is outside [0, 1); use e.g. 0.1, or 0 to turn it off")
+
+
+MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS, "pretrained": PretrainedLMConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 SPLITS = ("train", "valid", "test")
+PRETRAINED = "pretrained.json"  # a run started from model.pretrained: the directory and its architecture
 _CHUNK_CHARS = 1 << 20  # encode large corpora a megabyte of text at a time
 
 
@@ -97,7 +118,8 @@ def prepare_data(cfg: RunConfig, run_dir: Path) -> tuple[Tokenizer, dict[str, np
     meta_path = run_dir / "data" / "meta.json"
     if not meta_path.exists():
         texts = split_texts(cfg)
-        tokenizer = train_tokenizer(cfg, texts["train"])
+        pretrained = isinstance(cfg.model, PretrainedLMConfig)  # the directory's, saved by start_pretrained
+        tokenizer = load_tokenizer(run_dir / "tokenizer.json") if pretrained else train_tokenizer(cfg, texts["train"])
         (run_dir / "data").mkdir(parents=True, exist_ok=True)
         counts = {s: encode_to_file(tokenizer, texts[s], run_dir / "data" / f"{s}.bin") for s in SPLITS}
         tokenizer.save(run_dir / "tokenizer.json")
@@ -195,19 +217,73 @@ class LMTask:
         return {"loss": total / count, "perplexity": perplexity(total, count)}
 
 
-def build_model(cfg: RunConfig, vocab_size: int) -> nn.Module:
-    """The configured LM (Transformer or recurrent) with the tokenizer's vocabulary size."""
+def build_model(cfg: RunConfig, vocab_size: int, run_dir: Path | None = None) -> nn.Module:
+    """The configured LM (Transformer or recurrent) with the tokenizer's vocabulary size; a run started from
+    model.pretrained has the architecture recorded in its ``pretrained.json``."""
+    if isinstance(cfg.model, PretrainedLMConfig):
+        saved = read_json(run_dir / PRETRAINED, "pretrained model", "train the run again", expect=dict)
+        return TransformerLM(TransformerLMConfig(**saved["model"]))
     model_cfg = replace(cfg.model, vocab_size=vocab_size)
     return build_lm(model_cfg) if isinstance(model_cfg, RecurrentLMConfig) else TransformerLM(model_cfg)
 
 
+# ------------------------------------------------------------------------------------------------------
+# model.pretrained: a GPT-2-format directory to continue training
+
+
+def _check_tokenizer_keys(cfg: RunConfig, start: GPT2Directory) -> None:
+    """The data keys of the tokenizer must agree with the directory's tokenizer (none is silently ignored)."""
+    d, tok, default = cfg.data, start.tokenizer, DataConfig()
+    bad = []
+    if d.tokenizer != tok.kind:
+        bad.append(f"data.tokenizer={d.tokenizer} (the directory's: {tok.kind})")
+    if tok.kind == "word" and d.lowercase != tok.lowercase:
+        bad.append(f"data.lowercase={str(d.lowercase).lower()} (the directory's: {str(tok.lowercase).lower()})")
+    elif tok.kind != "word" and d.lowercase:
+        bad.append("data.lowercase=true (a word-tokenizer key)")
+    if d.vocab_size not in (default.vocab_size, tok.vocab_size):
+        bad.append(f"data.vocab_size={d.vocab_size} (the directory's tokenizer has {tok.vocab_size})")
+    for key in ("min_freq", "max_size"):
+        if getattr(d, key) != getattr(default, key):
+            bad.append(f"data.{key}={getattr(d, key)} (no tokenizer is trained)")
+    if bad:
+        raise SeqlabError(f"model.pretrained={cfg.model.pretrained} brings its own tokenizer, which these keys "
+                          f"contradict: {', '.join(bad)}; set them to the directory's or remove them")
+
+
+def check_config(cfg: RunConfig) -> None:
+    """What is wrong with a config's inputs, found before a run directory is written (:func:`seqlab.api.train`):
+    the model.pretrained directory and the tokenizer keys."""
+    if isinstance(cfg.model, PretrainedLMConfig):
+        _check_tokenizer_keys(cfg, read_gpt2_directory(cfg.model.pretrained, weights=False))
+
+
+def start_pretrained(cfg: RunConfig, run_dir: Path) -> TransformerLM:
+    """The directory's model (float32), its tokenizer saved as the run's ``tokenizer.json`` and its architecture
+    (with model.dropout) in ``pretrained.json`` beside the directory's path, so the run reloads without it."""
+    start = read_gpt2_directory(cfg.model.pretrained)
+    _check_tokenizer_keys(cfg, start)
+    arch = start.config if cfg.model.dropout is None else replace(start.config, dropout=cfg.model.dropout)
+    start.tokenizer.save(run_dir / "tokenizer.json")
+    write_json_atomic(run_dir / PRETRAINED, {"kind": "gpt2", "source": cfg.model.pretrained,
+                                             "directory": str(start.directory.resolve()),
+                                             "model": dataclasses.asdict(arch)})
+    return from_gpt2_tensors(arch, start.tensors, str(start.directory / "model.safetensors"), torch.float32)
+
+
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
+    pretrained = None  # rank 0 starts from model.pretrained unless resuming a checkpoint; DDP broadcasts it
+    if isinstance(cfg.model, PretrainedLMConfig) and dist.main and not (resume and checkpoint.exists(run_dir)):
+        pretrained = start_pretrained(cfg, run_dir)
     tokenizer, splits = prepare_data(cfg, run_dir) if dist.main else (None, None)
     dist.barrier()  # rank 0 wrote the token cache; the others read it
     if not dist.main:
         tokenizer, splits = load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
-    model = build_model(cfg, tokenizer.vocab_size)
+    model = build_model(cfg, tokenizer.vocab_size, run_dir)
+    if pretrained is not None:
+        model.load_state_dict(pretrained.state_dict())
+        log(f"model.pretrained: {cfg.model.pretrained} ({cfg.arch}: GPT-2 architecture and tokenizer)")
     log(f"model: {model.num_params() / 1e6:.2f}M parameters; tokens: "
         + ", ".join(f"{s} {len(splits[s]):,}" for s in SPLITS) + f"; vocabulary {tokenizer.vocab_size:,}")
     task = LMTask(model, splits, eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
@@ -269,7 +345,7 @@ class LanguageModel:
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> LanguageModel:
     device = resolve_device("auto") if device is None else torch.device(device)
     tokenizer = load_tokenizer(run_dir / "tokenizer.json")
-    model = build_model(cfg, tokenizer.vocab_size)
+    model = build_model(cfg, tokenizer.vocab_size, run_dir)
     checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()
     return LanguageModel(run_dir, cfg, tokenizer, model, device)

