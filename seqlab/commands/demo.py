@@ -115,8 +115,9 @@ def fit_steps(overrides: list[str], minutes: float, out, log) -> int:
         rows = [r for r in read_metrics(probe / "metrics.jsonl") if r.get("split") == "train"]
     finally:
         shutil.rmtree(probe, ignore_errors=True)
-    tokens_per_step = cfg.train.batch_size * cfg.model.max_len
-    rate = rows[-1]["tokens_per_s"] / tokens_per_step  # steps per second, over the probe's steps
+    elapsed = {r["step"]: r["tokens"] / r["tokens_per_s"] for r in rows}  # seconds since the first step began
+    first, last = PROBE_STEPS // 4, max(elapsed)
+    rate = (last - first) / (elapsed[last] - elapsed[first])  # steps per second, the start-up steps left out
     steps = max(100, int(rate * 60 * minutes * BUDGET_SHARE))
     log(f"demo: {rate:.1f} steps/s on this machine; a {steps:,}-step schedule fits {minutes:g} min")
     return steps
