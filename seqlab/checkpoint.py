@@ -214,11 +214,13 @@ def _committed(directory: Path) -> dict[str, Path]:
 def exists(directory: str | Path) -> bool:
     """``directory`` holds a committed checkpoint."""
     directory = Path(directory)
-    for _ in range(3):  # a file renamed between two checks: look again
+    for _ in range(3):  # a commit renaming files between two looks: look again
+        if all((directory / name).exists() for name in FILES):
+            return True
         if all(path.exists() for path in _committed(directory).values()):
             return True
         if not (directory / ".next").exists():
-            return False
+            return all((directory / name).exists() for name in FILES)
     return False
 
 
@@ -245,9 +247,27 @@ def _state_of(path: Path, data: bytes | None = None) -> dict[str, Any]:
     return state
 
 
+def _read_committed(directory: Path, names: tuple[str, ...]) -> tuple[dict[str, Path], list[bytes]]:
+    """The committed view's paths and the bytes of ``names`` in it, read again when a commit renames a file
+    under us."""
+    for attempt in range(_READ_ATTEMPTS):
+        files = _committed(directory)
+        try:
+            return files, [files[name].read_bytes() for name in names]
+        except FileNotFoundError:
+            if attempt >= 2 and not (directory / ".next").exists():
+                break
+            time.sleep(_READ_PAUSE)
+        except OSError as e:
+            raise DamagedCheckpoint(f"cannot read {e.filename} ({e.strerror})") from None
+    missing = next((directory / name for name in names if not (directory / name).exists()), directory / names[-1])
+    raise SeqlabError(f"{missing} not found; the run directory has no checkpoint")
+
+
 def load_state(directory: str | Path) -> dict[str, Any]:
     """The ``state.json`` of the committed checkpoint in ``directory``."""
-    return _state_of(_committed(Path(directory))["state.json"])
+    files, (data,) = _read_committed(Path(directory), ("state.json",))
+    return _state_of(files["state.json"], data)
 
 
 def read_verified(path: str | Path) -> tuple[bytes, dict[str, Any]]:
@@ -258,19 +278,11 @@ def read_verified(path: str | Path) -> tuple[bytes, dict[str, Any]]:
     path = Path(path)
     directory, name = path.parent, path.name
     previous = None
+    if not (directory / "state.json").exists() and not (directory / ".next").exists():  # a bare weights file
+        return _read_committed(directory, (name,))[1][0], {}
     for _ in range(_READ_ATTEMPTS):
-        files = _committed(directory)
-        try:
-            raw_state = files["state.json"].read_bytes() if files["state.json"].exists() else None
-            data = files[name].read_bytes()
-        except FileNotFoundError:
-            if (directory / ".next").exists():  # renamed under us
-                time.sleep(_READ_PAUSE)
-                continue
-            raise SeqlabError(f"{path} not found; the run directory has no checkpoint") from None
-        except OSError as e:
-            raise DamagedCheckpoint(f"cannot read {path} ({e.strerror})") from None
-        state = {} if raw_state is None else _state_of(files["state.json"], raw_state)
+        files, (raw_state, data) = _read_committed(directory, ("state.json", name))
+        state = _state_of(files["state.json"], raw_state)
         hashes = state.get("files")  # absent in checkpoints written before hashes were kept
         expected = hashes.get(name) if isinstance(hashes, dict) else None
         digest = sha256(data) if expected else None
