@@ -61,6 +61,8 @@ def _alive(owner: dict[str, Any]) -> bool | None:
 
 
 def _who(owner: dict[str, Any]) -> str:
+    if not owner:
+        return "a process whose lock file is unreadable"
     return f"PID {owner.get('pid')} on {owner.get('host')} (started {owner.get('started')})"
 
 

@@ -224,8 +224,9 @@ class Trainer:
         reports); False when there is none (start from step 0)."""
         found, damaged = checkpoint.restore_latest(self.run_dir, self._restore_from)
         if damaged:
-            self.log(f"warning: {damaged[0]}; resumed from the newest intact checkpoint, {found.relative_to(self.run_dir)} "
-                     f"(step {self.step}); damaged checkpoints are set aside in {self.run_dir / checkpoint.ARCHIVE}")
+            where = found.relative_to(self.run_dir)
+            self.log(f"warning: {damaged[0]}; resumed from the newest intact checkpoint, {where} (step {self.step}); "
+                     f"damaged checkpoints are set aside in {self.run_dir / checkpoint.ARCHIVE}")
         return found is not None
 
     def _restore_from(self, directory: Path) -> None:
