@@ -99,7 +99,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
         aside = rundir.set_aside(run_dir)
         if aside is None:
             shutil.rmtree(run_dir)
-    journal, _ = rundir.journal_for(run_dir, resume=resume)
+    journal = rundir.journal_for(run_dir, resume=resume)
     if aside is not None:
         journal = {**journal, "replaced": str(aside)}
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,14 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def remove_temporaries(folder: str | os.PathLike) -> None:
+    """Delete the temporary files that writes killed part-way (``kill -9``) left under ``folder``: only the one
+    writer of a folder may call it (seqlab.rundir, after the previous writer died)."""
+    for path in Path(folder).rglob(".*.tmp*"):
+        if path.is_file() and ".tmp" in path.name:
+            path.unlink(missing_ok=True)
+
+
 DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # no space, a file-size limit (ulimit -f), a quota
 
 
@@ -84,10 +92,10 @@ def write_fsynced(path: str | os.PathLike, data: bytes) -> None:
 def create_exclusive(path: str | os.PathLike, data: bytes) -> bool:
     """Create ``path`` holding ``data`` only if no file has that name: written to a temporary file, then
     hard-linked to ``path`` (atomic, and fails when ``path`` exists), so no reader ever sees it half-written.
-    Returns False when ``path`` already exists. (A lock file: :mod:`seqlab.rundir`.)"""
+    Returns False when ``path`` already exists. The temporary is ``.NAME.PID.tmp``, so that one a kill left
+    behind names its process. (A lock file: :mod:`seqlab.rundir`.)"""
     path = Path(path)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    name = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         write_fsynced(name, data)
         os.link(name, path)
@@ -105,7 +113,7 @@ def create_exclusive(path: str | os.PathLike, data: bytes) -> bool:
             f.write(data)
         return True
     finally:
-        os.unlink(name)
+        name.unlink(missing_ok=True)
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:

@@ -29,7 +29,7 @@ from typing import Any
 
 from seqlab import checkpoint
 from seqlab.errors import SeqlabError
-from seqlab.io import create_exclusive, write_bytes_atomic, write_text_atomic
+from seqlab.io import create_exclusive, remove_temporaries, write_bytes_atomic, write_text_atomic
 
 LOCK = "lock.json"
 
@@ -107,6 +107,10 @@ def settle(run_dir: Path, log=print) -> None:
     """Before a writer uses ``run_dir``: refuse when a live process holds its lock; take over a stale lock,
     first undoing the start it journals when that start never reached a checkpoint."""
     path = run_dir / LOCK
+    for tmp in run_dir.glob(f".{LOCK}.*.tmp"):  # a lock being created when its process was killed
+        pid = tmp.name[len(LOCK) + 2:-len(".tmp")]
+        if pid.isdigit() and _alive({"pid": int(pid), "host": socket.gethostname()}) is False:
+            tmp.unlink(missing_ok=True)
     for _ in range(5):
         owner = _read(path)
         if owner is None:
@@ -121,9 +125,12 @@ def settle(run_dir: Path, log=print) -> None:
             _undo(run_dir, journal)
             log(f"{run_dir}: the start by {_who(owner)} ended before its first checkpoint (the process is gone); "
                 "removed what it had written")
-        else:
+        else:  # what the dead writer was writing: commits rolled forward or discarded, temporaries removed
             if journal and journal.get("replaced"):
                 shutil.rmtree(journal["replaced"], ignore_errors=True)
+            for directory in (run_dir, run_dir / "best"):
+                checkpoint.recover(directory)
+            remove_temporaries(run_dir)
             claimed.unlink(missing_ok=True)
             log(f"taking over {path}: {_who(owner)} is no longer running")
         return
@@ -185,19 +192,19 @@ def committed(run_dir: Path) -> None:
         shutil.rmtree(replaced, ignore_errors=True)
 
 
-def journal_for(run_dir: Path, *, resume: bool) -> tuple[dict[str, Any] | None, Path | None]:
-    """What a start must remember to undo itself, before it writes anything: (the journal, or None when the
-    run already has a checkpoint; the topmost folder to create, or None)."""
+def journal_for(run_dir: Path, *, resume: bool) -> dict[str, Any] | None:
+    """What a start must remember to undo itself, taken before it writes anything; None when the run already
+    has a checkpoint (then nothing is undone)."""
     if run_dir.exists():
         if resume and _has_checkpoint(run_dir):
-            return None, None
+            return None
         config = run_dir / "config.toml"
         return {"kept": sorted(p.name for p in run_dir.iterdir()),
-                "config": config.read_text(encoding="utf-8") if config.is_file() else None}, None
-    top = run_dir.absolute()
+                "config": config.read_text(encoding="utf-8") if config.is_file() else None}
+    top = run_dir.absolute()  # the topmost folder this start creates
     while not top.parent.exists():
         top = top.parent
-    return {"made": str(top)}, top
+    return {"made": str(top)}
 
 
 def set_aside(run_dir: Path) -> Path | None:

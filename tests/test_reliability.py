@@ -352,3 +352,17 @@ def test_disk_full_writing_an_out_file_keeps_the_old_one(tmp_path, corpus):
     done = seqlab("attention", str(run), "--text", "def f", "--out", str(out), limit=2000)
     assert done.returncode == 2 and done.stderr.startswith(f"error: no space left to write {out}")
     assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["att.png", "r"]
+
+
+def test_a_stale_lock_takeover_finishes_the_dead_writers_writes(tmp_path, corpus):
+    """kill -9 in the middle of writes: the next writer rolls a complete commit forward, discards an incomplete
+    one (best/ included) and removes the temporaries of atomic writes, its lock's included."""
+    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
+    dead = _dead_pid()
+    _lock(run, dead)
+    (run / f".{rundir.LOCK}.{dead}.tmp").write_text("{")
+    (run / "plots" / ".loss.abc123.tmp.png").write_bytes(b"half")
+    (run / "best" / ".next").mkdir()
+    (run / "best" / ".next" / "model.safetensors").write_bytes(b"half")
+    api.train("lm-char", run, overrides=lm(corpus, 3), resume=True, log=quiet)
+    assert leftovers(run) == [] and checkpoint.load_state(run)["step"] == 3
