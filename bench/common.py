@@ -29,6 +29,9 @@ def machine() -> str:
     return f"{cpu_line()}; Python {platform.python_version()}, torch {torch.__version__}"
 
 
+ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch can use
+
+
 def cpu_line() -> str:
     """The CPU model and its ISA flags from /proc/cpuinfo, e.g. ``AMD EPYC; avx512f yes, avx512_bf16 yes, amx_bf16 no``.
 

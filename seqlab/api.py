@@ -12,6 +12,7 @@ leaves nothing behind (:mod:`seqlab.rundir`); readers never take the lock and se
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tomllib
 from pathlib import Path
@@ -106,22 +107,25 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
     return rundir.RunLock.acquire(run_dir, journal)
 
 
-class _Terminated(BaseException):
-    """SIGTERM outside the training loop (which saves and stops on it): unwinds, so the start is undone or the
-    lock released."""
-
-
 @contextlib.contextmanager
-def _sigterm_unwinds():
+def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
+    """SIGTERM outside the training loop (which saves and stops on it: the Trainer's StopSignals): the process
+    ends at once, as by default, having undone the start (before the run's first checkpoint) or tidied the run
+    as the next writer would and let go of it. Raising instead could land in code that swallows it."""
     import signal
+    import sys
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
+    if lock is None or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
-        raise _Terminated
+        kept = lock.close(failed=True)
+        outcome = _last_checkpoint(run_dir) if kept else "nothing of the new run was kept"
+        sys.stderr.write(f"terminated by SIGTERM: {outcome}\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
@@ -143,8 +147,8 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
     cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
-    with _sigterm_unwinds():
-        lock = prepare_run_dir(cfg, run_dir, resume=resume, force=force, log=log) if dist.main else None
+    lock = prepare_run_dir(cfg, run_dir, resume=resume, force=force, log=log) if dist.main else None
+    with _sigterm_ends(lock, run_dir):
         dist.barrier()
         try:
             if dist.main:
@@ -181,9 +185,6 @@ def _explained(e: BaseException, run_dir: Path, kept: bool) -> BaseException:
                                "and run the command again")
         where = _last_checkpoint(run_dir)
         return SeqlabError(f"{disk_full_message(e)}; {where}; free some space and continue with --resume")
-    if isinstance(e, _Terminated):
-        outcome = "nothing of the new run was kept" if not kept else _last_checkpoint(run_dir)
-        return Interrupted(f"terminated by SIGTERM: {outcome}", exit_code=143)
     return e
 
 

@@ -128,9 +128,7 @@ def settle(run_dir: Path, log=print) -> None:
         else:  # what the dead writer was writing: commits rolled forward or discarded, temporaries removed
             if journal and journal.get("replaced"):
                 shutil.rmtree(journal["replaced"], ignore_errors=True)
-            for directory in (run_dir, run_dir / "best"):
-                checkpoint.recover(directory)
-            remove_temporaries(run_dir)
+            _tidy(run_dir)
             claimed.unlink(missing_ok=True)
             log(f"taking over {path}: {_who(owner)} is no longer running")
         return
@@ -162,17 +160,28 @@ class RunLock:
         return (_read(self.run_dir / LOCK) or {}).get("token") == self.owner["token"]
 
     def close(self, failed: bool) -> bool:
-        """Release the lock; after a failure before the run's first checkpoint, undo the start instead.
-        Returns whether the run directory was kept."""
+        """Release the lock; after a failure before the run's first checkpoint, undo the start instead, and
+        after a later one, tidy what was being written (as the next writer would). Returns whether the run
+        directory was kept."""
         journal = self.owner.get("journal")
         if not self.ours():
             return True
         if failed and journal and not _has_checkpoint(self.run_dir):
             _undo(self.run_dir, journal)
             return False
+        if failed:
+            _tidy(self.run_dir)
         committed(self.run_dir)
         (self.run_dir / LOCK).unlink(missing_ok=True)
         return True
+
+
+def _tidy(run_dir: Path) -> None:
+    """Finish what a writer that stopped part-way was writing: commits rolled forward or discarded (best/
+    too), temporaries of atomic writes removed."""
+    for directory in (run_dir, run_dir / "best"):
+        checkpoint.recover(directory)
+    remove_temporaries(run_dir)
 
 
 def _encode(owner: dict[str, Any]) -> bytes:

@@ -366,3 +366,22 @@ def test_a_stale_lock_takeover_finishes_the_dead_writers_writes(tmp_path, corpus
     (run / "best" / ".next" / "model.safetensors").write_bytes(b"half")
     api.train("lm-char", run, overrides=lm(corpus, 3), resume=True, log=quiet)
     assert leftovers(run) == [] and checkpoint.load_state(run)["step"] == 3
+
+
+def test_sigterm_before_training_starts_undoes_the_start(tmp_path, corpus):
+    """SIGTERM while the data is prepared (outside the training loop, whose StopSignals save and stop): exit 143
+    with one line, and nothing of the new run is left."""
+    run = tmp_path / "r"
+    slow = ("import sys, time; import seqlab.tasks.lm as lm; real = lm.prepare_data\n"
+            "def slow(cfg, run_dir):\n    out = real(cfg, run_dir); time.sleep(60); return out\n"
+            "lm.prepare_data = slow\nfrom seqlab.cli import main; sys.exit(main(sys.argv[1:]))\n")
+    proc = subprocess.Popen([sys.executable, "-c", slow, "train", "lm-char", "--out", str(run),
+                             *(f"--set={o}" for o in lm(corpus, 5))], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (run / "data" / "meta.json").exists():
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert proc.stderr.read().splitlines()[-1] == "terminated by SIGTERM: nothing of the new run was kept"
+    assert not run.exists()
