@@ -3,22 +3,25 @@ of "a run directory or a file": :func:`open_encoder` (sentence embeddings) and :
 
 Run directories (DESIGN.md): an existing run is never overwritten without ``force``; ``resume``
 continues it, and only ``train.max_steps`` / ``train.epochs`` (and ``train.max_minutes``, the wall-clock
-budget, and the cosmetic ``train.progress``) may differ from the config it was started with; train keys the
-task does not use are not compared (earlier versions recorded every train key). Under ``torchrun`` only rank 0
-writes.
+budget, ``train.keep_last`` and the cosmetic ``train.progress``) may differ from the config it was started
+with; train keys the task does not use are not compared (earlier versions recorded every train key). Under
+``torchrun`` only rank 0 writes. One process writes a run, and a start that fails before the first checkpoint
+leaves nothing behind (:mod:`seqlab.rundir`); readers never take the lock and see committed checkpoints only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seqlab import checkpoint
+from seqlab import checkpoint, rundir
 from seqlab.config import RunConfig
 from seqlab.errors import SeqlabError
-from seqlab.io import write_text_atomic
+from seqlab.io import disk_full_message, is_disk_full, write_text_atomic
 from seqlab.tasks import registry
 from seqlab.tasks.registry import task_module
 
@@ -38,7 +41,7 @@ class Interrupted(Exception):
         self.exit_code = exit_code
 
 
-RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress"}
+RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress", "train.keep_last"}
 
 
 def _flatten(doc: dict) -> dict[str, object]:
@@ -72,11 +75,16 @@ def read_run_config(run_dir: str | Path) -> RunConfig:
     return registry.from_dict(tomllib.loads(path.read_text(encoding="utf-8")), drop_unused=True)
 
 
-def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool) -> None:
-    """Create, reuse (resume) or replace (force) the run directory, and write the resolved config."""
-    has_content = run_dir.exists() and any(run_dir.iterdir())
+def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log=print) -> rundir.RunLock:
+    """Lock the run directory for this process: a new one, an existing one to continue (resume) or one to
+    replace (force, moved aside until the new run's first checkpoint). What existed before is journalled in
+    the lock, so that a failure before the first checkpoint undoes the start (``lock.close(failed=True)``)."""
     if run_dir.exists() and not run_dir.is_dir():
         raise SeqlabError(f"--out {run_dir} is a file; give a folder path")
+    if run_dir.exists():
+        rundir.settle(run_dir, log)  # a live writer is refused; what a killed start left is undone
+    has_content = run_dir.exists() and any(run_dir.iterdir())
+    aside = None
     if has_content and resume:
         if (run_dir / "config.toml").exists():
             old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
@@ -88,14 +96,51 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
     elif has_content and not force:
         raise SeqlabError(f"run directory {run_dir} already exists; continue it with --resume or replace it with --force")
     elif has_content and force:
-        shutil.rmtree(run_dir)
+        rundir.RunLock.acquire(run_dir)  # hold the old run while it is moved aside (or cleared)
+        aside = rundir.set_aside(run_dir)
+        if aside is None:
+            shutil.rmtree(run_dir)
+    journal = rundir.journal_for(run_dir, resume=resume)
+    if aside is not None:
+        journal = {**journal, "replaced": str(aside)}
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(run_dir / "config.toml", cfg.to_toml())
+    return rundir.RunLock.acquire(run_dir, journal)
+
+
+@contextlib.contextmanager
+def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
+    """SIGTERM outside the training loop (which saves and stops on it: the Trainer's StopSignals): the process
+    ends at once, as by default, having undone the start (before the run's first checkpoint) or tidied the run
+    as the next writer would and let go of it. Raising instead could land in code that swallows it."""
+    import signal
+    import sys
+    import threading
+
+    if lock is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        kept = lock.close(failed=True)
+        outcome = _last_checkpoint(run_dir) if kept else "nothing of the new run was kept"
+        sys.stderr.write(f"terminated by SIGTERM: {outcome}\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
           resume: bool = False, force: bool = False, log=print) -> Path:
-    """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory."""
+    """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory.
+
+    The run directory appears when training starts: an error before the run's first checkpoint (bad data, a
+    full disk, SIGTERM) removes what this call created and puts back what ``force`` replaced. One process
+    writes a run (``lock.json``); a second one is refused."""
     from seqlab.devices import init_distributed
 
     name = cfg if isinstance(cfg, str) else None
@@ -105,16 +150,27 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
     check = getattr(task_module(cfg.task.kind), "check_config", None)  # inputs a task checks before any write
     if check is not None and not (resume and checkpoint.exists(run_dir)):
         check(cfg)
-    if dist.main:
-        prepare_run_dir(cfg, run_dir, resume=resume, force=force)
-    dist.barrier()
-    state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
-                                             log=log if dist.main else (lambda *a, **k: None))
-    if dist.main:
-        from seqlab.viz import plot_loss
+    lock = prepare_run_dir(cfg, run_dir, resume=resume, force=force, log=log) if dist.main else None
+    with _sigterm_ends(lock, run_dir):
+        dist.barrier()
+        try:
+            if dist.main:
+                write_text_atomic(run_dir / "config.toml", cfg.to_toml())
+            state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
+                                                     log=log if dist.main else (lambda *a, **k: None))
+            if dist.main:
+                from seqlab.viz import plot_loss
 
-        chosen = state.get("best_step") if checkpoint.exists(run_dir / "best") else None
-        plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png", chosen_step=chosen)
+                chosen = state.get("best_step") if checkpoint.exists(run_dir / "best") else None
+                plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png", chosen_step=chosen)
+        except BaseException as e:
+            kept = lock.close(failed=True) if lock else True
+            shown = _explained(e, run_dir, kept)
+            if shown is e:
+                raise
+            raise shown from None
+        if lock:
+            lock.close(failed=False)
     if state.get("interrupted"):
         import signal
 
@@ -122,6 +178,23 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
         raise Interrupted(f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step {state['step']} "
                           f"in {run_dir}; continue with --resume", exit_code=128 + signum)
     return run_dir
+
+
+def _explained(e: BaseException, run_dir: Path, kept: bool) -> BaseException:
+    """The error to show for ``e`` once the start was undone (``kept`` False) or the lock released."""
+    if is_disk_full(e):
+        if not kept:
+            return SeqlabError(f"{disk_full_message(e)}; nothing of the new run {run_dir} was kept; free some space "
+                               "and run the command again")
+        where = _last_checkpoint(run_dir)
+        return SeqlabError(f"{disk_full_message(e)}; {where}; free some space and continue with --resume")
+    return e
+
+
+def _last_checkpoint(run_dir: Path) -> str:
+    if not checkpoint.exists(run_dir):
+        return f"{run_dir} has no checkpoint yet"
+    return f"the last checkpoint (step {checkpoint.load_state(run_dir).get('step')}) in {run_dir} is intact"
 
 
 def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
@@ -143,8 +216,17 @@ def load(run_dir: str | Path, device: str | None = None, last: bool = False):
     run_dir = Path(run_dir)
     cfg = read_run_config(run_dir)
     weights = checkpoint_dir(run_dir, last)
-    obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
-    obj.checkpoint = {**checkpoint.load_state(weights), "dir": str(weights)}
+    try:
+        for _ in range(5):  # a checkpoint committed while we loaded (the run is training): load again
+            state = checkpoint.load_state(weights)
+            obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
+            if checkpoint.load_state(weights) == state:
+                break
+    except checkpoint.DamagedCheckpoint as e:
+        other = "without --last (best/)" if last or weights == run_dir else "with --last (the final one)"
+        raise SeqlabError(f"{e}; read the other checkpoint ({other}) or continue the run with `seqlab train ... "
+                          "--resume`, which falls back to an intact earlier checkpoint") from None
+    obj.checkpoint = {**state, "dir": str(weights)}
     return obj
 
 

@@ -5,7 +5,7 @@ Each verb lives in its own module under ``seqlab/commands/`` with two functions:
 ``run(args)`` does the work and returns an exit code. Modules import heavy libraries
 (torch, matplotlib) inside ``run`` so that ``seqlab --help`` stays fast.
 
-Errors (DESIGN.md): bad input is one line on stderr starting ``error:`` and exit code 2.
+Errors (DESIGN.md): bad input is one line on stderr starting ``error:`` and exit code 2; so is a full disk.
 """
 
 from __future__ import annotations
@@ -91,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.run(args) or 0)
     except SeqlabError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a full disk while writing an --out file: it was written to a temporary, now removed
+        from seqlab.io import disk_full_message, is_disk_full
+
+        if not is_disk_full(e):
+            raise
+        print(f"error: {disk_full_message(e)}; nothing was written to it; free some space and run again",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -106,6 +106,7 @@ class TrainConfig:
     save_every: int = 250  # steps between checkpoints (0 = only at the end)
     log_every: int = 10  # steps between metrics.jsonl training rows
     keep_best: bool = True  # keep the best-validation checkpoint in best/ (what readers load unless --last)
+    keep_last: int = 2  # checkpoints kept: the newest (run root) and N - 1 earlier in checkpoints/ (resume fallback)
     patience: int = 0  # validations without a new best before training stops early (0 = never stop early)
     progress: bool = True  # progress bar on stderr
 
@@ -126,6 +127,7 @@ class TrainConfig:
         for name in ("beta1", "beta2"):  # AdamW's betas (torch raises a ValueError outside [0, 1))
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise SeqlabError(f"train.{name}={getattr(self, name)} is outside [0, 1); use e.g. 0.9 or 0.99")
+        _at_least("train.keep_last", self.keep_last, 1)
         if not 0.0 <= self.label_smoothing < 1.0:
             raise SeqlabError(f"train.label_smoothing={self.label_smoothing} is outside [0, 1); use e.g. 0.1, or 0 "
                               "to turn it off")

@@ -6,11 +6,16 @@ an error part-way never leaves a half-written file under the final name, and nev
 version before the new one is complete (``os.replace`` is atomic on POSIX and Windows within one file system).
 Every writer of user-visible files in seqlab goes through here, and every reader of seqlab's JSON files through
 :func:`read_json`, so a missing or damaged file is always one ``error:`` line that names it.
+
+A full disk (``ENOSPC``, or ``EFBIG``/``EDQUOT``: a file-size limit or a quota) fails the write it hits: the
+temporary file is removed, the previous version stays, and the ``OSError`` carries the path it was writing
+(:func:`is_disk_full`, :func:`disk_full_message` turn it into the one-line error).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import json
 import os
@@ -35,19 +40,80 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     tmp = Path(name)
     try:
-        yield tmp
+        with naming(path, tmp):
+            yield tmp
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
+def remove_temporaries(folder: str | os.PathLike) -> None:
+    """Delete the temporary files that writes killed part-way (``kill -9``) left under ``folder``: only the one
+    writer of a folder may call it (seqlab.rundir, after the previous writer died)."""
+    for path in Path(folder).rglob(".*.tmp*"):
+        if path.is_file() and ".tmp" in path.name:
+            path.unlink(missing_ok=True)
+
+
+DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # no space, a file-size limit (ulimit -f), a quota
+
+
+def is_disk_full(e: BaseException) -> bool:
+    return isinstance(e, OSError) and e.errno in DISK_FULL
+
+
+def disk_full_message(e: OSError) -> str:
+    """``no space left to write PATH (No space left on device)``: the start of the one-line error."""
+    where = f" to write {e.filename}" if e.filename else ""
+    return f"no space left{where} ({e.strerror or os.strerror(e.errno)})"
+
+
+@contextlib.contextmanager
+def naming(path: str | os.PathLike, tmp: str | os.PathLike | None = None) -> Iterator[None]:
+    """Give an ``OSError`` raised by a write inside the block (``f.write`` raises it without a file name, a write
+    to the temporary file ``tmp`` with that name) the ``path`` being written, so the error can name it."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno is not None and e.filename in (None, str(tmp) if tmp else None):
+            raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(path)) from None
+        raise
+
+
 def write_fsynced(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` (in place, not atomically) and flush it to disk before returning."""
-    with open(path, "wb") as f:
+    with naming(path), open(path, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+
+
+def create_exclusive(path: str | os.PathLike, data: bytes) -> bool:
+    """Create ``path`` holding ``data`` only if no file has that name: written to a temporary file, then
+    hard-linked to ``path`` (atomic, and fails when ``path`` exists), so no reader ever sees it half-written.
+    Returns False when ``path`` already exists. The temporary is ``.NAME.PID.tmp``, so that one a kill left
+    behind names its process. (A lock file: :mod:`seqlab.rundir`.)"""
+    path = Path(path)
+    name = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write_fsynced(name, data)
+        os.link(name, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:  # a file system without hard links: an exclusive create (the content follows at once)
+        if is_disk_full(e):
+            raise
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with naming(path), os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return True
+    finally:
+        name.unlink(missing_ok=True)
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
@@ -101,11 +167,21 @@ def _json_type(value: Any) -> str:
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
     """The rows of a run's ``metrics.jsonl`` (one JSON object per line; :class:`MetricsLog` writes it),
-    or ``[]`` when there is none yet."""
+    or ``[]`` when there is none yet. A line that is not a JSON object (a write cut short) is skipped."""
     path = Path(path)
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _rows(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def _rows(text: str) -> list[dict]:
+    rows = []
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError):
+            row = json.loads(line)
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
 
 
 def versions(*libraries: str) -> dict[str, str]:
@@ -126,16 +202,24 @@ class MetricsLog:
         """On resume, drop rows written after the checkpoint we resume from (they will be redone)."""
         if not self.enabled or not self.path.exists():
             return
-        rows = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        write_text_atomic(self.path, "".join(r + "\n" for r in rows))
+        lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        kept = [line for line in lines if (row := _rows(line)) and row[0].get("step", 0) <= step]
+        write_text_atomic(self.path, "".join(line + "\n" for line in kept))
 
     def last_step(self, split: str) -> int | None:
         """The step of the last row written for ``split`` by this log (None before any)."""
         return self._last.get(split)
 
     def write(self, row: dict) -> None:
+        """Append one row; a write that fails part-way (a full disk) is cut back off, so no half line stays."""
         self._last[row.get("split")] = row.get("step")
         if self.enabled:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
+            with naming(self.path), open(self.path, "ab", buffering=0) as f:
+                start = f.seek(0, os.SEEK_END)
+                data = memoryview((json.dumps(row) + "\n").encode("utf-8"))
+                try:
+                    while data:  # an unbuffered write may take part of it
+                        data = data[f.write(data):]
+                except OSError:
+                    f.truncate(start)
+                    raise

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from seqlab import checkpoint
+from seqlab import checkpoint, rundir
 from seqlab.config import TrainConfig
 from seqlab.devices import Dist, autocast, resolve_device, resolve_precision
 from seqlab.errors import SeqlabError
@@ -43,7 +43,8 @@ from seqlab.optim import learning_rate, make_optimizer
 # The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
                 "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision", "compile", "device", "threads",
-                "eval_every", "eval_batches", "save_every", "log_every", "keep_best", "patience", "progress")
+                "eval_every", "eval_batches", "save_every", "log_every", "keep_best", "keep_last", "patience",
+                "progress")
 
 
 class TrainTask(Protocol):
@@ -157,6 +158,7 @@ class Trainer:
         self.best_step: int | None = None
         self.evals_since_best = 0  # validations without a new best (for train.patience)
         self.stopped_early = False
+        self.committed = False  # whether this Trainer has committed a checkpoint of the run
         self.started = time.perf_counter()
         if self.kernel:  # the task's kernel owns the weights' device and their update
             if self.dist.world > 1:
@@ -200,21 +202,33 @@ class Trainer:
         return state
 
     def save(self, directory: Path | None = None) -> None:
+        """Commit a checkpoint: the run's (keeping ``train.keep_last`` of them), or ``directory``'s (best/)."""
         if not self.dist.main:
             return
         if self.kernel:
             trainer_tensors = self.task.trainer_tensors()
         else:
             trainer_tensors = {**checkpoint.optimizer_tensors(self.optimizer), **checkpoint.rng_tensors(self.generator)}
-        checkpoint.save(directory or self.run_dir, self.model, trainer_tensors, self.state())
+        checkpoint.save(directory or self.run_dir, self.model, trainer_tensors, self.state(),
+                        keep_last=1 if directory else self.cfg.keep_last)
+        if directory is None and not self.committed:
+            rundir.committed(self.run_dir)  # the run has its first checkpoint: it is no longer a start to undo
+            self.committed = True
 
     def restore(self) -> bool:
-        """Load the last checkpoint in the run directory; False when there is none (start from step 0)."""
-        if not checkpoint.exists(self.run_dir):
-            return False
-        state = checkpoint.load_state(self.run_dir)
-        checkpoint.load_model(self.model, self.run_dir / "model.safetensors")
-        tensors = checkpoint.load_tensors(self.run_dir / "trainer.safetensors")
+        """Load the newest intact checkpoint of the run directory (falling back past damaged ones, which it
+        reports); False when there is none (start from step 0)."""
+        found, damaged = checkpoint.restore_latest(self.run_dir, self._restore_from)
+        if damaged:
+            where = found.relative_to(self.run_dir)
+            self.log(f"warning: {damaged[0]}; resumed from the newest intact checkpoint, {where} (step {self.step}); "
+                     f"damaged checkpoints are set aside in {self.run_dir / checkpoint.ARCHIVE}")
+        return found is not None
+
+    def _restore_from(self, directory: Path) -> None:
+        state = checkpoint.load_state(directory)
+        checkpoint.load_model(self.model, directory / "model.safetensors")
+        tensors = checkpoint.load_tensors(directory / "trainer.safetensors")
         self.step = state["step"]
         if self.kernel:
             self.task.restore_trainer_tensors(tensors)
@@ -232,7 +246,6 @@ class Trainer:
         self.best_step = state.get("best_step")
         self.evals_since_best = state.get("evals_since_best", 0)
         self.stopped_early = state.get("stopped_early", False)
-        return True
 
     def _kernel_step_of(self, state: dict) -> int:
         """The step to continue from in this run's step geometry. Runs saved before steps existed counted

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqlab.errors import SeqlabError
+from seqlab.io import disk_full_message, is_disk_full
 
 GITHUB_RAW = "https://raw.githubusercontent.com"
 CHUNK = 1 << 16  # bytes read per network call
@@ -359,6 +360,9 @@ def _fetch(f: RemoteFile, dest: Path, progress: bool) -> None:
         if gunzip:
             gunzip.finish()
     except (urllib.error.URLError, OSError) as e:  # HTTPError, timeouts and connection errors included
+        if is_disk_full(e):
+            full = OSError(e.errno, e.strerror, str(dest))
+            raise SeqlabError(f"{disk_full_message(full)}; nothing was cached; free some space and run again") from None
         reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or e
         raise SeqlabError(
             f"cannot download {url} ({reason}); with no network, fetch the files elsewhere and point "
