@@ -441,11 +441,12 @@ in progress; "inside a checkpoint write" counts the kills after which `.next/` (
 checkpoint) was left for the next writer to roll forward or discard. word2vec is compared bit for bit because it
 trains with one thread here: with Hogwild threads a resume continues from the last checkpoint (every
 `train.save_every` steps and every epoch end), which is exact for the weights saved but not bit-identical
-afterwards. Disk full: `RLIMIT_FSIZE` at a random offset below the largest file (SIGXFSZ ignored, so the write fails
-with EFBIG), half on a fresh start (nothing may be left), half on a resume after a SIGTERM (the checkpoint must
+afterwards. Disk full: `RLIMIT_FSIZE` at a random offset below the size of `trainer.safetensors`, so that some write
+always reaches it (SIGXFSZ ignored, so the write fails with EFBIG), half on a fresh start (nothing may be left), half on a resume after a SIGTERM (the checkpoint must
 survive); each must exit 2 with one `error: no space left ...` line. Damaged: a flipped bit or a truncation in
-`model.safetensors`, `trainer.safetensors` or `state.json` of the final checkpoint; a reader must refuse it naming
-the file, `--resume` must fall back to `checkpoints/step-N` and say so.
+`model.safetensors`, `trainer.safetensors` or `state.json` of the final checkpoint; a reader (`--last`) must refuse
+it naming the file (a damaged `trainer.safetensors`, which readers do not read, must not stop them), `--resume` must
+fall back to `checkpoints/step-N` and say so.
 
 {table}
 """ + ("\n" + "\n".join(f"- {n}" for n in tally.notes) + "\n" if tally.notes else ""))
