@@ -1,4 +1,5 @@
-"""Where training runs: the device, the processes under ``torchrun`` and the precision.
+"""Where training runs: the device, the processes under ``torchrun`` (and the signals that stop them) and the
+precision.
 
 Multi-process and multi-node training is PyTorch DDP (DESIGN.md): ``torchrun`` sets ``WORLD_SIZE``, ``RANK`` and
 ``LOCAL_RANK``; every process joins one group (gloo on CPU, NCCL on CUDA), and only rank 0 writes.
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -80,3 +83,38 @@ def autocast(precision: str, device: torch.device):
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+class StopSignals:
+    """SIGINT (Ctrl-C) and SIGTERM (what schedulers and ``docker stop`` send) become a flag checked between
+    steps, so the step in flight finishes and is saved; a second signal stops at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    @property
+    def flag(self) -> bool:
+        return self.signum is not None
+
+    def __enter__(self):
+        if _is_main_thread():
+            self._old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:  # the second signal: stop at once
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __exit__(self, *exc):
+        for s, handler in self._old.items():
+            signal.signal(s, handler)
+
+
+def _is_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import signal
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from torch import nn
 
 from seqlab import checkpoint, rundir
 from seqlab.config import TrainConfig
-from seqlab.devices import Dist, autocast, resolve_device, resolve_precision
+from seqlab.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
 from seqlab.errors import SeqlabError
 from seqlab.io import MetricsLog, versions
 from seqlab.optim import learning_rate, make_optimizer
@@ -100,41 +99,6 @@ def shard_rows(batch, rank: int, world: int):
 
 # ------------------------------------------------------------------------------------------------------
 # the loop
-
-
-class StopSignals:
-    """SIGINT (Ctrl-C) and SIGTERM (what schedulers and ``docker stop`` send) become a flag checked between
-    steps, so the step in flight finishes and is saved; a second signal stops at once."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self.signum: int | None = None
-        self._old: dict[int, Any] = {}
-
-    @property
-    def flag(self) -> bool:
-        return self.signum is not None
-
-    def __enter__(self):
-        if _is_main_thread():
-            self._old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
-        return self
-
-    def _handle(self, signum, frame):
-        if self.signum is not None:  # the second signal: stop at once
-            raise KeyboardInterrupt
-        self.signum = signum
-
-    def __exit__(self, *exc):
-        for s, handler in self._old.items():
-            signal.signal(s, handler)
-
-
-def _is_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 class Trainer:
