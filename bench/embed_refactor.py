@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import write_section  # noqa: E402
+from bench.common import cpu_line, write_section  # noqa: E402
 
 DRIVER = r'''
 import json, sys, tempfile, time
@@ -85,16 +85,6 @@ def run_one(tree: Path, corpus: Path, objective: str, epochs: int, threads: int,
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--old", type=Path, required=True, help="the earlier source tree (e.g. a git worktree)")
@@ -119,7 +109,7 @@ def main() -> None:
             results[side, obj].append(x)
             print(f"round {r + 1} {side} {obj}: {x['effective'] / x['cpu']:,.0f} effective words per CPU-s, "
                   f"{x['effective'] / x['wall']:,.0f} per wall-s", file=sys.stderr)
-    summary = {"cpu": cpu_model()}
+    summary = {"cpu": cpu_line()}
     rows = ["| objective | new / old, words per CPU-s (rounds) | new / old, words per wall-s | old words/CPU-s | "
             "new words/CPU-s |", "|---|---|---|---|---|"]
     for obj in ("sgns", "hs"):

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # (layer, the top-level names in 
     ("training", ("trainer", "checkpoint", "rundir", "beam", "devices", "optim")),
     ("models", ("models", "decode")),
     ("blocks", ("nn", "text", "data", "metrics", "config", "vectors", "viz", "explain", "presets")),
-    ("base", ("io", "errors")),
+    ("base", ("io", "errors", "lazy")),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}  # 0 = top
 LAYER_OF = {name: layer for layer, names in LAYERS for name in names}

@@ -6,7 +6,7 @@ Names are imported lazily, so ``seqlab data list`` does not pay for importing to
 
 from __future__ import annotations
 
-import importlib
+from seqlab.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "read_text": "seqlab.data.sources",
@@ -26,17 +26,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seqlab.data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = list(_EXPORTS)

@@ -9,7 +9,7 @@ loads neither torch (``seqlab.metrics.lm``) nor numpy (``accuracy``, ``ner``).
 
 from __future__ import annotations
 
-import importlib
+from seqlab.lazy import lazy_exports
 
 # public name -> module that defines it (imported on first attribute access)
 _EXPORTS: dict[str, str] = {
@@ -29,17 +29,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seqlab.metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = list(_EXPORTS)
