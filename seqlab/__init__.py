@@ -7,7 +7,7 @@ The public API is re-exported here; heavy submodules are imported lazily so that
 
 from __future__ import annotations
 
-from seqlab.lazy import lazy_exports
+import importlib
 
 __version__ = "0.1.0"
 
@@ -57,7 +57,17 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seqlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
 
 
 __all__ = ["__version__", *_EXPORTS]

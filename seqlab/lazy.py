@@ -1,5 +1,6 @@
-"""Lazy re-exports for package ``__init__`` modules: a public name is imported from the module that defines it on
-first attribute access, so importing a package (``seqlab``, ``seqlab.metrics``, ``seqlab.data``) stays cheap."""
+"""Lazy re-exports for subpackage ``__init__`` modules (``seqlab.metrics``, ``seqlab.data``): a public name is
+imported from the module that defines it on first attribute access, so importing the package stays cheap.
+(``seqlab/__init__.py`` spells the same few lines out, so that importing ``seqlab`` loads no other module.)"""
 
 from __future__ import annotations
 
