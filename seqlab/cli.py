@@ -35,6 +35,7 @@ COMMANDS = [
     "explain",
     "export",
     "data",
+    "serve",
 ]
 
 EXAMPLES = """\
@@ -57,6 +58,7 @@ examples:
   seqlab export runs/char --format hf --out exports/char    GPT2LMHeadModel + tokenizer.json
   seqlab data list
   seqlab data get tinyshakespeare
+  seqlab serve runs                             web inspector + JSON API on http://127.0.0.1:8000/
 """
 
 

@@ -169,3 +169,35 @@ def _generate_group(model, ids: torch.Tensor, max_new_tokens: int, sampling: Sam
     if eos_id is None:
         return tokens
     return [row[: row.index(eos_id) + 1] if eos_id in row else row for row in tokens]
+
+
+@torch.inference_mode()
+def stream(model, prompt: list[int], max_new_tokens: int, sampling: Sampling = Sampling(), seed: int | None = None,
+           eos_id: int | None = None, device: torch.device | None = None):
+    """Continue one prompt token by token: yields ``(token, probs)`` as each token is chosen, ``probs`` (vocab,)
+    being the model's distribution p(x_t | x_<t) (softmax of the raw logits, before temperature and filters).
+
+    The tokens are those of :func:`generate` for the same prompt, sampling and seed (the same cached steps, the
+    same window once it slides, the same random stream), so a page that streams shows what ``seqlab generate``
+    prints."""
+    if max_new_tokens < 0:
+        raise SeqlabError(f"--max-new-tokens must be >= 0, got {max_new_tokens}")
+    if not prompt:
+        raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
+    device = device or next(model.parameters()).device
+    max_len = model.cfg.max_len
+    generators = [torch.Generator(device=device).manual_seed(0 if seed is None else seed)]
+    window = torch.tensor([prompt], dtype=torch.long, device=device)[:, -max_len:]  # (1, seq<=max_len)
+    cache = model.new_cache(1, device=device, dtype=next(model.parameters()).dtype)
+    step = decode_step(model)
+    logits = model(window, cache=cache)[:, -1]  # (1, vocab)
+    for n in range(1, max_new_tokens + 1):
+        token = next_token(logits, sampling, generators)  # (1,)
+        yield int(token), torch.softmax(logits[0].float(), dim=-1)
+        if (eos_id is not None and int(token) == eos_id) or n == max_new_tokens:
+            return
+        window = torch.cat([window, token[:, None]], dim=1)[:, -max_len:]  # (1, seq<=max_len)
+        if cache.pos < max_len:
+            logits = step(token[:, None], cache=cache)[:, -1]
+        else:  # the window slid: recompute on the last max_len tokens, as generate does
+            logits = model(window)[:, -1]

@@ -135,6 +135,15 @@ def settle(run_dir: Path, log=print) -> None:
     raise SeqlabError(f"{path} keeps changing: another process is starting on {run_dir}; try again")
 
 
+def writer(run_dir: str | Path) -> dict[str, Any] | None:
+    """Who is training ``run_dir`` now: its lock's PID, host and start time while a live process holds it (or one
+    on another host, which cannot be checked), None otherwise. Reads only; for readers such as ``seqlab serve``."""
+    owner = _read(Path(run_dir) / LOCK)
+    if not owner or _alive(owner) is False:
+        return None
+    return {key: owner.get(key) for key in ("pid", "host", "started")}
+
+
 def _has_checkpoint(run_dir: Path) -> bool:
     return checkpoint.exists(run_dir) or bool(checkpoint.archived(run_dir))
 

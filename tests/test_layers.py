@@ -2,7 +2,7 @@
 
 Layers, top to bottom (same-layer imports are allowed):
 
-    commands   cli.py, __main__.py, commands/          the command line
+    commands   cli.py, __main__.py, commands/, serve/  the command line and the web inspector
     api        api.py, exporters/                       train / load / export / open_* (what Python users call)
     tasks      tasks/                                   one module per task.kind
     training   trainer.py, checkpoint.py, rundir.py, beam.py
@@ -28,7 +28,7 @@ from typing import NamedTuple
 PACKAGE = Path(__file__).resolve().parents[1] / "seqlab"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [  # (layer, the top-level names in seqlab/ it holds), top first
-    ("commands", ("cli", "__main__", "commands")),
+    ("commands", ("cli", "__main__", "commands", "serve")),
     ("api", ("api", "exporters")),
     ("tasks", ("tasks",)),
     ("training", ("trainer", "checkpoint", "rundir", "beam", "devices", "optim")),

@@ -1,0 +1,6 @@
+"""``seqlab serve``: a local web inspector and JSON API for trained runs (the ``serve`` extra: FastAPI, uvicorn,
+plotly). :mod:`.app` has the routes, :mod:`.runs` the discovery of runs and path safety, :mod:`.cache` the
+least-recently-used model cache, :mod:`.operations` the calls into the trained objects, ``static/`` our page,
+script and style sheet (plotly's own ``plotly.min.js`` is served from the installed package)."""
+
+EXTRA = ("fastapi", "uvicorn", "plotly")  # the modules of the serve extra

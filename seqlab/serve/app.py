@@ -1,0 +1,403 @@
+"""The ``seqlab serve`` application: the pages and the JSON API (FastAPI; OpenAPI at ``/docs``).
+
+Every endpoint reads a run through :class:`~seqlab.serve.runs.RunIndex` (only runs under the served folders)
+and :class:`~seqlab.serve.cache.ModelCache` (loaded once per committed checkpoint), and computes with
+:mod:`seqlab.serve.operations`. Errors are JSON ``{"detail": "..."}`` with one readable sentence:
+
+- 404: no such page or run (ids that try to leave the served folders included);
+- 422: input out of bounds (the limits below) or that the model cannot take (an unknown word, a sentence longer
+  than ``model.max_len``, an operation the run's task does not have);
+- 409: the run cannot be read (a missing or damaged file, no checkpoint yet): the message names the file;
+- 401: a token is required and was not given.
+
+Access: without a token only the loopback names are accepted as ``Host`` (a web page elsewhere cannot reach the
+API through DNS rebinding); with one, every request carries it (``Authorization: Bearer T``, or ``?token=T``
+once, which sets a cookie).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from seqlab import __version__
+from seqlab.errors import SeqlabError
+from seqlab.serve import operations as ops
+from seqlab.serve.cache import ModelCache
+from seqlab.serve.runs import NotFound, RunIndex
+
+# ---- input limits (422 beyond them) ----------------------------------------------------------------------
+MAX_TEXT = 2000  # characters of a prompt, sentence or word
+MAX_LINES = 64  # lines of one predict request
+MAX_NEW_TOKENS = 1000
+MAX_BEAM = 16
+MAX_MAP_WORDS = 1000
+MAX_K = 100  # neighbours / analogy answers
+MAX_STEPS = 1000  # forecast horizon
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+COOKIE = "seqlab_token"
+STATIC = resources.files("seqlab.serve") / "static"
+
+
+class RunError(SeqlabError):
+    """The run cannot be read (409)."""
+
+
+# ---- request bodies --------------------------------------------------------------------------------------
+
+Text = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class Checkpoint(BaseModel):
+    last: bool = Field(False, description="read the final checkpoint instead of the best one (`--last`)")
+
+
+class GenerateIn(Checkpoint):
+    prompt: str = Text
+    max_new_tokens: int = Field(200, ge=0, le=MAX_NEW_TOKENS)
+    temperature: float = Field(1.0, ge=0, le=100, description="0 = greedy")
+    top_k: int = Field(0, ge=0, le=1_000_000, description="0 = off")
+    top_p: float = Field(1.0, gt=0, le=1, description="1 = off")
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+
+
+class TextIn(Checkpoint):
+    text: str = Text
+
+
+class TranslateIn(TextIn):
+    beam: int = Field(5, ge=1, le=MAX_BEAM)
+
+
+class PredictIn(Checkpoint):
+    lines: list[str] = Field(min_length=1, max_length=MAX_LINES)
+    beam: int | None = Field(None, ge=1, le=MAX_BEAM)
+
+
+class EvalIn(Checkpoint):
+    split: Literal["valid", "test"] = "test"
+
+
+class ForecastIn(Checkpoint):
+    steps: int = Field(12, ge=1, le=MAX_STEPS)
+
+
+class NeighborsIn(BaseModel):
+    word: str = Field(min_length=1, max_length=200)
+    k: int = Field(10, ge=1, le=MAX_K)
+
+
+class AnalogyIn(BaseModel):
+    a: str = Field(min_length=1, max_length=200)
+    b: str = Field(min_length=1, max_length=200)
+    c: str = Field(min_length=1, max_length=200)
+    k: int = Field(10, ge=1, le=MAX_K)
+
+
+class MapIn(BaseModel):
+    words: int = Field(200, ge=3, le=MAX_MAP_WORDS)
+    method: Literal["pca", "tsne"] = "pca"
+
+
+class SimilarityIn(BaseModel):
+    a: str = Text
+    b: str = Text
+
+
+def _check_lines(lines: list[str]) -> list[str]:
+    for i, line in enumerate(lines, start=1):
+        if len(line) > MAX_TEXT:
+            raise RequestValidationError([{"loc": ("body", "lines", i - 1), "type": "string_too_long",
+                                           "msg": f"line {i} has {len(line)} characters, more than {MAX_TEXT}"}])
+    return lines
+
+
+# ---- the application -------------------------------------------------------------------------------------
+
+def create_app(roots: list[str | Path], token: str | None = None, cache_size: int = 4,
+               device: str | None = None) -> FastAPI:
+    """The app serving the runs under ``roots``; ``token`` required on every request when given."""
+    index = RunIndex(roots)
+    cache = ModelCache(cache_size, device=device)
+    app = FastAPI(title="seqlab serve", version=__version__,
+                  description="Inspect trained seqlab runs: the same operations as the command line, JSON in "
+                              "and out. Runs use their best checkpoint unless `last` is true.")
+    app.state.index, app.state.cache = index, cache
+
+    @app.middleware("http")
+    async def access(request: Request, call_next):
+        if token is None:
+            header = request.headers.get("host") or ""
+            host = header[:header.find("]") + 1] if header.startswith("[") else header.rsplit(":", 1)[0]
+            if host not in LOOPBACK:
+                return JSONResponse({"detail": f"host {host!r} refused: seqlab serve without --token answers "
+                                               "127.0.0.1 and localhost only"}, status_code=403)
+            return await call_next(request)
+        given = _bearer(request) or request.cookies.get(COOKIE) or request.query_params.get("token") or ""
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return JSONResponse({"detail": "a token is required: send `Authorization: Bearer TOKEN`, or open "
+                                           "the page once with ?token=TOKEN"}, status_code=401)
+        response = await call_next(request)
+        if request.query_params.get("token"):
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    @app.exception_handler(NotFound)
+    async def not_found(request, e):
+        return JSONResponse({"detail": str(e)}, status_code=404)
+
+    @app.exception_handler(RunError)
+    async def run_error(request, e):
+        return JSONResponse({"detail": str(e)}, status_code=409)
+
+    @app.exception_handler(SeqlabError)
+    async def bad_input(request, e):
+        return JSONResponse({"detail": str(e)}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request, e):
+        parts = []
+        for err in e.errors():
+            where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("body", "query"))
+            parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+        return JSONResponse({"detail": "; ".join(parts)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, e):
+        return JSONResponse({"detail": "not found" if e.status_code == 404 else str(e.detail)},
+                            status_code=e.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request, e):  # no traceback leaves the server
+        return JSONResponse({"detail": f"internal error: {type(e).__name__}: {e}"}, status_code=500)
+
+    def run_dir(run_id: str) -> Path:
+        return index.resolve(run_id)
+
+    def loaded(run_id: str, last: bool = False):
+        path = index.resolve(run_id)
+        try:
+            return cache.get(path, last)
+        except NotFound:
+            raise
+        except SeqlabError as e:
+            raise RunError(f"cannot read {run_id}: {e}") from None
+        except Exception as e:  # a damaged file that the loaders do not name (tokenizer, labels...)
+            raise RunError(f"cannot read {run_id}: {type(e).__name__}: {e}") from None
+
+    # ---- pages -------------------------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def runs_page():
+        return _page("seqlab runs", {"page": "runs", "runs": _summaries(index)})
+
+    @app.get("/runs/{run_id:path}", response_class=HTMLResponse, include_in_schema=False)
+    def run_page(run_id: str):
+        try:
+            data = {"page": "run", **_run_info(index, run_id)}
+        except NotFound:
+            return HTMLResponse(_render("not found", {"page": "missing", "detail": f"no run {run_id!r}"}), 404)
+        return _page(f"seqlab {run_id}", data)
+
+    @app.get("/static/plotly.min.js", include_in_schema=False)
+    def plotly_js():
+        import plotly
+
+        path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str):
+        types = {".js": "text/javascript", ".css": "text/css"}
+        entry = STATIC / name
+        if "/" in name or Path(name).suffix not in types or not entry.is_file():
+            raise NotFound(f"no static file {name!r}")
+        return Response(entry.read_bytes(), media_type=types[Path(name).suffix])
+
+    # ---- the API: runs -----------------------------------------------------------------------------------
+
+    @app.get("/api/runs", summary="every run under the served folders")
+    def api_runs():
+        return {"runs": _summaries(index)}
+
+    @app.get("/api/runs/{run_id:path}/metrics", summary="the rows of the run's metrics.jsonl")
+    def api_metrics(run_id: str, since: int = 0):
+        from seqlab.io import read_metrics
+
+        rows = read_metrics(run_dir(run_id) / "metrics.jsonl")
+        return {"rows": ops._finite(rows[since:]), "count": len(rows),
+                "summary": index.summary(run_id)}
+
+    @app.post("/api/runs/{run_id:path}/eval", summary="`seqlab eval`: the task's metrics on a split")
+    def api_eval(run_id: str, body: EvalIn):
+        obj = loaded(run_id, body.last)
+        ops.needs(obj, "evaluate", "evaluation", run_id)
+        return ops._finite(obj.evaluate(body.split))
+
+    @app.post("/api/runs/{run_id:path}/generate", summary="`seqlab generate`: continue a prompt (LM)")
+    def api_generate(run_id: str, body: GenerateIn):
+        lm = _lm(loaded(run_id, body.last), run_id)
+        return ops.generate(lm, body.prompt, **_sampling(body))
+
+    @app.get("/api/runs/{run_id:path}/generate/stream",
+             summary="generation as server-sent events: one `token` event per token, then `done`")
+    def api_stream(run_id: str, query: GenerateIn = Depends()):
+        lm = _lm(loaded(run_id, query.last), run_id)
+        events = ops.generation_events(lm, query.prompt, **_sampling(query))
+        start = time.perf_counter()
+        try:
+            first = next(events, None)  # a bad prompt or setting is a 422 before the stream starts
+        except SeqlabError:
+            raise
+
+        def sse():
+            count, text = 0, []
+            event = first
+            while event is not None:
+                count += 1
+                text.append(event["token"])
+                yield f"event: token\ndata: {json.dumps(event)}\n\n"
+                event = next(events, None)
+            seconds = time.perf_counter() - start
+            yield ("event: done\ndata: " + json.dumps({"text": "".join(text), "tokens": count,
+                                                       "seconds": seconds}) + "\n\n")
+
+        return StreamingResponse(sse(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    @app.post("/api/runs/{run_id:path}/attention",
+              summary="`seqlab attention`: every layer's and head's self-attention on a text (Transformer LM)")
+    def api_attention(run_id: str, body: TextIn):
+        lm = _lm(loaded(run_id, body.last), run_id)
+        return ops.lm_attention(lm, body.text)
+
+    @app.post("/api/runs/{run_id:path}/translate",
+              summary="beam translation of a sentence with its cross-attention (source x target)")
+    def api_translate(run_id: str, body: TranslateIn):
+        tr = loaded(run_id, body.last)
+        if _kind(tr) != "translate":
+            raise SeqlabError(f"{run_id} is a {_kind(tr)} run; translation needs a translate run")
+        return ops.translate(tr, body.text, body.beam)
+
+    @app.post("/api/runs/{run_id:path}/predict",
+              summary="`seqlab predict --format json`: one result per line (tag, classify, translate)")
+    def api_predict(run_id: str, body: PredictIn):
+        obj = loaded(run_id, body.last)
+        if _kind(obj) not in ("tag", "classify", "translate"):
+            raise SeqlabError(f"{run_id} is a {_kind(obj)} run; predict takes lines for tag, classify and "
+                              "translate runs (forecast: /forecast)")
+        return {"predictions": ops.predict(obj, _check_lines(body.lines), body.beam)}
+
+    @app.post("/api/runs/{run_id:path}/tag", summary="tag one sentence; its entities grouped by type")
+    def api_tag(run_id: str, body: TextIn):
+        obj = loaded(run_id, body.last)
+        if _kind(obj) != "tag":
+            raise SeqlabError(f"{run_id} is a {_kind(obj)} run; tagging needs a tag run")
+        return ops.tag(obj, body.text)
+
+    @app.post("/api/runs/{run_id:path}/forecast",
+              summary="`seqlab predict --steps N`: the series with N forecasts after train + valid")
+    def api_forecast(run_id: str, body: ForecastIn):
+        obj = loaded(run_id, body.last)
+        if _kind(obj) != "forecast":
+            raise SeqlabError(f"{run_id} is a {_kind(obj)} run; forecasts need a forecast run")
+        return ops.forecast(obj, body.steps)
+
+    @app.post("/api/runs/{run_id:path}/neighbors", summary="`seqlab neighbors`: nearest words by cosine")
+    def api_neighbors(run_id: str, body: NeighborsIn):
+        emb = _embeddings(loaded(run_id), run_id)
+        return {"word": body.word, "neighbors": ops.answers(emb.neighbors(body.word, body.k))}
+
+    @app.post("/api/runs/{run_id:path}/analogy", summary="`seqlab analogy`: a is to b as c is to ?")
+    def api_analogy(run_id: str, body: AnalogyIn):
+        emb = _embeddings(loaded(run_id), run_id)
+        return {"answers": ops.answers(emb.analogy(body.a, body.b, body.c, body.k))}
+
+    @app.post("/api/runs/{run_id:path}/map", summary="2-D map (PCA or t-SNE) of the most frequent words")
+    def api_map(run_id: str, body: MapIn):
+        emb = _embeddings(loaded(run_id), run_id)
+        memo = cache.extras(run_dir(run_id))
+        key = ("map", body.words, body.method)
+        if key not in memo:
+            memo[key] = ops.embedding_map(emb, body.words, body.method)
+        return memo[key]
+
+    @app.post("/api/runs/{run_id:path}/similarity", summary="`seqlab similarity`: cosine of two sentences")
+    def api_similarity(run_id: str, body: SimilarityIn):
+        encoder = ops.encoder_of(loaded(run_id), run_id)
+        return ops.similarity(encoder, body.a, body.b)
+
+    @app.get("/api/runs/{run_id:path}", summary="a run: summary, resolved config, checkpoints")
+    def api_run(run_id: str):
+        return _run_info(index, run_id)
+
+    return app
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------
+
+def _bearer(request: Request) -> str | None:
+    value = request.headers.get("authorization") or ""
+    return value[7:].strip() if value.lower().startswith("bearer ") else None
+
+
+def _kind(obj) -> str:
+    return obj.config.task.kind if hasattr(obj, "config") else "pretrained encoder"
+
+
+def _lm(obj, run_id: str):
+    if _kind(obj) != "lm":
+        raise SeqlabError(f"{run_id} is a {_kind(obj)} run; generation and attention need a language model (lm)")
+    return obj
+
+
+def _embeddings(obj, run_id: str):
+    if _kind(obj) != "embed":
+        raise SeqlabError(f"{run_id} is a {_kind(obj)} run; word vectors need an embedding run (embed)")
+    return obj
+
+
+def _sampling(body: GenerateIn) -> dict:
+    return {"max_new_tokens": body.max_new_tokens, "temperature": body.temperature, "top_k": body.top_k,
+            "top_p": body.top_p, "seed": body.seed}
+
+
+def _summaries(index: RunIndex) -> list[dict]:
+    return [ops._finite(index.summary(run_id)) for run_id in index.ids()]
+
+
+def _run_info(index: RunIndex, run_id: str) -> dict:
+    """A run's summary, resolved config (or the error reading it) and checkpoints."""
+    import tomllib
+
+    path = index.resolve(run_id)
+    info = {"run": ops._finite(index.summary(run_id)), "config": None, "checkpoints": []}
+    if (path / "config.toml").is_file():
+        try:
+            info["config"] = tomllib.loads((path / "config.toml").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            info["run"]["error"] = f"{path / 'config.toml'} cannot be read ({e})"
+        info["checkpoints"] = ops._finite(index.checkpoints(run_id))
+    return info
+
+
+def _render(title: str, data: dict) -> str:
+    template = (STATIC / "page.html").read_text(encoding="utf-8")
+    payload = json.dumps(data).replace("</", "<\\/")  # no "</script>" inside the script element
+    import html
+
+    return template.replace("{{title}}", html.escape(title)).replace("{{data}}", payload)
+
+
+def _page(title: str, data: dict) -> HTMLResponse:
+    return HTMLResponse(_render(title, data))

@@ -1,0 +1,166 @@
+"""What the pages and the JSON API compute, each a thin call into the trained object ``seqlab.load`` returns
+(its ``generate``, ``predict``, ``evaluate``, ``attention``, ``neighbors``, ``analogy``...), shaped as JSON.
+
+Where an output overlaps the command line it is the same: ``predict`` results are the objects
+``seqlab predict --format json`` prints, ``evaluate`` the object ``seqlab eval`` prints, and generation gives
+the tokens ``seqlab generate`` prints for the same seed (:func:`seqlab.decode.stream`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import numpy as np
+
+from seqlab.decode import Sampling, stream
+from seqlab.errors import SeqlabError
+from seqlab.metrics.entities import get_entities
+
+TOP_ALTERNATIVES = 5  # the alternatives each streamed token carries
+
+
+def _finite(x):
+    """JSON has no NaN or infinity: None instead."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def needs(obj, method: str, what: str, run_id: str) -> None:
+    """A run whose task cannot do ``what`` is a clear error (e.g. generation on a tagger)."""
+    if not hasattr(obj, method):
+        kind = obj.config.task.kind if hasattr(obj, "config") else "pretrained encoder"
+        raise SeqlabError(f"{run_id} is a {kind} run, which has no {what}")
+
+
+# ---- language models -------------------------------------------------------------------------------------
+
+def generation_events(lm, prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float,
+                      seed: int | None) -> Iterator[dict]:
+    """One event per generated token: ``{"token": TEXT, "id", "probability", "top": [{"token", "id",
+    "probability"} x 5]}``; TEXT is what the token adds to the decoded text (so the texts of the events join into
+    the continuation ``seqlab generate`` prints, even when a token is part of a multi-byte character)."""
+    sampling = Sampling(temperature, top_k, top_p)
+    ids = lm.tokenizer.encode(prompt)
+    tokens = stream(lm.model, ids, max_new_tokens, sampling, seed=seed, eos_id=lm.tokenizer.eos_id,
+                    device=lm.device)
+    new: list[int] = []
+    shown = ""
+    decode = lm.tokenizer.decode
+    for token, probs in tokens:
+        new.append(token)
+        text = decode(new)
+        delta = text[len(shown):] if text.startswith(shown) else text
+        shown = text
+        top_p_, top_i = probs.topk(min(TOP_ALTERNATIVES, probs.numel()))
+        yield {"token": delta, "id": token, "probability": float(probs[token]),
+               "top": [{"token": decode([int(i)]), "id": int(i), "probability": float(p)}
+                       for p, i in zip(top_p_.tolist(), top_i.tolist())]}
+
+
+def generate(lm, prompt: str, **options) -> dict:
+    """The whole continuation at once: ``{"prompt", "text", "tokens": [events]}``."""
+    events = list(generation_events(lm, prompt, **options))
+    return {"prompt": prompt, "text": "".join(e["token"] for e in events), "tokens": events}
+
+
+def lm_attention(lm, text: str) -> dict:
+    """``{"tokens", "weights": [layer][head][query][key]}``: the self-attention of every layer and head."""
+    tokens, layers = lm.attention(text)
+    return {"tokens": tokens, "weights": [np.round(w.numpy(), 5).tolist() for w in layers]}  # (head, seq, seq)
+
+
+# ---- translation -----------------------------------------------------------------------------------------
+
+def translate(tr, text: str, beam: int) -> dict:
+    """The beam translation of one sentence and its cross-attention: ``{"source", "translation", "score",
+    "source_tokens", "target_tokens", "weights": [head][target][source]}``."""
+    if not text.strip():
+        raise SeqlabError("the source text is empty; give a sentence to translate")
+    result = tr.predict([text], beam=beam)[0]
+    src, tgt, weights = tr.attention(text, beam=beam)
+    return {**result, "source_tokens": src, "target_tokens": tgt,
+            "weights": np.round(weights.numpy(), 5).tolist()}  # (heads or 1, tgt, src)
+
+
+# ---- tagging and classification --------------------------------------------------------------------------
+
+def predict(obj, lines: list[str], beam: int | None = None) -> list[dict]:
+    """The ``seqlab predict --format json`` objects, one per line."""
+    options = {"beam": beam} if beam is not None else {}
+    return _finite(obj.predict(lines, **options))
+
+
+def tag(tagger, text: str) -> dict:
+    """The tagged sentence and its entities: ``{"tokens", "tags", "entities": [{"type", "start", "end",
+    "text"}]}`` (``end`` inclusive, token positions; seqeval's default-mode chunks)."""
+    if not text.split():
+        raise SeqlabError("the sentence is empty; give some words to tag")
+    result = tagger.predict([text])[0]
+    entities = [{"type": t, "start": s, "end": e, "text": " ".join(result["tokens"][s:e + 1])}
+                for t, s, e in get_entities(result["tags"])]
+    return {**result, "entities": entities}
+
+
+# ---- forecasting -----------------------------------------------------------------------------------------
+
+def forecast(fc, steps: int) -> dict:
+    """The series and ``steps`` forecasts after train + valid: ``{"name", "values", "origin", "forecast",
+    "dates"}`` (the held-out tail is ``values[origin:]``)."""
+    values = fc.predict(None, steps=steps)
+    s = fc.series
+    return _finite({"name": s.name, "values": [float(v) for v in s.values], "origin": s.start("test"),
+                    "forecast": values, "dates": list(s.dates) if s.dates else None})
+
+
+# ---- word vectors ----------------------------------------------------------------------------------------
+
+def answers(pairs: list[tuple[str, float]]) -> list[dict]:
+    """``seqlab neighbors`` / ``analogy`` lines (WORD<TAB>COSINE) as objects."""
+    return [{"word": w, "cosine": float(c)} for w, c in pairs]
+
+
+def embedding_map(emb, n_words: int, method: str) -> dict:
+    """The ``n_words`` most frequent words in 2-D: t-SNE (:func:`seqlab.vectors.tsne_map`, cosine geometry)
+    or PCA of the unit vectors. ``{"method", "words", "x", "y"}``."""
+    from seqlab.vectors import tsne_map
+
+    kv = emb.vectors
+    if method == "tsne":
+        words, coords = tsne_map(kv, n_words)
+    else:
+        n = min(n_words, len(kv))
+        if n < 3:
+            raise SeqlabError(f"a map needs at least 3 words, the run has {len(kv)}")
+        x = kv.vectors[:n] / np.maximum(kv.norms[:n, None], 1e-12)  # (N, D) unit rows
+        x = x - x.mean(axis=0)
+        _, _, vt = np.linalg.svd(x.astype(np.float64), full_matrices=False)  # principal axes (D', D)
+        coords = x @ vt[:2].T  # (N, 2)
+        words = kv.words[:n]
+    return {"method": method, "words": list(words), "x": coords[:, 0].round(5).tolist(),
+            "y": coords[:, 1].round(5).tolist()}
+
+
+# ---- sentence encoders -----------------------------------------------------------------------------------
+
+def encoder_of(obj, run_id: str):
+    """The sentence encoder of a pretrained directory, or of a run fine-tuned from one."""
+    if hasattr(obj, "similarity") and hasattr(obj, "embed"):
+        return obj
+    make = getattr(obj, "sentence_encoder", None)
+    encoder = None if make is None else make()
+    if encoder is None:
+        kind = obj.config.task.kind
+        raise SeqlabError(f"{run_id} is a {kind} run without a pretrained encoder, so it has no sentence embeddings")
+    return encoder
+
+
+def similarity(encoder, a: str, b: str) -> dict:
+    if not a.strip() or not b.strip():
+        raise SeqlabError("both sentences must have some text")
+    return {"a": a, "b": b, "cosine": encoder.similarity(a, b)}
