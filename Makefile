@@ -18,7 +18,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(BIN)/pip install -q -e '.[test,export]'
+	$(BIN)/pip install -q -e '.[test,export,serve]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -29,3 +29,18 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def serve_runs(tmp_path_factory):
+    """(runs folder, {task kind: run id}) of six tiny runs trained once for the `seqlab serve` tests."""
+    from helpers import train_serve_runs
+
+    base = tmp_path_factory.mktemp("serve")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ids = train_serve_runs(base / "runs", base / "data")
+    finally:
+        torch.set_num_threads(before)
+    return base / "runs", ids

@@ -82,8 +82,8 @@ def train_serve_runs(root, data) -> dict:
              (("train", tagged[:40]), ("valid", tagged[40:50]), ("test", tagged[50:]))}
     api.train("ner-bilstm", root / "ner", overrides=_fast(
         *(f"data.{s}={p}" for s, p in files.items()), "data.min_freq=1", "model.n_layers=1", "model.d_model=8",
-        "model.hidden_size=8", "model.dropout=0", "train.max_steps=4", "train.batch_size=8", "train.eval_every=2",
-        "train.save_every=2", "train.warmup_steps=1"), **quiet)
+        "model.hidden_size=8", "model.dropout=0", "train.max_steps=40", "train.batch_size=8", "train.lr=3e-2",
+        "train.eval_every=20", "train.save_every=20", "train.warmup_steps=1"), **quiet)  # learns the names
 
     labelled = [(" ".join(s), "pos" if "cat" in s else "neg") for s in (sentence() for _ in range(60))]
     for split, part in (("train", labelled[:40]), ("valid", labelled[40:50]), ("test", labelled[50:])):

@@ -23,18 +23,15 @@ from seqlab.serve import app as serve_app  # noqa: E402
 from seqlab.serve.app import create_app  # noqa: E402
 from seqlab.serve.runs import NotFound, RunIndex  # noqa: E402
 
-from helpers import train_serve_runs  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 BASE = "http://127.0.0.1:8000"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """(runs folder, {kind: run id}) of six tiny runs, plus a copy of the LM whose state.json is damaged."""
-    base = tmp_path_factory.mktemp("serve")
-    ids = train_serve_runs(base / "runs", base / "data")
-    return base / "runs", ids
+def served(serve_runs):
+    """(runs folder, {kind: run id}): six tiny runs (conftest.py, shared with the browser tests)."""
+    return serve_runs
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +146,7 @@ def test_tag_groups_entities(client):
     from seqlab.metrics.entities import get_entities
 
     assert [(e["type"], e["start"], e["end"]) for e in j["entities"]] == get_entities(j["tags"])
+    assert ("PER", 3, 3) in get_entities(j["tags"])  # the tiny tagger learnt the names
     for e in j["entities"]:
         assert e["text"] == " ".join(j["tokens"][e["start"]:e["end"] + 1])
 
@@ -306,11 +304,11 @@ def test_models_are_cached_lru_and_a_newer_checkpoint_is_picked_up(served, tmp_p
     assert cache.loads == 3 and len(cache) == 2  # ner was dropped
     c.post("/api/runs/runs/ner/predict", json=body)
     assert cache.loads == 4
-    api.train(str(root / "ner" / "config.toml"), root / "ner", overrides=["train.max_steps=6"], resume=True,
+    api.train(str(root / "ner" / "config.toml"), root / "ner", overrides=["train.max_steps=44"], resume=True,
               log=lambda *a, **k: None)
     c.post("/api/runs/runs/ner/predict", json=body)
     assert cache.loads == 5
-    assert cache.get(root / "ner", last=True).checkpoint["step"] == 6 and cache.loads == 5
+    assert cache.get(root / "ner", last=True).checkpoint["step"] == 44 and cache.loads == 5
 
 
 # ---- access -------------------------------------------------------------------------------------------------

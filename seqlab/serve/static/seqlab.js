@@ -260,7 +260,7 @@ function translatePanel() {
       last = await api(apiUrl(RUN.id, "translate"), {text: text.value, beam: +beam.value, last: useLast()});
       out.textContent = last.translation;
       head.replaceChildren(el("option", {value: "mean", text: "mean of heads"}),
-        last.weights.map((_, i) => el("option", {value: i, text: "head " + (i + 1)})));
+        ...last.weights.map((_, i) => el("option", {value: i, text: "head " + (i + 1)})));
       draw();
     } catch (e) { showError(err, e); }
     go.disabled = false;

