@@ -166,7 +166,7 @@ function generatePanel() {
                                    top_k: topk.value, top_p: topp.value, last: useLast()});
     if (seed.value !== "") q.set("seed", seed.value);
     const url = apiUrl(RUN.id, "generate/stream") + "?" + q;
-    // EventSource hides the status and body of a refused request: check it with a plain request first
+    // EventSource hides the status and body of a refused request: on an error, the same request shows why
     go.disabled = true; stop.disabled = false; status.textContent = "generating…";
     let count = 0;
     const started = performance.now();
@@ -183,6 +183,7 @@ function generatePanel() {
       const d = JSON.parse(ev.data);
       finish(d.tokens + " tokens in " + ((performance.now() - started) / 1000).toFixed(2) + " s");
     });
+    source.addEventListener("failure", ev => { showError(err, new Error(JSON.parse(ev.data).failure)); finish(""); });
     source.onerror = async () => {
       if (!source) return;
       finish("");

@@ -1,0 +1,205 @@
+"""`seqlab serve` under load on loopback, and streaming generation against `seqlab generate`.
+
+1. Trains tiny runs (tests/helpers.py: an lm-char, a tagger, an embedding run...) and an lm-char of the preset's
+   size (4 layers, d_model 128, max_len 128; a few steps: speed does not depend on quality), then starts the real
+   command, `python -m seqlab serve ROOT --port P`, in a subprocess.
+2. Load: ``--clients`` threads (default 8) send ``--requests`` requests in all (default 400), a fixed shuffled mix
+   of generate (tiny LM, 20 new tokens), predict (tagger, 2 lines) and neighbors (word vectors); then stop. Reports
+   p50/p95 latency, requests/s and the error count (anything but 200).
+3. Streaming: 256 new tokens (greedy, 16-character prompt) from the preset-size LM over server-sent events, end to
+   end (request to the `done` event), against the same generation through the library call `seqlab generate` makes
+   (`seqlab.load(RUN).generate(...)`, model loaded once: the CLI's start-up is not generation), interleaved rounds,
+   medians. ``ratio`` = streamed tokens/s over `seqlab generate`'s (target >= 0.9).
+
+    .venv/bin/python bench/serve.py [--clients 8] [--requests 400] [--rounds 5]
+
+Prints one JSON line last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from common import machine, median, write_section  # noqa: E402
+
+NEW_TOKENS, PROMPT = 256, "The result of th"  # 16 characters
+THREADS = 1  # torch threads on both sides: on this shared 2-core machine more threads spin against other jobs
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(root: Path, port: int) -> subprocess.Popen:
+    import httpx
+
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS)}  # torch's intra-op threads in the server
+    proc = subprocess.Popen([sys.executable, "-m", "seqlab", "serve", str(root), "--port", str(port)],
+                            cwd=HERE.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/runs", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"seqlab serve did not start: {proc.stdout.read()}")
+
+
+def load_test(base: str, ids: dict, clients: int, total: int) -> dict:
+    import httpx
+
+    mix = [("generate", f"/api/runs/{ids['lm']}/generate", {"prompt": "The cat", "max_new_tokens": 20, "seed": 1}),
+           ("predict", f"/api/runs/{ids['tag']}/predict", {"lines": ["the cat sees Anna", "a dog near Oslo"]}),
+           ("neighbors", f"/api/runs/{ids['embed']}/neighbors", {"word": "cat", "k": 5})]
+    work = [mix[i % 3] for i in range(total)]
+    random.Random(0).shuffle(work)
+    with httpx.Client(base_url=base, timeout=60) as warm:  # load every model once: the cache, not the load, is timed
+        for _, path, body in mix:
+            warm.post(path, json=body).raise_for_status()
+    lock = threading.Lock()
+    latencies: dict[str, list[float]] = {name: [] for name, _, _ in mix}
+    errors: list[str] = []
+
+    def client():
+        with httpx.Client(base_url=base, timeout=60) as c:
+            while True:
+                with lock:
+                    if not work:
+                        return
+                    name, path, body = work.pop()
+                t = time.perf_counter()
+                try:
+                    r = c.post(path, json=body)
+                    ok = r.status_code == 200
+                except httpx.HTTPError as e:
+                    ok, r = False, e
+                dt = time.perf_counter() - t
+                with lock:
+                    latencies[name].append(dt)
+                    if not ok:
+                        errors.append(f"{name}: {getattr(r, 'status_code', r)}")
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    every = sorted(x for v in latencies.values() for x in v)
+
+    def pct(values, q):
+        values = sorted(values)
+        return values[min(len(values) - 1, int(q * len(values)))] * 1000
+
+    return {"requests": len(every), "errors": len(errors), "error_samples": errors[:3], "seconds": wall,
+            "requests_per_s": len(every) / wall, "p50_ms": pct(every, 0.5), "p95_ms": pct(every, 0.95),
+            "by_kind": {k: {"n": len(v), "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)} for k, v in latencies.items()}}
+
+
+def stream_rate(base: str, run_id: str) -> tuple[float, str]:
+    import httpx
+
+    params = {"prompt": PROMPT, "max_new_tokens": NEW_TOKENS, "temperature": 0}
+    count, text = 0, ""
+    t = time.perf_counter()
+    with httpx.stream("GET", f"{base}/api/runs/{run_id}/generate/stream", params=params, timeout=120) as r:
+        r.raise_for_status()
+        event = None
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "token":
+                count += 1
+            elif line.startswith("data: ") and event == "done":
+                text = json.loads(line[6:])["text"]
+    dt = time.perf_counter() - t
+    return count / dt, text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    import torch
+
+    from helpers import train_serve_runs
+
+    from seqlab import api
+
+    tmp = Path(tempfile.mkdtemp(prefix="seqlab-bench-serve-"))
+    root = tmp / "runs"
+    print("training the runs ...", file=sys.stderr, flush=True)
+    torch.set_num_threads(THREADS)
+    ids = train_serve_runs(root, tmp / "data")
+    corpus = tmp / "data" / "big.txt"
+    corpus.write_text((tmp / "data" / "lm.txt").read_text() * 20)
+    api.train("lm-char", root / "big", overrides=[f"data.source={corpus}", "train.max_steps=10", "train.eval_every=5",
+                                                 "train.save_every=5", "train.warmup_steps=1", "train.progress=false",
+                                                 "train.device=cpu"], log=lambda *a, **k: None)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = start_server(root, port)
+    try:
+        print("load test ...", file=sys.stderr, flush=True)
+        load = load_test(base, ids, args.clients, args.requests)
+        print(json.dumps(load), file=sys.stderr)
+        lm = api.load(root / "big", device="cpu")
+        stream_rate(base, "runs/big")  # warm: the server loads the model
+        lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
+        served, direct = [], []
+        for _ in range(args.rounds):
+            rate, text = stream_rate(base, "runs/big")
+            served.append(rate)
+            t = time.perf_counter()
+            want = lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
+            direct.append(len(lm.tokenizer.encode(want)) / (time.perf_counter() - t))
+            assert text == want, "the stream and seqlab generate differ"
+    finally:
+        server.terminate()
+        server.wait(10)
+    rs, rd = median(served), median(direct)
+    load_avg = os.getloadavg()
+    lines = [f"## `seqlab serve`: load test and streaming generation (bench/serve.py)", "",
+             f"The real command on loopback (`python -m seqlab serve`, one process); the tiny runs of "
+             f"tests/helpers.py; one torch thread in the server and in the `seqlab generate` process. Load average at the "
+             f"end: {load_avg[0]:.1f} (other jobs shared the 2 cores).", "",
+             f"**Load**: {args.clients} concurrent clients, {load['requests']} requests (generate 20 tokens / predict "
+             f"2 lines / neighbors, shuffled), {load['errors']} errors; {load['requests_per_s']:.1f} requests/s, "
+             f"latency p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms.", "",
+             "| request | n | p50 ms | p95 ms |", "|---|---|---|---|"]
+    lines += [f"| {k} | {v['n']} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} |" for k, v in load["by_kind"].items()]
+    lines += ["", f"**Streaming**: lm-char at the preset's size (4 layers, d_model 128), greedy, {NEW_TOKENS} new "
+                  f"tokens, median of {args.rounds} interleaved rounds: server-sent events end to end "
+                  f"{rs:.0f} tokens/s, `seqlab generate`'s library call {rd:.0f} tokens/s: **{rs / rd:.2f}x** "
+                  "(target >= 0.9x); the same text both ways."]
+    write_section("serve", "\n".join(lines))
+    print(json.dumps({"requests": load["requests"], "errors": load["errors"],
+                      "requests_per_s": round(load["requests_per_s"], 1), "p50_ms": round(load["p50_ms"], 1),
+                      "p95_ms": round(load["p95_ms"], 1), "stream_tokens_per_s": round(rs, 1),
+                      "generate_tokens_per_s": round(rd, 1), "ratio": round(rs / rd, 3), "machine": machine()}))
+
+
+if __name__ == "__main__":
+    main()
