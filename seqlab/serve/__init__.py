@@ -4,3 +4,13 @@ least-recently-used model cache, :mod:`.operations` the calls into the trained o
 script and style sheet (plotly's own ``plotly.min.js`` is served from the installed package)."""
 
 EXTRA = ("fastapi", "uvicorn", "plotly")  # the modules of the serve extra
+
+
+def __getattr__(name: str):
+    """``seqlab.serve.create_app(roots, token=None, cache_size=4)``, the ASGI app, imported on first use (it
+    needs the extra, which ``seqlab serve`` checks first)."""
+    if name == "create_app":
+        from seqlab.serve.app import create_app
+
+        return create_app
+    raise AttributeError(f"module 'seqlab.serve' has no attribute {name!r}")
