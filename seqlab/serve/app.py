@@ -198,7 +198,10 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
             raise
         except SeqlabError as e:
             raise RunError(f"cannot read {run_id}: {e}") from None
-        except Exception as e:  # a damaged file that the loaders do not name (tokenizer, labels...)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # a damaged file the loaders do not name (tokenizer, labels...); the Rust
+            # tokenizers' PanicException is a BaseException
             raise RunError(f"cannot read {run_id}: {type(e).__name__}: {e}") from None
 
     # ---- pages -------------------------------------------------------------------------------------------
