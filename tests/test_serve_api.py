@@ -369,3 +369,20 @@ def test_unexpected_errors_carry_no_traceback(served, monkeypatch):
     r = c.post("/api/runs/runs/lm/attention", json={"text": "The"})
     assert r.status_code == 500 and r.json() == {"detail": "internal error: ZeroDivisionError: division by zero"}
     assert "Traceback" not in r.text and os.sep + "seqlab" + os.sep not in r.text
+
+
+def test_a_run_being_trained_shows_its_writer(served, tmp_path):
+    """The runs list reads the run's lock: a live process holding it is "training"; the lock gone, it is not."""
+    from seqlab import rundir
+
+    root = tmp_path / "runs"
+    shutil.copytree(served[0] / "sentiment", root / "live")
+    c = TestClient(create_app([root]), base_url=BASE)
+    lock = rundir.RunLock.acquire(root / "live")
+    try:
+        live = c.get("/api/runs").json()["runs"][0]
+        assert live["training"]["pid"] == os.getpid() and live["step"] == 4 and live["error"] is None
+        assert c.post("/api/runs/runs/live/predict", json={"lines": ["a cat"]}).status_code == 200  # readers read on
+    finally:
+        lock.close(failed=False)
+    assert c.get("/api/runs").json()["runs"][0]["training"] is None
