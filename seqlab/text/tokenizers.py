@@ -282,11 +282,17 @@ class BPETokenizer(Tokenizer):
         from tokenizers import Tokenizer as HFTokenizer
 
         try:
-            return cls(HFTokenizer.from_str(text))
-        except Exception as e:  # tokenizers raises its own Exception type for malformed JSON
-            if isinstance(e, SeqlabError):
+            tok = HFTokenizer.from_str(text)
+            # a damaged file can load and then panic in Rust on first use: try it once here, so that it is refused
+            tok.decode(tok.encode(_PROBE, add_special_tokens=False).ids)
+        except BaseException as e:  # tokenizers' own Exception type, or pyo3's PanicException (a BaseException)
+            if isinstance(e, SeqlabError) or not (isinstance(e, Exception) or type(e).__name__ == "PanicException"):
                 raise
             raise SeqlabError(f"not a valid Hugging Face tokenizer JSON ({e}); re-create it with save()") from None
+        return cls(tok)
+
+
+_PROBE = "the cat, <eos> \u00e9 \U0001f600 \n\t 123"  # letters, a special, accents, an emoji, spaces
 
 
 KINDS: dict[str, type[Tokenizer]] = {cls.kind: cls for cls in (CharTokenizer, WordTokenizer, BPETokenizer)}
