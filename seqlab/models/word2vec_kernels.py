@@ -47,6 +47,13 @@ class StepStats:
 _LOSS_STEPS = 256.0
 _NEG_LOG_SIGMOID = np.log1p(np.exp(-np.linspace(-MAX_EXP, MAX_EXP, int(2 * MAX_EXP * _LOSS_STEPS) + 1)))
 
+# gensim's (and the C tool's) sigmoid table: 1000 entries over [-MAX_EXP, MAX_EXP), read at the bin's lower edge
+_EXP_TABLE_SIZE = 1000
+_EXP_TABLE = np.exp((np.arange(_EXP_TABLE_SIZE, dtype=np.float32) / np.float32(_EXP_TABLE_SIZE) * 2 - 1) * MAX_EXP,
+                    dtype=np.float32)
+_EXP_TABLE = (_EXP_TABLE / (_EXP_TABLE + np.float32(1.0))).astype(np.float32)
+_EXP_SCALE = float(_EXP_TABLE_SIZE // int(MAX_EXP) // 2)  # 83, not 83.3: C integer division in gensim and the C tool
+
 _LCG_MUL, _LCG_ADD, _LCG_MASK = np.uint64(25214903917), np.uint64(11), np.uint64(2**48 - 1)
 
 
@@ -79,7 +86,7 @@ def _sgd_pair(syn0, out, c, targets, labels, row, k, alpha, work):
         i = int(x)
         nls = _NEG_LOG_SIGMOID[i] + (x - i) * (_NEG_LOG_SIGMOID[i + 1] - _NEG_LOG_SIGMOID[i])
         loss += nls + (0.0 if label > 0.5 else score)  # -log σ(-s) = -log σ(s) + s
-        g = np.float32((label - 1.0 / (1.0 + math.exp(-score))) * alpha)
+        g = np.float32((label - _EXP_TABLE[int((score + MAX_EXP) * _EXP_SCALE)]) * alpha)
         for d in range(dim):
             work[d] += g * out[u, d]
         for d in range(dim):
@@ -106,7 +113,7 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                   sample_int, use_sample, cum, negative, points, hs_labels, path_lengths, hs, window,
                   alphas, out_loss, out_pairs, out_words):
     """Skip-gram SGD over chunks c0 <= c < c1 at learning rate alphas[c - c0]; thread t takes the chunks with
-    c % n_threads == t (Hogwild), continuing its LCG stream rng[t]."""
+    c % n_threads == t (Hogwild), continuing its two LCG streams rng[t] (see thread_seeds)."""
     for t in prange(n_threads):
         work = np.zeros(syn0.shape[1], dtype=np.float32)
         kept = np.empty(MAX_WORDS_IN_CHUNK, dtype=np.int32)  # the sentence after subsampling
@@ -114,7 +121,8 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
         ns_labels = np.zeros((1, negative + 1), dtype=np.float32)
         ns_labels[0, 0] = 1.0
         cum_last = np.uint64(cum[cum.shape[0] - 1])
-        state = rng[t]
+        state = rng[t, 0]  # subsampling and noise words, in gensim's order (its next_random)
+        window_state = rng[t, 1]  # the window radii: a stream of their own (gensim draws them apart too)
         loss, pairs, words = 0.0, 0, 0
         c = c0 + (t - c0 % n_threads) % n_threads
         while c < c1:
@@ -132,8 +140,8 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                     n += 1
                 words += n
                 for i in range(n):
-                    shrink = np.int64((state >> np.uint64(16)) % np.uint64(window))
-                    state = _lcg(state)
+                    shrink = np.int64((window_state >> np.uint64(16)) % np.uint64(window))
+                    window_state = _lcg(window_state)
                     lo = max(0, i - window + shrink)
                     hi = min(n, i + window + 1 - shrink)
                     target = kept[i]
@@ -156,19 +164,22 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                                 k += 1
                             loss += _sgd_pair(syn0, syn1neg, kept[j], ns_targets, ns_labels, 0, k, alpha, work)
             c += n_threads
-        rng[t] = state
+        rng[t, 0] = state
+        rng[t, 1] = window_state
         out_loss[t] += loss
         out_pairs[t] += pairs
         out_words[t] += words
 
 
 def thread_seeds(seed: int, epoch: int, n_threads: int) -> np.ndarray:
-    """(T,) uint64 LCG states, a function of (seed, epoch, thread) only, so an epoch can be re-run exactly."""
-    out = np.zeros(n_threads, dtype=np.uint64)
+    """(T, 2) uint64 LCG states (per thread: the subsampling and noise stream, the window stream), a function
+    of (seed, epoch, thread) only, so an epoch can be re-run exactly."""
+    out = np.zeros((n_threads, 2), dtype=np.uint64)
     for t in range(n_threads):
-        x = (seed * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9 + t * 0x94D049BB133111EB) % 2**64
-        x = ((x ^ (x >> 31)) * 0xBF58476D1CE4E5B9) % 2**64  # splitmix64 finaliser
-        out[t] = (x ^ (x >> 29)) & (2**48 - 1)
+        for stream in range(2):
+            x = (seed * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9 + (2 * t + stream) * 0x94D049BB133111EB) % 2**64
+            x = ((x ^ (x >> 31)) * 0xBF58476D1CE4E5B9) % 2**64  # splitmix64 finaliser
+            out[t, stream] = (x ^ (x >> 29)) & (2**48 - 1)
     return out
 
 
