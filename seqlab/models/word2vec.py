@@ -54,7 +54,7 @@ from torch import nn
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.errors import SeqlabError
 from seqlab.models.word2vec_kernels import StepStats, _train_chunks, cpu_threads, numba_threads, thread_seeds
-from seqlab.models.word2vec_tables import HuffmanTree, cum_table, huffman_tree, sample_ints
+from seqlab.models.word2vec_tables import HuffmanTree, cum_table, huffman_tree, noise_buckets, sample_ints
 
 CHUNKS_PER_STEP = 64  # chunks (<= 640k raw words) per Trainer step: the grain of progress, Ctrl-C and checkpoints
 PAIR_SLICE_CHUNKS = 20  # torch engine: chunks whose pairs are generated at once (bounds their memory)
@@ -150,6 +150,8 @@ class SkipGramSGD:
                     out.weight.zero_()
         self.sample_int = sample_ints(self.counts, cfg.sample)
         self.cum = cum_table(self.counts, cfg.ns_exponent)
+        self.noise_shift, self.noise_starts = noise_buckets(self.cum)
+        self._hs_labels: np.ndarray | None = None  # (V, depth) float32, made on the first kernel call
         self.tree = huffman_tree(self.counts) if hs else None
         self.steps_per_epoch = max(1, math.ceil(corpus.n_chunks / CHUNKS_PER_STEP))
         self.rng: np.ndarray | None = None  # (T,) the numba threads' LCG states, carried from step to step
@@ -202,11 +204,13 @@ class SkipGramSGD:
         syn1 = m.hs_output.weight.detach().numpy() if self.hs else np.zeros((1, cfg.dim), np.float32)
         syn1neg = m.ns_output.weight.detach().numpy() if cfg.negative else np.zeros((1, cfg.dim), np.float32)
         tree = self.tree or HuffmanTree(np.zeros((1, 1), np.uint8), np.zeros((1, 1), np.int32), np.zeros(1, np.int32))
-        hs_labels = (1.0 - tree.codes).astype(np.float32)  # label 1 - code: gensim's g = (1 - code - f) α
+        if self._hs_labels is None:
+            self._hs_labels = (1.0 - tree.codes).astype(np.float32)  # label 1 - code: gensim's g = (1 - code - f) α
+        hs_labels = self._hs_labels
         loss, pairs, words = (np.zeros(self.n_threads, dtype=t) for t in (np.float64, np.int64, np.int64))
         _train_chunks(syn0, syn1, syn1neg, corpus.ids, corpus.sentence_starts, corpus.chunk_starts, c0, c1,
-                      self.n_threads, rng, self.sample_int, cfg.sample > 0, self.cum, cfg.negative, tree.points,
-                      hs_labels, tree.lengths, self.hs, cfg.window, alphas, loss, pairs, words)
+                      self.n_threads, rng, self.sample_int, cfg.sample > 0, self.cum, np.uint64(self.noise_shift),
+                      self.noise_starts, cfg.negative, tree.points, hs_labels, tree.lengths, self.hs, cfg.window, alphas, loss, pairs, words)
         return float(loss.sum()), int(pairs.sum()), int(words.sum())
 
     def _torch_step(self, c0: int, c1: int, at: Callable[[float], float],

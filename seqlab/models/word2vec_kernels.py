@@ -110,8 +110,8 @@ def _sgd_pair(syn0, out, c, targets, labels, row, k, alpha, work):
 
 
 @njit(inline="always")
-def _bisect_left(table, x):
-    lo, hi = 0, table.shape[0]
+def _bisect_left(table, x, lo, hi):
+    """The first i in lo..hi with table[i] >= x (hi if none), table sorted: gensim's bisect_left."""
     while hi > lo:
         mid = (lo + hi) >> 1
         if table[mid] >= x:
@@ -123,8 +123,8 @@ def _bisect_left(table, x):
 
 @njit(parallel=True, fastmath=True, cache=True)
 def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c1, n_threads, rng,
-                  sample_int, use_sample, cum, negative, points, hs_labels, path_lengths, hs, window,
-                  alphas, out_loss, out_pairs, out_words):
+                  sample_int, use_sample, cum, noise_shift, noise_starts, negative, points, hs_labels, path_lengths,
+                  hs, window, alphas, out_loss, out_pairs, out_words):
     """Skip-gram SGD over chunks c0 <= c < c1 at learning rate alphas[c - c0]; thread t takes the chunks with
     c % n_threads == t (Hogwild), continuing its two LCG streams rng[t] (see thread_seeds)."""
     for t in prange(n_threads):
@@ -169,7 +169,9 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                             ns_targets[0, 0] = target
                             k = 1
                             for _ in range(negative):
-                                noise = _bisect_left(cum, (state >> np.uint64(16)) % cum_last)
+                                x = (state >> np.uint64(16)) % cum_last
+                                b = x >> noise_shift
+                                noise = _bisect_left(cum, x, np.int64(noise_starts[b]), np.int64(noise_starts[b + 1]))
                                 state = _lcg(state)
                                 if noise == target:
                                     continue
