@@ -21,15 +21,22 @@ Training follows the word2vec C tool and gensim (word2vec_inner.pyx), so the two
 - frequent-word subsampling as gensim computes it: keep probability p_w = (√(n_w / τ) + 1)·τ / n_w with
   τ = sample × (retained corpus size), stored as uint32(p_w (2³² - 1)) and tested against a fresh 32-bit
   random per occurrence per epoch; dropped words take no window slot;
-- a dynamic window: for the target at i, a radius drawn uniformly from 1..window;
-- the update is skipped for a score |θ·e| ≥ 6 (gensim's exp-table rule), but the reported loss counts every
-  term, each to within 5e-7 (gensim's own running loss is known to be wrong: its issues #2617, #999);
+- a dynamic window: for the target at i, a radius drawn uniformly from 1..window (from a random stream of its
+  own, as gensim draws the radii apart from the noise words);
+- the update is skipped for a score |θ·e| ≥ 6 (gensim's exp-table rule), and σ in the update is read from
+  gensim's 1000-entry table exactly as gensim reads it (:func:`~seqlab.models.word2vec_kernels.update_sigmoid`:
+  about σ(s - 0.03), a bias towards label 1 that SGNS's quality depends on), but the reported loss is exact,
+  every term to within 5e-7 (gensim's own running loss is known to be wrong: its issues #2617, #999);
+- the initial vectors are gensim 4's (uniform in ±1/D from ``numpy.random.default_rng(seed)``, the same bits),
+  the output vectors zero;
 - the learning rate falls linearly from ``train.lr`` to ``train.min_lr`` with the position of each chunk of
   ≤ 10,000 words in the whole run (the ``linear`` shape of the one schedule, :func:`seqlab.optim.learning_rate`).
 
 Two engines run that same step. ``numba`` (:mod:`seqlab.models.word2vec_kernels`): one kernel, Hogwild
 threads (lock-free writes to the shared matrices), thread t taking chunks t, t+T, t+2T, ... so every thread sees
-the same learning rates; per-thread 48-bit LCG streams (the C tool's), deterministic with one thread. ``torch``:
+the same learning rates; per-thread 48-bit LCG streams (the C tool's), deterministic with one thread. Given
+gensim's initial state of that stream, one thread, one job, window 1 and no subsampling, it ends within float
+rounding of gensim's Cython (tests/test_parity_vectors.py: the same pairs, noise words and updates). ``torch``:
 the readable reference and the GPU path, :class:`SkipGram` with sparse embeddings, batches of pairs and plain SGD.
 The vocabulary tables are in :mod:`seqlab.models.word2vec_tables`, the corpus layout in :mod:`seqlab.data.corpus`.
 

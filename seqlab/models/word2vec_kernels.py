@@ -6,11 +6,14 @@ softmax) with labels l_k,
 
     g_k = alpha (l_k - sigma(theta_{u_k} . e_c));   theta_{u_k} += g_k e_c;   e_c += sum_k g_k theta_{u_k}
 
-(every theta update uses the old e_c, the e_c update the old thetas: exactly a gradient step on
-L(c, t) = sum_k -log sigma(+-theta_{u_k} . e_c)). Following the word2vec C tool and gensim (word2vec_inner.pyx):
-subsampling against a fresh 32-bit random per occurrence, a dynamic window (radius uniform in 1..window), no
-update for a score |theta . e| >= 6 (the loss still counts it), per-thread 48-bit LCG streams (the C tool's),
-thread t taking chunks t, t+T, t+2T, ... and writing to the shared matrices without locks (Hogwild).
+(every theta update uses the old e_c, the e_c update the old thetas: a gradient step on
+L(c, t) = sum_k -log sigma(+-theta_{u_k} . e_c), with sigma read from gensim's table: update_sigmoid).
+Following the word2vec C tool and gensim (word2vec_inner.pyx): subsampling against a fresh 32-bit random per
+occurrence, a dynamic window (radius uniform in 1..window, its own random stream), noise words drawn in
+gensim's order from gensim's stream formula (a bisect of the cumulative table, sped up by a bucket index
+that gives the same words), no update for a score |theta . e| >= 6 (the loss still counts it), per-thread
+48-bit LCG streams (the C tool's), thread t taking chunks t, t+T, t+2T, ... and writing to the shared matrices
+without locks (Hogwild).
 The learning rate of each chunk comes from the Trainer's schedule (``alphas``).
 
 Shapes: V words, D = dim, K scored outputs per pair, T threads.
