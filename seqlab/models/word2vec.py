@@ -15,7 +15,8 @@ logistic losses over K scored output vectors:
   so P(t | c) = Π_nodes σ(±θ_node·e_c).
 
 One SGD step on a pair (``_sgd_pair``): g_k = α (label_k - σ(θ_{u_k}·e_c)); θ_{u_k} += g_k e_c; e_c += Σ_k g_k θ_{u_k}
-(every θ update uses the old e_c, the e_c update the old θ's: exactly a gradient step on L(c, t)).
+(every θ update uses the old e_c, the e_c update the old θ's: a gradient step on L(c, t); the numba engine reads
+σ there from gensim's table, see below, the torch engine computes it exactly).
 
 Training follows the word2vec C tool and gensim (word2vec_inner.pyx), so the two are comparable:
 - frequent-word subsampling as gensim computes it: keep probability p_w = (√(n_w / τ) + 1)·τ / n_w with
