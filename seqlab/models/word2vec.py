@@ -218,7 +218,8 @@ class SkipGramSGD:
         loss, pairs, words = (np.zeros(self.n_threads, dtype=t) for t in (np.float64, np.int64, np.int64))
         _train_chunks(syn0, syn1, syn1neg, corpus.ids, corpus.sentence_starts, corpus.chunk_starts, c0, c1,
                       self.n_threads, rng, self.sample_int, cfg.sample > 0, self.cum, np.uint64(self.noise_shift),
-                      self.noise_starts, cfg.negative, tree.points, hs_labels, tree.lengths, self.hs, cfg.window, alphas, loss, pairs, words)
+                      self.noise_starts, cfg.negative, tree.points, hs_labels, tree.lengths, self.hs, cfg.window,
+                      alphas, loss, pairs, words)
         return float(loss.sum()), int(pairs.sum()), int(words.sum())
 
     def _torch_step(self, c0: int, c1: int, at: Callable[[float], float],
