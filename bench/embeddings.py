@@ -229,7 +229,7 @@ def main() -> None:
     p.add_argument("--max-words", type=int, default=0, help="read only the first N words of each corpus (0 = all)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--quality", action="store_true", help="also compare quality on enwiki_sample and Shakespeare")
+    p.add_argument("--quality", action="store_true", help="also compare quality (see --corpora, --similarity-dir)")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--corpora", default="enwiki_sample,shakespeare_complete",
                    help="comma-separated corpora (shared data/corpora/NAME.txt) of the quality comparison")
