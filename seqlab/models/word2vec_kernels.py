@@ -6,11 +6,14 @@ softmax) with labels l_k,
 
     g_k = alpha (l_k - sigma(theta_{u_k} . e_c));   theta_{u_k} += g_k e_c;   e_c += sum_k g_k theta_{u_k}
 
-(every theta update uses the old e_c, the e_c update the old thetas: exactly a gradient step on
-L(c, t) = sum_k -log sigma(+-theta_{u_k} . e_c)). Following the word2vec C tool and gensim (word2vec_inner.pyx):
-subsampling against a fresh 32-bit random per occurrence, a dynamic window (radius uniform in 1..window), no
-update for a score |theta . e| >= 6 (the loss still counts it), per-thread 48-bit LCG streams (the C tool's),
-thread t taking chunks t, t+T, t+2T, ... and writing to the shared matrices without locks (Hogwild).
+(every theta update uses the old e_c, the e_c update the old thetas: a gradient step on
+L(c, t) = sum_k -log sigma(+-theta_{u_k} . e_c), with sigma read from gensim's table: update_sigmoid).
+Following the word2vec C tool and gensim (word2vec_inner.pyx): subsampling against a fresh 32-bit random per
+occurrence, a dynamic window (radius uniform in 1..window, its own random stream), noise words drawn in
+gensim's order from gensim's stream formula (a bisect of the cumulative table, sped up by a bucket index
+that gives the same words), no update for a score |theta . e| >= 6 (the loss still counts it), per-thread
+48-bit LCG streams (the C tool's), thread t taking chunks t, t+T, t+2T, ... and writing to the shared matrices
+without locks (Hogwild).
 The learning rate of each chunk comes from the Trainer's schedule (``alphas``).
 
 Shapes: V words, D = dim, K scored outputs per pair, T threads.
@@ -47,6 +50,23 @@ class StepStats:
 _LOSS_STEPS = 256.0
 _NEG_LOG_SIGMOID = np.log1p(np.exp(-np.linspace(-MAX_EXP, MAX_EXP, int(2 * MAX_EXP * _LOSS_STEPS) + 1)))
 
+# The sigmoid of the update, as gensim and the C tool read it: a 1000-entry table of σ over [-MAX_EXP, MAX_EXP)
+# indexed by int((s + MAX_EXP) · 83), where 83 is the C integer division 1000 / 6 / 2 (not 83.3). So the update
+# uses σ(0.996 s - 0.03) or so: a bias towards the positive label that is worth 1-2 Spearman points to SGNS on
+# MEN and Stanford rare words (enwiki_sample, 5 epochs); the exact σ trails gensim there. The loss is exact.
+_EXP_TABLE_SIZE = 1000
+_EXP_TABLE = np.exp((np.arange(_EXP_TABLE_SIZE, dtype=np.float32) / np.float32(_EXP_TABLE_SIZE) * 2 - 1) * MAX_EXP,
+                    dtype=np.float32)
+_EXP_TABLE = (_EXP_TABLE / (_EXP_TABLE + np.float32(1.0))).astype(np.float32)
+_EXP_SCALE = float(_EXP_TABLE_SIZE // int(MAX_EXP) // 2)  # 83
+
+
+@njit(inline="always")
+def update_sigmoid(score):
+    """σ(score) as gensim's update reads it (see _EXP_TABLE), for MAX_EXP < score < MAX_EXP."""
+    return _EXP_TABLE[int((score + MAX_EXP) * _EXP_SCALE)]
+
+
 _LCG_MUL, _LCG_ADD, _LCG_MASK = np.uint64(25214903917), np.uint64(11), np.uint64(2**48 - 1)
 
 
@@ -58,19 +78,22 @@ def _lcg(state):
 
 @njit(fastmath=True, cache=True)
 def _sgd_pair(syn0, out, c, targets, labels, row, k, alpha, work):
-    """One SGD step on L(c, ·) = Σ_m -log σ(±θ_u·e_c) over outputs u = targets[row, :k] with labels[row, :k];
-    returns the loss (every term, see _NEG_LOG_SIGMOID). syn0 (V, D) holds e, out (·, D) holds θ; work (D,)
-    is scratch."""
+    """One SGD step on L(c, ·) = Σ_m -log σ(±θ_u·e_c) over outputs u = targets[row, :k] with labels[row, :k]
+    (σ of the update: update_sigmoid); returns the loss (every term, see _NEG_LOG_SIGMOID). syn0 (V, D) holds e,
+    out (·, D) holds θ; work (2, D) is scratch: the gradient of e_c, and e_c read once (as gensim, which reads
+    syn0's row in place: the same with one thread; Hogwild writes to it land after the pair)."""
     dim = syn0.shape[1]
+    grad, e = work[0], work[1]
     for d in range(dim):
-        work[d] = 0.0
+        grad[d] = 0.0
+        e[d] = syn0[c, d]
     loss = 0.0
     for m in range(k):
         u = targets[row, m]
         label = labels[row, m]
         score = np.float32(0.0)
         for d in range(dim):
-            score += syn0[c, d] * out[u, d]
+            score += e[d] * out[u, d]
         if score <= -MAX_EXP or score >= MAX_EXP:  # no update (gensim's rule); the loss still counts
             z = score if label > 0.5 else -score
             loss += max(-z, 0.0) + math.log1p(math.exp(-abs(z)))  # -log σ(z), computed stably
@@ -79,19 +102,19 @@ def _sgd_pair(syn0, out, c, targets, labels, row, k, alpha, work):
         i = int(x)
         nls = _NEG_LOG_SIGMOID[i] + (x - i) * (_NEG_LOG_SIGMOID[i + 1] - _NEG_LOG_SIGMOID[i])
         loss += nls + (0.0 if label > 0.5 else score)  # -log σ(-s) = -log σ(s) + s
-        g = np.float32((label - 1.0 / (1.0 + math.exp(-score))) * alpha)
-        for d in range(dim):
-            work[d] += g * out[u, d]
-        for d in range(dim):
-            out[u, d] += g * syn0[c, d]
+        g = np.float32((label - update_sigmoid(score)) * alpha)
+        for d in range(dim):  # θ_u's old value into the gradient of e_c, then θ_u's step
+            theta = out[u, d]
+            grad[d] += g * theta
+            out[u, d] = theta + g * e[d]
     for d in range(dim):
-        syn0[c, d] += work[d]
+        syn0[c, d] += grad[d]
     return loss
 
 
 @njit(inline="always")
-def _bisect_left(table, x):
-    lo, hi = 0, table.shape[0]
+def _bisect_left(table, x, lo, hi):
+    """The first i in lo..hi with table[i] >= x (hi if none), table sorted: gensim's bisect_left."""
     while hi > lo:
         mid = (lo + hi) >> 1
         if table[mid] >= x:
@@ -103,18 +126,19 @@ def _bisect_left(table, x):
 
 @njit(parallel=True, fastmath=True, cache=True)
 def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c1, n_threads, rng,
-                  sample_int, use_sample, cum, negative, points, hs_labels, path_lengths, hs, window,
-                  alphas, out_loss, out_pairs, out_words):
+                  sample_int, use_sample, cum, noise_shift, noise_starts, negative, points, hs_labels, path_lengths,
+                  hs, window, alphas, out_loss, out_pairs, out_words):
     """Skip-gram SGD over chunks c0 <= c < c1 at learning rate alphas[c - c0]; thread t takes the chunks with
-    c % n_threads == t (Hogwild), continuing its LCG stream rng[t]."""
+    c % n_threads == t (Hogwild), continuing its two LCG streams rng[t] (see thread_seeds)."""
     for t in prange(n_threads):
-        work = np.zeros(syn0.shape[1], dtype=np.float32)
+        work = np.zeros((2, syn0.shape[1]), dtype=np.float32)
         kept = np.empty(MAX_WORDS_IN_CHUNK, dtype=np.int32)  # the sentence after subsampling
         ns_targets = np.zeros((1, negative + 1), dtype=np.int32)
         ns_labels = np.zeros((1, negative + 1), dtype=np.float32)
         ns_labels[0, 0] = 1.0
         cum_last = np.uint64(cum[cum.shape[0] - 1])
-        state = rng[t]
+        state = rng[t, 0]  # subsampling and noise words, in gensim's order (its next_random)
+        window_state = rng[t, 1]  # the window radii: a stream of their own (gensim draws them apart too)
         loss, pairs, words = 0.0, 0, 0
         c = c0 + (t - c0 % n_threads) % n_threads
         while c < c1:
@@ -132,8 +156,8 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                     n += 1
                 words += n
                 for i in range(n):
-                    shrink = np.int64((state >> np.uint64(16)) % np.uint64(window))
-                    state = _lcg(state)
+                    shrink = np.int64((window_state >> np.uint64(16)) % np.uint64(window))
+                    window_state = _lcg(window_state)
                     lo = max(0, i - window + shrink)
                     hi = min(n, i + window + 1 - shrink)
                     target = kept[i]
@@ -148,7 +172,9 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                             ns_targets[0, 0] = target
                             k = 1
                             for _ in range(negative):
-                                noise = _bisect_left(cum, (state >> np.uint64(16)) % cum_last)
+                                x = (state >> np.uint64(16)) % cum_last
+                                b = x >> noise_shift
+                                noise = _bisect_left(cum, x, np.int64(noise_starts[b]), np.int64(noise_starts[b + 1]))
                                 state = _lcg(state)
                                 if noise == target:
                                     continue
@@ -156,19 +182,22 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                                 k += 1
                             loss += _sgd_pair(syn0, syn1neg, kept[j], ns_targets, ns_labels, 0, k, alpha, work)
             c += n_threads
-        rng[t] = state
+        rng[t, 0] = state
+        rng[t, 1] = window_state
         out_loss[t] += loss
         out_pairs[t] += pairs
         out_words[t] += words
 
 
 def thread_seeds(seed: int, epoch: int, n_threads: int) -> np.ndarray:
-    """(T,) uint64 LCG states, a function of (seed, epoch, thread) only, so an epoch can be re-run exactly."""
-    out = np.zeros(n_threads, dtype=np.uint64)
+    """(T, 2) uint64 LCG states (per thread: the subsampling and noise stream, the window stream), a function
+    of (seed, epoch, thread) only, so an epoch can be re-run exactly."""
+    out = np.zeros((n_threads, 2), dtype=np.uint64)
     for t in range(n_threads):
-        x = (seed * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9 + t * 0x94D049BB133111EB) % 2**64
-        x = ((x ^ (x >> 31)) * 0xBF58476D1CE4E5B9) % 2**64  # splitmix64 finaliser
-        out[t] = (x ^ (x >> 29)) & (2**48 - 1)
+        for stream in range(2):
+            x = (seed * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9 + (2 * t + stream) * 0x94D049BB133111EB) % 2**64
+            x = ((x ^ (x >> 31)) * 0xBF58476D1CE4E5B9) % 2**64  # splitmix64 finaliser
+            out[t, stream] = (x ^ (x >> 29)) & (2**48 - 1)
     return out
 
 

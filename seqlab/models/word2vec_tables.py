@@ -45,6 +45,19 @@ def cum_table(counts: np.ndarray, ns_exponent: float, domain: int = 2**31 - 1) -
     return table
 
 
+NOISE_BUCKET_BITS = 14  # 16,385 int32 bucket starts (64 KiB) beside the V-entry cumulative table
+
+
+def noise_buckets(cum: np.ndarray, bits: int = NOISE_BUCKET_BITS) -> tuple[int, np.ndarray]:
+    """An index over ``cum`` that makes a noise draw a short search: (shift, starts) where starts[b] =
+    bisect_left(cum, b << shift), so the draw of a uniform x < cum[-1] lies in starts[x >> shift] ..
+    starts[(x >> shift) + 1] (bisect is monotone); the same word as a bisect over the whole table."""
+    last = int(cum[-1])
+    shift = max(0, last.bit_length() - bits)
+    bounds = np.arange((last >> shift) + 2, dtype=np.int64) << shift  # (buckets + 1,)
+    return shift, np.searchsorted(cum.astype(np.int64), bounds, side="left").astype(np.int32)
+
+
 @dataclass(frozen=True)
 class HuffmanTree:
     """Word w's root-to-leaf path: inner nodes points[w, :lengths[w]] and branch bits codes[w, :lengths[w]]."""
