@@ -149,13 +149,16 @@ def prepare_tokens(cfg: RunConfig, out: Path, *, tokenizer: Tokenizer | None = N
         for split in SPLITS:
             (tmp / f"{split}.bin").touch()
         tokenizer.save(tmp / "tokenizer.json")
-        sources = {}
+        sources, splits = [], {}
         for split, (f, lo, hi) in ranges.items():
             embedded = f.path.parent == tmp  # written there from memory: recorded by name
-            ident = f.identity() | ({"path": None, "embedded": f.path.name[1:-len(".txt")]} if embedded else {})
-            sources[split] = {**ident, "bytes": [lo, hi]}
+            ident = f.identity() | ({"path": None, "mtime": None, "embedded": f.path.name[1:-len(".txt")]}
+                                    if embedded else {})
+            if ident not in sources:
+                sources.append(ident)
+            splits[split] = {"source": sources.index(ident), "bytes": [lo, hi]}
         manifest = {"task": "lm", "seqlab_version": versions()["seqlab"], "data": token_keys(d),
-                    "sources": sources,
+                    "sources": sources, "splits": splits,
                     "tokenizer": {"kind": tokenizer.kind, "vocab_size": tokenizer.vocab_size,
                                   "sha256": prep.file_sha256(tmp / "tokenizer.json")},
                     "dtype": dtype.name, "tokens": {s: counts.get(s, 0) for s in SPLITS},
@@ -165,6 +168,19 @@ def prepare_tokens(cfg: RunConfig, out: Path, *, tokenizer: Tokenizer | None = N
             if f.path.parent == tmp:
                 f.path.unlink(missing_ok=True)
     return manifest
+
+
+def prepare(cfg: RunConfig, out: Path, *, force: bool = False, progress: bool = True) -> dict:
+    """``seqlab data prepare``: :func:`prepare_tokens` of a config into ``out`` (a model.pretrained
+    directory brings its tokenizer, used as is)."""
+    if cfg.data.prepared:
+        raise SeqlabError(f"data.prepared={shown(cfg.data.prepared)} is already prepared data; to prepare, give the "
+                          "text with data.source (or data.train, data.valid, data.test) and no data.prepared")
+    tokenizer = None
+    if isinstance(cfg.model, PretrainedLMConfig):
+        check_config(cfg)
+        tokenizer = read_gpt2_directory(cfg.model.pretrained, weights=False).tokenizer
+    return prepare_tokens(cfg, out, tokenizer=tokenizer, force=force, progress=progress)
 
 
 def open_prepared(cfg: RunConfig, directory: str | Path) -> tuple[Path, dict]:
@@ -249,9 +265,14 @@ def _source_size(name: str) -> int:
 
 
 def _sources_line(manifest: dict) -> str:
-    mb = sum(s["bytes"][1] - s["bytes"][0] for s in manifest["sources"].values()) / prep.MB
+    mb = text_bytes(manifest) / prep.MB
     return (f"{mb:,.1f} MB of text, " + ", ".join(f"{s} {n:,}" for s, n in manifest["tokens"].items())
             + f" {manifest['dtype']} tokens")
+
+
+def text_bytes(manifest: dict) -> int:
+    """The bytes of text a prepared folder was encoded from."""
+    return sum(hi - lo for lo, hi in (s["bytes"] for s in manifest["splits"].values()))
 
 
 def load_splits(run_dir: Path) -> dict[str, np.ndarray]:
@@ -382,9 +403,17 @@ def _check_tokenizer_keys(cfg: RunConfig, start: GPT2Directory) -> None:
 
 def check_config(cfg: RunConfig) -> None:
     """What is wrong with a config's inputs, found before a run directory is written (:func:`seqlab.api.train`):
-    the model.pretrained directory and the tokenizer keys."""
+    the model.pretrained directory and the tokenizer keys, the data.prepared folder and its token keys."""
     if isinstance(cfg.model, PretrainedLMConfig):
-        _check_tokenizer_keys(cfg, read_gpt2_directory(cfg.model.pretrained, weights=False))
+        start = read_gpt2_directory(cfg.model.pretrained, weights=False)
+        _check_tokenizer_keys(cfg, start)
+    if cfg.data.prepared:
+        directory, _ = open_prepared(cfg, cfg.data.prepared)
+        if isinstance(cfg.model, PretrainedLMConfig) and \
+                load_tokenizer(directory / "tokenizer.json").to_dict() != start.tokenizer.to_dict():
+            raise SeqlabError(f"data.prepared={shown(cfg.data.prepared)} was encoded with another tokenizer than "
+                              f"model.pretrained={shown(cfg.model.pretrained)}'s; prepare it with model.pretrained "
+                              "set (`seqlab data prepare CONFIG --set model.pretrained=DIR --out DIR2`)")
 
 
 def start_pretrained(cfg: RunConfig, run_dir: Path) -> TransformerLM:
