@@ -1,7 +1,10 @@
 """Language modelling (seed 003): next-token prediction with the average token-level NLL.
 
-The corpus is one token stream per split, cached as a memory-mapped binary in the run directory
-(``data/{train,valid,test}.bin``), so corpora larger than memory train. Training draws windows
+The corpus is one token stream per split, a memory-mapped binary: the run directory's own prepared folder
+(``data/{train,valid,test}.bin`` beside ``data/manifest.json``) or the folder ``data.prepared`` names, written
+once by ``seqlab data prepare``. Preparation streams (:mod:`seqlab.data.prepare`): the text is read in pieces,
+the tokenizer trained from an iterator, the pieces encoded in worker processes, so memory does not grow with
+the corpus and corpora larger than memory train. Under torchrun rank 0 prepares and the others wait for it. Training draws windows
 x = t[i:i+T], y = t[i+1:i+T+1] at offsets sampled from the data generator (nanoGPT style).
 Evaluation cuts the split into non-overlapping windows so that every token after the first is
 scored exactly once, and reports exp of the token-weighted mean NLL (specs/metrics.md §4).
