@@ -285,3 +285,29 @@ def test_two_nodes_match_one_process(tmp_path, corpus):
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-5, (a, b)
     assert not (tmp_path / "two" / "data.preparing.json").exists()
     assert (tmp_path / "two" / "data" / "manifest.json").exists()
+
+
+def test_new_data_keys_keep_older_runs_resumable_and_are_lm_only():
+    """A config.toml written before data.prepared / data.tokenizer_sample_mb existed resumes (a missing key counts
+    as its default); the other tasks refuse the two keys instead of ignoring them."""
+    new = resolve("lm-char", []).to_dict()
+    old = {**new, "data": {k: v for k, v in new["data"].items() if k not in ("prepared", "tokenizer_sample_mb")}}
+    assert api.config_differences(old, new) == []
+    assert api.config_differences(old, resolve("lm-char", ["data.tokenizer_sample_mb=1"]).to_dict()) == [
+        "data.tokenizer_sample_mb"]
+    for key in ('data.prepared="p"', "data.tokenizer_sample_mb=1"):
+        with pytest.raises(SeqlabError, match=f'data.{key.split("=")[0][5:]} is used by task.kind = "lm" only'):
+            resolve("ner-bilstm", [key])
+
+
+def test_runs_of_earlier_versions_still_read_their_tokens(tmp_path):
+    """data/meta.json (dtype, token counts) beside the binaries: the layout before prepared folders."""
+    data = tmp_path / "data"
+    data.mkdir()
+    ids = {"train": np.arange(10, dtype=np.uint16), "valid": np.arange(3, dtype=np.uint16), "test": np.zeros(0, np.uint16)}
+    for split, a in ids.items():
+        a.tofile(data / f"{split}.bin")
+    (data / "meta.json").write_text(json.dumps({"dtype": "uint16", "tokens": {s: len(a) for s, a in ids.items()}}))
+    splits = lm.load_splits(tmp_path)
+    for split, a in ids.items():
+        np.testing.assert_array_equal(splits[split], a)
