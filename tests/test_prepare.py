@@ -191,7 +191,7 @@ def test_interrupted_prepare_leaves_nothing(tmp_path, corpus, monkeypatch, small
         api.prepare("lm-char", out, overrides=[f'data.source="{corpus}"', "data.min_freq=3"], force=True, progress=False)
     assert (out / "manifest.json").read_text() == manifest and sorted(p.name for p in tmp_path.iterdir()) == ["p"]
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    orphan = tmp_path / f".p2.{dead.stdout.strip()}-deadbeef.tmp"
+    orphan = tmp_path / f".p2.{prep._host()}-{dead.stdout.strip()}-deadbeef.tmp"
     orphan.mkdir()
     monkeypatch.setattr(prep, "encode_ranges", encode)
     api.prepare("lm-char", tmp_path / "p2", overrides=[f'data.source="{corpus}"'], progress=False)

@@ -147,16 +147,23 @@ def _complete_prefix(data: bytes) -> int:
 
 def find_cut(f, pos: int, hi: int, search: int = ENCODE_PIECE) -> int:
     """The first safe cut at or after ``pos`` (before a space or newline that follows a non-whitespace
-    character), looked for in the next ``search`` bytes; else the next character boundary. At most ``hi``."""
+    character), looked for in the next ``search`` bytes (read a few KB at a time); else the next character
+    boundary. At most ``hi``."""
     if pos >= hi:
         return hi
     back = min(pos, 4)  # the character before pos may be up to 4 bytes long
+    limit = back + min(search, hi - pos)  # the window's largest size
     f.seek(pos - back)
-    window = f.read(back + min(search, hi - pos))
-    for m in _CANDIDATE.finditer(window, max(back - 1, 0)):
-        cut = m.start() + 1  # the index of the space or newline in window
-        if cut >= back and _follows_non_space(window, cut):
-            return pos - back + cut
+    window, scanned = f.read(min(limit, back + 4096)), max(back - 1, 0)
+    while True:
+        for m in _CANDIDATE.finditer(window, scanned):
+            cut = m.start() + 1  # the index of the space or newline in window
+            if cut >= back and _follows_non_space(window, cut):
+                return pos - back + cut
+        if len(window) >= limit:
+            break
+        scanned = len(window) - 1  # a candidate may straddle the end of what was read
+        window += f.read(min(limit - len(window), len(window)))
     for i in range(back, len(window)):  # no safe cut near: the next character boundary
         if window[i] & 0xC0 != 0x80:
             return pos - back + i
@@ -314,11 +321,16 @@ def _temporaries(out: Path) -> list[Path]:
 
 
 def _remove_orphans(out: Path) -> None:
-    """Remove temporary folders beside ``out`` whose preparing process is gone (``kill -9``)."""
+    """Remove temporary folders beside ``out`` whose preparing process (on this host) is gone (``kill -9``)."""
+    host = _host()
     for tmp in _temporaries(out):
-        pid = tmp.name[len(out.name) + 2:-len(".tmp")].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        parts = tmp.name[len(out.name) + 2:-len(".tmp")].split("-")  # HOST-PID-RANDOM (HOST has no "-")
+        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _alive(int(parts[1])):
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())
 
 
 def _alive(pid: int) -> bool:
@@ -343,13 +355,13 @@ def building(out: Path, force: bool = False) -> Iterator[Path]:
         raise SeqlabError(f"{shown(out)} is a file; give a folder path for --out")
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_orphans(out)
-    tmp = out.parent / f".{out.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    tmp = out.parent / f".{out.name}.{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
     tmp.mkdir()
     try:
         with _sigterm_raises():
             yield tmp
             if out.exists():
-                old = out.parent / f".{out.name}.{os.getpid()}-old.tmp"
+                old = out.parent / f".{out.name}.{_host()}-{os.getpid()}-old.tmp"
                 os.rename(out, old)
                 os.rename(tmp, out)
                 shutil.rmtree(old, ignore_errors=True)
