@@ -407,6 +407,8 @@ def read_manifest(directory: Path, fix: str) -> dict:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise SeqlabError(f"{shown(directory / MANIFEST)} has format_version {manifest.get('format_version')!r}; "
                           f"this seqlab reads {FORMAT_VERSION}; {fix}")
+    if not isinstance(manifest.get("tokens"), dict) or manifest.get("dtype") not in ("uint16", "uint32"):
+        raise SeqlabError(f"{shown(directory / MANIFEST)} lacks its token counts or dtype; {fix}")
     dtype = np.dtype(manifest["dtype"])
     for split, n in manifest["tokens"].items():
         path = directory / f"{split}.bin"
