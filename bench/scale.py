@@ -114,19 +114,35 @@ def main() -> None:
     ap.add_argument("--sizes", type=float, nargs="+", default=[25, 100], help="corpus sizes in MB")
     ap.add_argument("--before", type=Path, default=Path("/work/main"), help="a checkout of the old code")
     ap.add_argument("--no-before", action="store_true", help="only the new code")
+    ap.add_argument("--reuse", type=Path, help="JSON rows printed by an earlier run: their `before` cells are "
+                    "reused, and whole rows measured with the same encoding piece size")
     args = ap.parse_args()
+    from seqlab.data.prepare import ENCODE_PIECE
+
+    earlier = {}
+    if args.reuse:
+        for line in args.reuse.read_text().splitlines():
+            if line.startswith('{"mb"'):
+                row = json.loads(line)
+                earlier[round(row["mb"])] = row
     py = sys.executable
     rows = []
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         tmp = Path(tmp)
         for mb in args.sizes:
+            old = earlier.get(round(mb))
+            if old and old.get("piece") == ENCODE_PIECE:
+                rows.append(old)
+                continue
             corpus = tmp / f"corpus-{mb:g}MB.txt"
             size = make_corpus(corpus, mb)
             one_step = ["lm-bpe", "--set", f'data.source="{corpus}"', "--set", "train.max_steps=1",
                         "--set", "train.progress=false"]
-            row = {"mb": size / 1e6}
-            if not args.no_before:
+            row = {"mb": size / 1e6, "piece": ENCODE_PIECE}
+            if old and "before_train" in old:
+                row["before_train"] = old["before_train"]
+            elif not args.no_before:
                 row["before_train"] = measure([py, "-m", "seqlab", "train", *one_step, "--out", str(tmp / "old")],
                                               args.before)
                 shutil.rmtree(tmp / "old", ignore_errors=True)
