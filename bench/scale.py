@@ -116,6 +116,7 @@ def main() -> None:
     ap.add_argument("--no-before", action="store_true", help="only the new code")
     ap.add_argument("--reuse", type=Path, help="JSON rows printed by an earlier run: their `before` cells are "
                     "reused, and whole rows measured with the same encoding piece size")
+    ap.add_argument("--note", default="", help="a sentence added to the RESULTS.md section")
     args = ap.parse_args()
     from seqlab.data.prepare import ENCODE_PIECE
 
@@ -181,6 +182,8 @@ def main() -> None:
     growth = big["prepare"]["tree_mib"] / small["prepare"]["tree_mib"]
     lines += ["", f"Peak RSS of `data prepare` grows {growth:.2f}x from {small['mb']:.0f} MB to {big['mb']:.0f} MB "
               f"of text ({big['mb'] / small['mb']:.0f}x)."]
+    if args.note:
+        lines += ["", args.note]
     write_section("scale", "\n".join(lines))
     before = big.get("before_train")
     result = {"bench": "scale", "machine": cpu_line(), "load": [round(load[0], 1), round(load_after[0], 1)],
