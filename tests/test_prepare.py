@@ -311,3 +311,33 @@ def test_runs_of_earlier_versions_still_read_their_tokens(tmp_path):
     splits = lm.load_splits(tmp_path)
     for split, a in ids.items():
         np.testing.assert_array_equal(splits[split], a)
+
+
+def test_sigterm_while_a_run_prepares_ends_the_workers_and_undoes_the_start(tmp_path, corpus):
+    """SIGTERM while the workers encode (seqlab train preparing its own data): the workers are ended, nothing of
+    the new run is left, and the command exits 143 as for any SIGTERM before training (README, Reliability)."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = ("import os, sys, time; import seqlab.data.prepare as prep\n"
+              "prep.ENCODE_PIECE = 2000\n"
+              "def stuck(job, dtype, tokenizer=None):\n"
+              f"    open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); time.sleep(120)\n"
+              "prep._encode_job = stuck\n"
+              "from seqlab.cli import main; sys.exit(main(sys.argv[1:]))\n")
+    run = tmp_path / "r"
+    proc = subprocess.Popen([sys.executable, "-c", script, "train", "lm-char", "--out", str(run),
+                             f'--set=data.source="{corpus}"', *(f"--set={o}" for o in TINY)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(pids.iterdir())) < 2:
+        time.sleep(0.05)
+    workers = [int(p.name) for p in pids.iterdir()]
+    assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "no workers"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert proc.stderr.read().splitlines()[-1] == "terminated by SIGTERM: nothing of the new run was kept"
+    assert not run.exists() and not list(tmp_path.glob(".r*"))
+    time.sleep(0.5)
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -230,6 +230,7 @@ def _init_worker(tokenizer_dict: dict) -> None:
     from seqlab.text.tokenizers import load_tokenizer
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it terminates the pool
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handlers (forked): terminate() ends a worker
     _WORKER_TOKENIZER = load_tokenizer(tokenizer_dict)
 
 
@@ -307,12 +308,14 @@ def _worker_pool(workers: int, tokenizer_dict: dict):
             del os.environ["TOKENIZERS_PARALLELISM"]
         else:
             os.environ["TOKENIZERS_PARALLELISM"] = before
+    _POOLS.add(pool)
     try:
         yield pool
         pool.close()
         pool.join()
     finally:
         pool.terminate()
+        _POOLS.discard(pool)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -361,7 +364,7 @@ def building(out: Path, force: bool = False) -> Iterator[Path]:
     tmp = out.parent / f".{out.name}.{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
     tmp.mkdir()
     try:
-        with _sigterm_raises():
+        with _on_sigterm(tmp):
             yield tmp
             if out.exists():
                 old = out.parent / f".{out.name}.{_host()}-{os.getpid()}-old.tmp"
@@ -379,16 +382,28 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM during a preparation: raised so that the temporary folder is removed (then re-raised)."""
 
 
+_POOLS: set = set()  # the worker pools alive in this process (a SIGTERM handler ends them)
+
+
 @contextlib.contextmanager
-def _sigterm_raises():
+def _on_sigterm(tmp: Path):
+    """SIGTERM while preparing: the workers are ended and ``tmp`` removed, then the handler installed before
+    (``seqlab train``'s, which undoes the run's start and exits 143) runs; without one, :class:`Terminated` is
+    raised, so that the callers' cleanup runs too."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    previous = signal.getsignal(signal.SIGTERM)
 
     def handler(signum, frame):
-        raise Terminated()
+        if not callable(previous):
+            raise Terminated()
+        for pool in list(_POOLS):
+            pool.terminate()
+        shutil.rmtree(tmp, ignore_errors=True)
+        previous(signum, frame)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
