@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     # running and loading
     "train": "seqlab.api",
     "load": "seqlab.api",
+    "prepare": "seqlab.api",
     "export": "seqlab.exporters",
     "RunConfig": "seqlab.config",
     "TrainConfig": "seqlab.config",

@@ -12,6 +12,7 @@ leaves nothing behind (:mod:`seqlab.rundir`); readers never take the lock and se
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tomllib
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seqlab import checkpoint, rundir
-from seqlab.config import RunConfig
+from seqlab.config import DataConfig, RunConfig
 from seqlab.errors import SeqlabError
 from seqlab.io import disk_full_message, is_disk_full, write_text_atomic
 from seqlab.tasks import registry
@@ -49,7 +50,10 @@ def _flatten(doc: dict) -> dict[str, object]:
 
 
 def config_differences(old: dict, new: dict) -> list[str]:
+    """The keys whose values differ; a data key that an earlier version did not record counts as its default."""
     a, b = _flatten(old), _flatten(new)
+    defaults = {f"data.{k}": v for k, v in dataclasses.asdict(DataConfig()).items()}
+    a = {**{k: v for k, v in defaults.items() if k in b}, **a}
     return sorted(k for k in set(a) | set(b) if _norm(a.get(k)) != _norm(b.get(k)))
 
 
@@ -178,6 +182,19 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
         raise Interrupted(f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step {state['step']} "
                           f"in {run_dir}; continue with --resume", exit_code=128 + signum)
     return run_dir
+
+
+def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,
+            progress: bool = True) -> dict:
+    """Prepare a config's data once into the folder ``out`` (``seqlab data prepare``), for runs to reuse with
+    ``data.prepared=OUT``; returns its manifest. The folder appears complete or not at all; an existing one
+    is replaced only with ``force``. Language modelling (task.kind = lm) only, for now."""
+    cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
+    prepare_task = getattr(task_module(cfg.task.kind), "prepare", None)
+    if prepare_task is None:
+        raise SeqlabError(f'seqlab data prepare supports task.kind = "lm"; this config has task.kind = '
+                          f'"{cfg.task.kind}", whose data `seqlab train` prepares in the run directory')
+    return prepare_task(cfg, Path(out), force=force, progress=progress)
 
 
 def _explained(e: BaseException, run_dir: Path, kept: bool) -> BaseException:

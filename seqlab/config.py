@@ -50,12 +50,14 @@ class DataConfig:
     train: str = ""  # explicit training file; overrides `source`
     valid: str = ""  # explicit validation file (else cut from train by `split`)
     test: str = ""  # explicit test file (else cut from train by `split`)
+    prepared: str = ""  # lm: a folder `seqlab data prepare` wrote; takes the place of source/train/valid/test
     split: tuple[float, float, float] = (0.9, 0.05, 0.05)  # train, valid, test fractions (contiguous)
     tokenizer: str = "char"  # char | word | bpe
     vocab_size: int = 4096  # BPE target vocabulary size (char/word: bounded by max_size)
     lowercase: bool = False  # word tokenizer: lowercase before splitting
     min_freq: int = 1  # char/word: drop tokens seen fewer times (they map to <unk>)
     max_size: int = 0  # char/word: cap on vocabulary size including specials; 0 = no cap
+    tokenizer_sample_mb: float = 0.0  # lm: train the tokenizer on the first N MB of the train split (0 = all)
     src: str = ""  # parallel text: source-language suffix (data.train=PREFIX reads PREFIX.src)
     tgt: str = ""  # parallel text: target-language suffix
     joint_vocab: bool = False  # translation: one vocabulary (joint BPE merges) learned from both languages
@@ -76,6 +78,7 @@ class DataConfig:
         _at_least("data.min_freq", self.min_freq, 1)
         _at_least("data.max_size", self.max_size, 0)
         _at_least("data.horizon", self.horizon, 0)
+        _at_least("data.tokenizer_sample_mb", self.tokenizer_sample_mb, 0)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,17 @@ class Dist:
 
             torch_dist.barrier()
 
+    def share(self, obj):
+        """Rank 0's ``obj`` (a small picklable value of seqlab's own, never user input) on every process."""
+        if self.world == 1:
+            return obj
+        import torch.distributed as torch_dist
+
+        box = [obj]
+        device = torch.device("cuda", self.local_rank) if torch_dist.get_backend() == "nccl" else None
+        torch_dist.broadcast_object_list(box, src=0, device=device)
+        return box[0]
+
 
 def init_distributed(device_kind: str) -> Dist:
     """Join the process group when launched by ``torchrun`` (gloo on CPU, NCCL on CUDA)."""

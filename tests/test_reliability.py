@@ -373,13 +373,13 @@ def test_sigterm_before_training_starts_undoes_the_start(tmp_path, corpus):
     with one line, and nothing of the new run is left."""
     run = tmp_path / "r"
     slow = ("import sys, time; import seqlab.tasks.lm as lm; real = lm.prepare_data\n"
-            "def slow(cfg, run_dir):\n    out = real(cfg, run_dir); time.sleep(60); return out\n"
+            "def slow(*args, **kwargs):\n    out = real(*args, **kwargs); time.sleep(60); return out\n"
             "lm.prepare_data = slow\nfrom seqlab.cli import main; sys.exit(main(sys.argv[1:]))\n")
     proc = subprocess.Popen([sys.executable, "-c", slow, "train", "lm-char", "--out", str(run),
                              *(f"--set={o}" for o in lm(corpus, 5))], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not (run / "data" / "meta.json").exists():
+    while time.time() < deadline and not (run / "data" / "manifest.json").exists():
         time.sleep(0.02)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 143

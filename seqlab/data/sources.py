@@ -89,8 +89,9 @@ def _expand(name: str | os.PathLike) -> Path:
         raise SeqlabError(f"cannot expand {os.fspath(name)!r}: no such user's home folder; give the full path") from None
 
 
-def read_text_file(path: str | os.PathLike) -> str:
-    """Read a user's UTF-8 text file; every problem is a one-line SeqlabError with the fix."""
+def check_text_path(path: str | os.PathLike) -> Path:
+    """``path`` expanded, once it is known to be a file that can be opened: a missing path, a directory or an
+    unreadable file is a one-line SeqlabError with the fix."""
     path = _expand(path)
     where = shown(path)
     try:
@@ -100,36 +101,62 @@ def read_text_file(path: str | os.PathLike) -> str:
             some = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
             hint = f" (it holds {', '.join(map(shown, some))})" if some else ""
             raise SeqlabError(f"{where} is a directory{hint}; give the path of a text file inside it")
-        data = path.read_bytes()
+        with open(path, "rb"):
+            pass
     except OSError as e:  # permissions, a name too long, ...
         raise SeqlabError(f"cannot read {where}: {e.strerror or e}; check the path and its permissions") from None
+    return path
+
+
+def not_utf8_error(path: Path, byte: int, offset: int, reason: str) -> SeqlabError:
+    where = shown(path)
+    return SeqlabError(f"{where} is not UTF-8: byte 0x{byte:02x} at byte offset {offset} ({reason}); "
+                       f"convert it, e.g. `iconv -f latin1 -t utf-8 {where} > {where}.utf8`")
+
+
+def empty_file_error(path: Path) -> SeqlabError:
+    return SeqlabError(f"{shown(path)} is empty (no text); give a file with text in it")
+
+
+def read_text_file(path: str | os.PathLike) -> str:
+    """Read a user's UTF-8 text file; every problem is a one-line SeqlabError with the fix."""
+    path = check_text_path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SeqlabError(f"cannot read {shown(path)}: {e.strerror or e}; check the path and its permissions") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SeqlabError(
-            f"{where} is not UTF-8: byte 0x{data[e.start]:02x} at byte offset {e.start} ({e.reason}); "
-            f"convert it, e.g. `iconv -f latin1 -t utf-8 {where} > {where}.utf8`"
-        ) from None
+        raise not_utf8_error(path, data[e.start], e.start, e.reason) from None
     if not text.strip():
-        raise SeqlabError(f"{where} is empty (no text); give a file with text in it")
+        raise empty_file_error(path)
     return text
 
 
 def read_text(source: str | os.PathLike) -> str:
     """The text of ``source``: an embedded corpus name, a downloadable dataset name (its main file,
     downloaded into the cache when missing), or a path to a UTF-8 text file."""
+    found = source_file(source)
+    return found if isinstance(found, str) else read_text_file(found)
+
+
+def source_file(source: str | os.PathLike) -> Path | str:
+    """Where the text of ``source`` is, without reading it: the text itself for an embedded corpus (it is in
+    memory anyway), else the path of the file (a downloadable dataset's main file, downloaded into the cache
+    when missing, or a user's file, checked to be a readable file)."""
     name = os.fspath(source)
     if name in _EMBEDDED_TEXT:
         return _EMBEDDED_TEXT[name]()
     if name in download.DATASETS:
         download.get(name)
-        return read_text_file(download.cache_dir() / download.DATASETS[name].main)
+        return check_text_path(download.cache_dir() / download.DATASETS[name].main)
     if not os.path.exists(_expand(name)) and not _looks_like_path(name):  # os.path: False for a name too long
         raise SeqlabError(
             f"unknown corpus {name!r}: not a corpus name and no such file; use one of "
             f"{', '.join(source_names())}, or the path of a UTF-8 text file"
         )
-    return read_text_file(name)
+    return check_text_path(name)
 
 
 def _looks_like_path(name: str) -> bool:
@@ -139,18 +166,23 @@ def _looks_like_path(name: str) -> bool:
 def split_text(text: str, fractions: Sequence[float] = DEFAULT_SPLIT) -> tuple[str, str, str]:
     """Cut ``text`` into (train, valid, test): contiguous pieces in order, sizes by character
     fractions (boundaries ``round(n * f_train)`` and ``round(n * (f_train + f_valid))``), deterministic."""
+    a, b = split_points(len(text), fractions)
+    return text[:a], text[a:b], text[b:]
+
+
+def split_points(n: int, fractions: Sequence[float] = DEFAULT_SPLIT) -> tuple[int, int]:
+    """The two cut points (character indices) of :func:`split_text` for a text of ``n`` characters; a split
+    with a positive fraction that would be empty is an error."""
     fractions = _check_fractions(fractions)
-    n = len(text)
     a = min(n, round(n * fractions[0]))
     b = max(a, min(n, round(n * (fractions[0] + fractions[1]))))
-    parts = (text[:a], text[a:b], text[b:])
-    for part, fraction, split in zip(parts, fractions, ("train", "valid", "test")):
-        if fraction > 0 and not part:
+    for size, fraction, split in zip((a, b - a, n - b), fractions, ("train", "valid", "test")):
+        if fraction > 0 and not size:
             raise SeqlabError(
                 f"the corpus ({n} characters) is too short for a {split} split of {fraction:g}; "
                 "give more text or change data.split"
             )
-    return parts
+    return a, b
 
 
 def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:

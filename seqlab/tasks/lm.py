@@ -1,7 +1,10 @@
 """Language modelling (seed 003): next-token prediction with the average token-level NLL.
 
-The corpus is one token stream per split, cached as a memory-mapped binary in the run directory
-(``data/{train,valid,test}.bin``), so corpora larger than memory train. Training draws windows
+The corpus is one token stream per split, a memory-mapped binary: the run directory's own prepared folder
+(``data/{train,valid,test}.bin`` beside ``data/manifest.json``) or the folder ``data.prepared`` names, written
+once by ``seqlab data prepare``. Preparation streams (:mod:`seqlab.data.prepare`): the text is read in pieces,
+the tokenizer trained from an iterator, the pieces encoded in worker processes, so memory does not grow with
+the corpus and corpora larger than memory train. Under torchrun rank 0 prepares and the others wait for it. Training draws windows
 x = t[i:i+T], y = t[i+1:i+T+1] at offsets sampled from the data generator (nanoGPT style).
 Evaluation cuts the split into non-overlapping windows so that every token after the first is
 scored exactly once, and reports exp of the token-weighted mean NLL (specs/metrics.md §4).
@@ -10,8 +13,12 @@ scored exactly once, and reports exp of the token-weighted mean NLL (specs/metri
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
+import shutil
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,10 +29,11 @@ from torch import nn
 from seqlab import checkpoint
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data.batching import random_lm_batch, spread_batches
-from seqlab.data.sources import read_text, split_text
+from seqlab.data import prepare as prep
+from seqlab.data.sources import source_file, split_points
 from seqlab.decode import Sampling, generate
-from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, read_json, write_json_atomic, write_text_atomic
+from seqlab.errors import SeqlabError, shown
+from seqlab.io import read_json, versions, write_json_atomic
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.gpt2 import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
@@ -57,86 +65,231 @@ MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS, "pretrained":
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 SPLITS = ("train", "valid", "test")
 PRETRAINED = "pretrained.json"  # a run started from model.pretrained: the directory and its architecture
-_CHUNK_CHARS = 1 << 20  # encode large corpora a megabyte of text at a time
 
 
 # ------------------------------------------------------------------------------------------------------
-# data: text -> tokenizer -> memory-mapped token streams
+# data: text files -> tokenizer -> memory-mapped token streams (seqlab.data.prepare streams every step)
+
+# The data.* keys that decide the tokens, by tokenizer kind (what a prepared folder's manifest records and
+# data.prepared is checked against); the source keys are replaced by data.prepared, so not compared.
+SOURCE_KEYS = ("source", "train", "valid", "test")
+TOKEN_KEYS = {"char": ("min_freq", "max_size"), "word": ("lowercase", "min_freq", "max_size"),
+              "bpe": ("vocab_size",)}
+COMMON_TOKEN_KEYS = ("tokenizer", "split", "tokenizer_sample_mb")
+DATA_DIR = "data"  # a run's own prepared data (a prepared folder); data/meta.json in runs of earlier versions
+PREPARE_HELP = ("run `seqlab data prepare CONFIG --out DIR` with the same data.* keys on each node and pass "
+                "--set data.prepared=DIR")
 
 
-def split_texts(cfg: RunConfig) -> dict[str, str]:
-    """The three splits' text: explicit files (data.train/valid/test) or one source cut by data.split."""
-    d = cfg.data
-    if d.train:
-        texts = dict(zip(SPLITS, split_text(read_text(d.train), d.split)))
-        for name in ("valid", "test"):
-            if getattr(d, name):
-                texts[name] = read_text(getattr(d, name))
-    else:
-        texts = dict(zip(SPLITS, split_text(read_text(d.source), d.split)))
-    if not texts["train"]:
-        raise SeqlabError("the training split is empty; use a larger corpus or a larger train fraction in data.split")
-    return texts
+def token_keys(d: DataConfig) -> dict[str, object]:
+    """The data.* keys (and values) that decide the tokens of config ``d``."""
+    keys = (*SOURCE_KEYS, *COMMON_TOKEN_KEYS, *TOKEN_KEYS[d.tokenizer])
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(d, k)) for k in keys)}
 
 
-def train_tokenizer(cfg: RunConfig, text: str) -> Tokenizer:
+def train_tokenizer(cfg: RunConfig, text: str | Iterable[str]) -> Tokenizer:
+    """The configured tokenizer trained on ``text``: a str, or str pieces cut at safe points (read once)."""
     d = cfg.data
     max_size = d.max_size or None
     if d.tokenizer == "char":
         return CharTokenizer.train(text, min_freq=d.min_freq, max_size=max_size)
     if d.tokenizer == "word":
         return WordTokenizer.train(text, lowercase=d.lowercase, min_freq=d.min_freq, max_size=max_size)
-    return BPETokenizer.train([text], vocab_size=d.vocab_size)
+    return BPETokenizer.train(text, vocab_size=d.vocab_size)
 
 
-def _chunks(text: str):
-    """Pieces of about _CHUNK_CHARS characters, cut just after a newline that precedes a non-space
-    character, so that no tokenizer sees a token or whitespace run cut in two."""
-    start = 0
-    while start < len(text):
-        end = min(len(text), start + _CHUNK_CHARS)
-        while end < len(text) and not (text[end - 1] == "\n" and not text[end].isspace()):
-            end += 1
-        yield text[start:end]
-        start = end
+def _text_file(source: str, tmp: Path, bar) -> prep.TextFile:
+    """A source scanned; an embedded corpus is written into the temporary folder first."""
+    found = source_file(source)
+    if isinstance(found, str):
+        path = tmp / f".{source}.txt"
+        path.write_text(found, encoding="utf-8")
+        found = path
+    return prep.scan(found, bar)
 
 
-def encode_to_file(tokenizer: Tokenizer, text: str, path: Path) -> int:
-    """Encode ``text`` chunk by chunk into a raw binary of token ids; returns the token count."""
-    dtype = np.uint16 if tokenizer.vocab_size <= np.iinfo(np.uint16).max else np.uint32
-    count = 0
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        for piece in _chunks(text):
-            ids = np.asarray(tokenizer.encode(piece), dtype=dtype)
-            f.write(ids.tobytes())
-            count += ids.size
-    return count
+def _split_ranges(d: DataConfig, tmp: Path, progress: bool) -> dict[str, tuple[prep.TextFile, int, int]]:
+    """(file, start byte, end byte) of each split: data.split cuts the main file by characters, as
+    :func:`split_text` does; explicit data.valid / data.test files replace their split."""
+    names = [d.train or d.source] + ([d.valid, d.test] if d.train else [])
+    paths = {n: source_file(n) for n in names if n}  # bad names and paths are refused before any reading
+    sizes = sum(len(p) if isinstance(p, str) else p.stat().st_size for p in paths.values())
+    with prep.progress_bar("reading", sizes, progress) as bar:
+        files = {n: _text_file(n, tmp, bar) for n in paths}
+    main = files[d.train or d.source]
+    a, b = (main.byte_offset(c) for c in split_points(main.chars, d.split))
+    ranges = {"train": (main, 0, a), "valid": (main, a, b), "test": (main, b, main.size)}
+    for split in ("valid", "test"):
+        if d.train and getattr(d, split):
+            f = files[getattr(d, split)]
+            ranges[split] = (f, 0, f.size)
+    return ranges
 
 
-def prepare_data(cfg: RunConfig, run_dir: Path) -> tuple[Tokenizer, dict[str, np.ndarray]]:
-    """Tokenizer and memory-mapped splits, built once per run directory and reused on resume."""
-    meta_path = run_dir / "data" / "meta.json"
-    if not meta_path.exists():
-        texts = split_texts(cfg)
-        pretrained = isinstance(cfg.model, PretrainedLMConfig)  # the directory's, saved by start_pretrained
-        tokenizer = load_tokenizer(run_dir / "tokenizer.json") if pretrained else train_tokenizer(cfg, texts["train"])
-        (run_dir / "data").mkdir(parents=True, exist_ok=True)
-        counts = {s: encode_to_file(tokenizer, texts[s], run_dir / "data" / f"{s}.bin") for s in SPLITS}
-        tokenizer.save(run_dir / "tokenizer.json")
-        dtype = "uint16" if tokenizer.vocab_size <= np.iinfo(np.uint16).max else "uint32"
-        write_text_atomic(meta_path, json.dumps({"dtype": dtype, "tokens": counts}) + "\n")
+def prepare_tokens(cfg: RunConfig, out: Path, *, tokenizer: Tokenizer | None = None, force: bool = False,
+                   progress: bool = False) -> dict:
+    """Tokenizer, token binaries and manifest of ``cfg``'s data, written into ``out`` atomically (a folder
+    that appears complete or not at all); returns the manifest. The text streams through: the tokenizer is
+    trained on pieces of the train split (its first data.tokenizer_sample_mb MB when set) unless one is given,
+    and the splits are encoded in worker processes straight into ``SPLIT.bin``."""
+    d = cfg.data
+    started = time.perf_counter()
+    with prep.building(out, force) as tmp:
+        ranges = _split_ranges(d, tmp, progress)
+        if tokenizer is None:
+            f, lo, hi = ranges["train"]
+            if d.tokenizer_sample_mb:
+                with open(f.path, "rb") as fh:
+                    hi = prep.find_cut(fh, lo + int(d.tokenizer_sample_mb * prep.MB), hi)
+            with prep.progress_bar("tokenizer", hi - lo, progress) as bar:
+                tokenizer = train_tokenizer(cfg, prep.read_pieces(f.path, lo, hi, bar=bar))
+        dtype = prep.token_dtype(tokenizer.vocab_size)
+        jobs = [prep.Job(split, str(f.path), a, b) for split, (f, lo, hi) in ranges.items()
+                for a, b in itertools.pairwise(prep.cut_points(f.path, lo, hi, prep.ENCODE_PIECE))]
+        total = sum(hi - lo for _, lo, hi in ranges.values())
+        with prep.progress_bar("encoding", total, progress) as bar:
+            counts = prep.encode_ranges(tokenizer, jobs, tmp, dtype, bar=bar)
+        for split in SPLITS:
+            (tmp / f"{split}.bin").touch()
+        tokenizer.save(tmp / "tokenizer.json")
+        sources, splits = [], {}
+        for split, (f, lo, hi) in ranges.items():
+            embedded = f.path.parent == tmp  # written there from memory: recorded by name
+            ident = f.identity() | ({"path": None, "mtime": None, "embedded": f.path.name[1:-len(".txt")]}
+                                    if embedded else {})
+            if ident not in sources:
+                sources.append(ident)
+            splits[split] = {"source": sources.index(ident), "bytes": [lo, hi]}
+        manifest = {"task": "lm", "seqlab_version": versions()["seqlab"], "data": token_keys(d),
+                    "sources": sources, "splits": splits,
+                    "tokenizer": {"kind": tokenizer.kind, "vocab_size": tokenizer.vocab_size,
+                                  "sha256": prep.file_sha256(tmp / "tokenizer.json")},
+                    "dtype": dtype.name, "tokens": {s: counts.get(s, 0) for s in SPLITS},
+                    "seconds": round(time.perf_counter() - started, 3)}
+        prep.write_manifest(tmp, manifest)
+        for f, _, _ in ranges.values():
+            if f.path.parent == tmp:
+                f.path.unlink(missing_ok=True)
+    return manifest
+
+
+def prepare(cfg: RunConfig, out: Path, *, force: bool = False, progress: bool = True) -> dict:
+    """``seqlab data prepare``: :func:`prepare_tokens` of a config into ``out`` (a model.pretrained
+    directory brings its tokenizer, used as is)."""
+    if cfg.data.prepared:
+        raise SeqlabError(f"data.prepared={shown(cfg.data.prepared)} is already prepared data; to prepare, give the "
+                          "text with data.source (or data.train, data.valid, data.test) and no data.prepared")
+    tokenizer = None
+    if isinstance(cfg.model, PretrainedLMConfig):
+        check_config(cfg)
+        tokenizer = read_gpt2_directory(cfg.model.pretrained, weights=False).tokenizer
+    return prepare_tokens(cfg, out, tokenizer=tokenizer, force=force, progress=progress)
+
+
+def open_prepared(cfg: RunConfig, directory: str | Path) -> tuple[Path, dict]:
+    """A data.prepared folder and its manifest, refused when a data.* key that decides the tokens differs
+    from the one it was prepared with (naming the key); model.* and train.* keys may differ freely."""
+    directory = Path(directory).expanduser()
+    fix = f"prepare it with `seqlab data prepare CONFIG --out {shown(directory)}`"
+    manifest = prep.read_manifest(directory, fix)
+    if manifest.get("task") != "lm":
+        raise SeqlabError(f"data.prepared={shown(directory)} holds data of task {manifest.get('task')!r}, not lm; "
+                          f"{fix}")
+    prepared, kind = manifest["data"], manifest["data"].get("tokenizer")
+    mine = token_keys(replace(cfg.data, tokenizer=kind) if kind in TOKEN_KEYS else cfg.data)
+    differ = ["tokenizer"] if cfg.data.tokenizer != kind else []
+    differ += [k for k in (*COMMON_TOKEN_KEYS[1:], *TOKEN_KEYS.get(kind, ())) if prepared.get(k) != mine[k]]
+    if differ:
+        keys = ", ".join(f"data.{k}={_toml(getattr(cfg.data, k))} (prepared with {_toml(prepared.get(k))})"
+                         for k in differ)
+        raise SeqlabError(f"data.prepared={shown(directory)} was prepared with other token settings: {keys}; "
+                          "set these keys to the prepared values, or prepare the data again with them")
+    tok_path = directory / "tokenizer.json"
+    if prep.file_sha256(tok_path) != manifest["tokenizer"]["sha256"]:
+        raise SeqlabError(f"{shown(tok_path)} does not match the SHA-256 in its manifest: the prepared data is "
+                          f"damaged; {fix}")
+    return directory.resolve(), manifest
+
+
+def _toml(value) -> str:
+    return json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else (
+        str(list(value)) if isinstance(value, (list, tuple)) else str(value))
+
+
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print) -> tuple[Tokenizer, dict[str, np.ndarray]]:
+    """Tokenizer and memory-mapped splits. With data.prepared, that folder's (memory-mapped, not copied);
+    else the run's own ``data/``, prepared once by rank 0 and reused on resume, while the other ranks of a
+    torchrun wait for it (:func:`seqlab.data.prepare.wait_for_beacon`, no process-group timeout)."""
+    if cfg.data.prepared:
+        directory, manifest = open_prepared(cfg, cfg.data.prepared)
+        if dist.main:
+            shutil.copyfile(directory / "tokenizer.json", run_dir / "tokenizer.json")
+            write_json_atomic(run_dir / DATA_DIR / "meta.json", {"prepared": str(directory),
+                                                                  "dtype": manifest["dtype"],
+                                                                  "tokens": manifest["tokens"]})
+            log(f"data.prepared: {directory} ({_sources_line(manifest)})")
+        return load_tokenizer(directory / "tokenizer.json"), prep.memmap_splits(directory, manifest)
+    data = run_dir / DATA_DIR
+    beacon_path = run_dir / "data.preparing.json"
+    if dist.main:
+        beacon = prep.Beacon(beacon_path) if dist.world > 1 else None
+        if beacon:
+            dist.share((beacon.token, beacon.doc["host"]))
+        try:
+            if not (data / prep.MANIFEST).exists() and not (data / "meta.json").exists():
+                pretrained = isinstance(cfg.model, PretrainedLMConfig)  # the directory's, saved by start_pretrained
+                given = load_tokenizer(run_dir / "tokenizer.json") if pretrained else None
+                big = sum(_source_size(n) for n in (cfg.data.train or cfg.data.source, cfg.data.valid, cfg.data.test)
+                          if n) >= 16 * prep.MB
+                manifest = prepare_tokens(cfg, data, tokenizer=given, force=True,
+                                          progress=cfg.train.progress and big)
+                shutil.copyfile(data / "tokenizer.json", run_dir / "tokenizer.json")
+                if big:
+                    log(f"data: {_sources_line(manifest)}, prepared in {manifest['seconds']:.1f} s")
+            if beacon:
+                beacon.ready()
+        except BaseException:
+            if beacon:
+                beacon.close()
+            raise
+        if beacon:
+            dist.barrier()
+            beacon.close()
+    else:
+        token, host = dist.share(None)
+        prep.wait_for_beacon(beacon_path, token, host, dist.rank, PREPARE_HELP)
+        dist.barrier()
     return load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
 
 
+def _source_size(name: str) -> int:
+    path = Path(name).expanduser()
+    return path.stat().st_size if path.is_file() else 0
+
+
+def _sources_line(manifest: dict) -> str:
+    mb = text_bytes(manifest) / prep.MB
+    return (f"{mb:,.1f} MB of text, " + ", ".join(f"{s} {n:,}" for s, n in manifest["tokens"].items())
+            + f" {manifest['dtype']} tokens")
+
+
+def text_bytes(manifest: dict) -> int:
+    """The bytes of text a prepared folder was encoded from."""
+    return sum(hi - lo for lo, hi in (s["bytes"] for s in manifest["splits"].values()))
+
+
 def load_splits(run_dir: Path) -> dict[str, np.ndarray]:
-    meta = read_json(run_dir / "data" / "meta.json", "token data index", "train the run again with --force",
-                     expect=dict)
-    out = {}
-    for s in SPLITS:
-        n = meta["tokens"][s]
-        out[s] = (np.memmap(run_dir / "data" / f"{s}.bin", dtype=meta["dtype"], mode="r", shape=(n,))
-                  if n else np.zeros(0, dtype=meta["dtype"]))
-    return out
+    """A run's token streams, memory-mapped: its own ``data/`` folder, or the data.prepared folder it names."""
+    data = run_dir / DATA_DIR
+    fix = "train the run again with --force"
+    if (data / prep.MANIFEST).exists():
+        return prep.memmap_splits(data, prep.read_manifest(data, fix))
+    meta = read_json(data / "meta.json", "token data index", fix, expect=dict)
+    if "prepared" in meta:
+        directory = Path(meta["prepared"])
+        return prep.memmap_splits(directory, prep.read_manifest(
+            directory, f"the run reads its tokens from data.prepared={directory}; put that folder back"))
+    return prep.memmap_splits(data, meta)  # a run of an earlier version: data/meta.json with dtype and tokens
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -253,9 +406,17 @@ def _check_tokenizer_keys(cfg: RunConfig, start: GPT2Directory) -> None:
 
 def check_config(cfg: RunConfig) -> None:
     """What is wrong with a config's inputs, found before a run directory is written (:func:`seqlab.api.train`):
-    the model.pretrained directory and the tokenizer keys."""
+    the model.pretrained directory and the tokenizer keys, the data.prepared folder and its token keys."""
     if isinstance(cfg.model, PretrainedLMConfig):
-        _check_tokenizer_keys(cfg, read_gpt2_directory(cfg.model.pretrained, weights=False))
+        start = read_gpt2_directory(cfg.model.pretrained, weights=False)
+        _check_tokenizer_keys(cfg, start)
+    if cfg.data.prepared:
+        directory, _ = open_prepared(cfg, cfg.data.prepared)
+        if isinstance(cfg.model, PretrainedLMConfig) and \
+                load_tokenizer(directory / "tokenizer.json").to_dict() != start.tokenizer.to_dict():
+            raise SeqlabError(f"data.prepared={shown(cfg.data.prepared)} was encoded with another tokenizer than "
+                              f"model.pretrained={shown(cfg.model.pretrained)}'s; prepare it with model.pretrained "
+                              "set (`seqlab data prepare CONFIG --set model.pretrained=DIR --out DIR2`)")
 
 
 def start_pretrained(cfg: RunConfig, run_dir: Path) -> TransformerLM:
@@ -276,10 +437,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     pretrained = None  # rank 0 starts from model.pretrained unless resuming a checkpoint; DDP broadcasts it
     if isinstance(cfg.model, PretrainedLMConfig) and dist.main and not (resume and checkpoint.exists(run_dir)):
         pretrained = start_pretrained(cfg, run_dir)
-    tokenizer, splits = prepare_data(cfg, run_dir) if dist.main else (None, None)
-    dist.barrier()  # rank 0 wrote the token cache; the others read it
-    if not dist.main:
-        tokenizer, splits = load_tokenizer(run_dir / "tokenizer.json"), load_splits(run_dir)
+    tokenizer, splits = prepare_data(cfg, run_dir, dist, log)
     model = build_model(cfg, tokenizer.vocab_size, run_dir)
     if pretrained is not None:
         model.load_state_dict(pretrained.state_dict())

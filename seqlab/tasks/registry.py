@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from seqlab import config
-from seqlab.config import ParsedConfig, RunConfig, TrainConfig
+from seqlab.config import DataConfig, ParsedConfig, RunConfig, TrainConfig
 from seqlab.errors import SeqlabError
 
 TASK_MODULES = {
@@ -37,6 +37,8 @@ TASK_MODULES = {
 
 # Keys of a model config that come from the data, not from the user: None in RunConfig.model.
 DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size", "n_labels", "n_classes"})
+# data.* keys of the streaming LM preparation (seqlab.tasks.lm): refused for the other tasks, not ignored
+LM_DATA_KEYS = ("prepared", "tokenizer_sample_mb")
 
 
 def task_module(kind: str) -> ModuleType:
@@ -83,6 +85,11 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
         names = ", ".join(f"train.{k}" for k in unused)
         raise SeqlabError(f"{names} {'is' if len(unused) == 1 else 'are'} not used by {owner}; its train keys "
                           f"are: {', '.join(used)}; remove {'it' if len(unused) == 1 else 'them'}")
+    if kind != "lm" and not drop_unused:
+        for key in LM_DATA_KEYS:
+            if getattr(parsed.data, key) != getattr(DataConfig(), key):
+                raise SeqlabError(f'data.{key} is used by task.kind = "lm" only (`seqlab data prepare`); remove it '
+                                  f'for task.kind = "{kind}"')
     train = TrainConfig(**{k: getattr(parsed.train, k) for k in used})  # the others keep their defaults
     valid = model_keys(cls)
     derived = DERIVED_MODEL_KEYS & set(parsed.model)

@@ -24,9 +24,9 @@ BPE tokenizer loaded from a plain ``tokenizer.json`` that lacks those tokens.
 from __future__ import annotations
 
 import abc
-import itertools
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -47,12 +47,23 @@ def split_words(text: str, lowercase: bool = False) -> list[str]:
     return _WORD_RE.findall(text.lower() if lowercase else text)
 
 
-def _texts(text: str | Iterable[str]) -> list[str]:
-    """A str or an iterable of str -> list of str (so a bare str is never iterated by characters)."""
-    texts = [text] if isinstance(text, str) else list(text)
-    if not any(t.strip() for t in texts):
-        raise SeqlabError("empty corpus: no text to train the tokenizer on; give a non-empty text or file")
-    return texts
+class _Texts:
+    """A str or an iterable of str as an iterator of str (a bare str is never iterated by characters), read
+    lazily so that a corpus streams through training; :meth:`check` after the pass refuses a corpus with no
+    text (only whitespace, or nothing)."""
+
+    def __init__(self, text: str | Iterable[str]):
+        self._items = iter([text] if isinstance(text, str) else text)
+        self._seen_text = False
+
+    def __iter__(self):
+        for t in self._items:
+            self._seen_text = self._seen_text or bool(t.strip())
+            yield t
+
+    def check(self) -> None:
+        if not self._seen_text:
+            raise SeqlabError("empty corpus: no text to train the tokenizer on; give a non-empty text or file")
 
 
 class Tokenizer(abc.ABC):
@@ -137,8 +148,13 @@ class CharTokenizer(_VocabTokenizer):
 
     @classmethod
     def train(cls, text: str | Iterable[str], min_freq: int = 1, max_size: int | None = None) -> CharTokenizer:
-        """Vocabulary of the characters of ``text`` (a str or an iterable of str), by frequency."""
-        return cls(Vocab.build(itertools.chain.from_iterable(_texts(text)), min_freq=min_freq, max_size=max_size))
+        """Vocabulary of the characters of ``text`` (a str or an iterable of str, read once, piece by piece), by
+        frequency."""
+        texts, counts = _Texts(text), Counter()
+        for t in texts:
+            counts.update(t)  # in text order: first occurrences break ties
+        texts.check()
+        return cls(Vocab.from_counts(counts, min_freq=min_freq, max_size=max_size))
 
     def split(self, text: str) -> list[str]:
         return list(text)
@@ -172,9 +188,13 @@ class WordTokenizer(_VocabTokenizer):
         min_freq: int = 1,
         max_size: int | None = None,
     ) -> WordTokenizer:
-        """Vocabulary of the words of ``text`` (a str or an iterable of str), by frequency."""
-        tokens = (split_words(t, lowercase) for t in _texts(text))
-        return cls(Vocab.build(tokens, min_freq=min_freq, max_size=max_size), lowercase)
+        """Vocabulary of the words of ``text`` (a str or an iterable of str, read once, piece by piece), by
+        frequency. Pieces must be cut at whitespace (a word cut in two would count as two)."""
+        texts, counts = _Texts(text), Counter()
+        for t in texts:
+            counts.update(split_words(t, lowercase))
+        texts.check()
+        return cls(Vocab.from_counts(counts, min_freq=min_freq, max_size=max_size), lowercase)
 
     def split(self, text: str) -> list[str]:
         return split_words(text, self.lowercase)
@@ -216,7 +236,8 @@ class BPETokenizer(Tokenizer):
 
     @classmethod
     def train(cls, texts: str | Iterable[str], vocab_size: int, min_frequency: int = 2) -> BPETokenizer:
-        """Learn ``vocab_size - 260`` merges (256 byte symbols and 4 specials come first)."""
+        """Learn ``vocab_size - 260`` merges (256 byte symbols and 4 specials come first) from ``texts`` (a str or
+        an iterable of str, read once; pieces cut where a pre-token starts give the merges of the whole text)."""
         from tokenizers import Tokenizer as HFTokenizer
         from tokenizers import decoders, models, pre_tokenizers, trainers
 
@@ -238,7 +259,9 @@ class BPETokenizer(Tokenizer):
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
             show_progress=False,
         )
-        tok.train_from_iterator(_texts(texts), trainer)
+        stream = _Texts(texts)
+        tok.train_from_iterator(stream, trainer)
+        stream.check()
         return cls(tok)
 
     @property

@@ -73,6 +73,29 @@ class Vocab:
         out (they will map to ``<unk>``); ``max_size`` caps the total size *including* the four
         specials. Occurrences of the special strings themselves in the data are not counted.
         """
+        cls._check_limits(min_freq, max_size)
+        counts: Counter[str] = Counter()  # insertion order = first occurrence, which breaks ties below
+        for item in tokens:
+            if isinstance(item, str):
+                counts[item] += 1
+            else:
+                counts.update(item)
+        return cls.from_counts(counts, min_freq, max_size)
+
+    @classmethod
+    def from_counts(cls, counts: Counter[str], min_freq: int = 1, max_size: int | None = None) -> Vocab:
+        """:meth:`build` from counts already made (e.g. streamed over a corpus chunk by chunk): ``counts``
+        in first-occurrence order (a Counter updated in text order), which breaks ties in frequency."""
+        cls._check_limits(min_freq, max_size)
+        counts = Counter({t: c for t, c in counts.items() if t not in SPECIALS})
+        # sorted() is stable, so equal counts keep first-occurrence order
+        ranked = [t for t, c in sorted(counts.items(), key=lambda tc: -tc[1]) if c >= min_freq]
+        if max_size is not None:
+            ranked = ranked[: max_size - len(SPECIALS)]
+        return cls([*SPECIALS, *ranked])
+
+    @staticmethod
+    def _check_limits(min_freq: int, max_size: int | None) -> None:
         if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
             raise SeqlabError(f"min_freq must be an integer >= 1, got {min_freq!r}; use 1 to keep every token")
         if max_size is not None and (
@@ -82,19 +105,6 @@ class Vocab:
                 f"max_size must be an integer >= {len(SPECIALS)} (it counts the {len(SPECIALS)} special tokens), "
                 f"got {max_size!r}; or leave it unset for no limit"
             )
-        counts: Counter[str] = Counter()  # insertion order = first occurrence, which breaks ties below
-        for item in tokens:
-            if isinstance(item, str):
-                counts[item] += 1
-            else:
-                counts.update(item)
-        for special in SPECIALS:
-            counts.pop(special, None)
-        # sorted() is stable, so equal counts keep first-occurrence order
-        ranked = [t for t, c in sorted(counts.items(), key=lambda tc: -tc[1]) if c >= min_freq]
-        if max_size is not None:
-            ranked = ranked[: max_size - len(SPECIALS)]
-        return cls([*SPECIALS, *ranked])
 
     def __len__(self) -> int:
         return len(self._itos)
