@@ -13,10 +13,12 @@ but is identical from run to run.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import os
+import re
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from seqlab.data import download
@@ -89,29 +91,45 @@ def _expand(name: str | os.PathLike) -> Path:
         raise SeqlabError(f"cannot expand {os.fspath(name)!r}: no such user's home folder; give the full path") from None
 
 
-def read_text_file(path: str | os.PathLike) -> str:
-    """Read a user's UTF-8 text file; every problem is a one-line SeqlabError with the fix."""
+def _checked_path(path: str | os.PathLike) -> tuple[Path, str]:
+    """(path, its name as shown in errors) of a file that exists and is not a directory."""
     path = _expand(path)
     where = shown(path)
+    if not path.exists():
+        raise SeqlabError(f"file not found: {where}; check the path")
+    if path.is_dir():
+        some = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
+        hint = f" (it holds {', '.join(map(shown, some))})" if some else ""
+        raise SeqlabError(f"{where} is a directory{hint}; give the path of a text file inside it")
+    return path, where
+
+
+def _unreadable(where: str, e: OSError) -> SeqlabError:
+    return SeqlabError(f"cannot read {where}: {e.strerror or e}; check the path and its permissions")
+
+
+def _not_utf8(where: str, byte: int, offset: int, reason: str) -> SeqlabError:
+    return SeqlabError(f"{where} is not UTF-8: byte 0x{byte:02x} at byte offset {offset} ({reason}); "
+                       f"convert it, e.g. `iconv -f latin1 -t utf-8 {where} > {where}.utf8`")
+
+
+def _empty(where: str) -> SeqlabError:
+    return SeqlabError(f"{where} is empty (no text); give a file with text in it")
+
+
+def read_text_file(path: str | os.PathLike) -> str:
+    """Read a user's UTF-8 text file; every problem is a one-line SeqlabError with the fix."""
     try:
-        if not path.exists():
-            raise SeqlabError(f"file not found: {where}; check the path")
-        if path.is_dir():
-            some = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
-            hint = f" (it holds {', '.join(map(shown, some))})" if some else ""
-            raise SeqlabError(f"{where} is a directory{hint}; give the path of a text file inside it")
+        path, where = _checked_path(path)
         data = path.read_bytes()
     except OSError as e:  # permissions, a name too long, ...
-        raise SeqlabError(f"cannot read {where}: {e.strerror or e}; check the path and its permissions") from None
+        raise _unreadable(shown(_expand(path)), e) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SeqlabError(
-            f"{where} is not UTF-8: byte 0x{data[e.start]:02x} at byte offset {e.start} ({e.reason}); "
-            f"convert it, e.g. `iconv -f latin1 -t utf-8 {where} > {where}.utf8`"
-        ) from None
+        raise _not_utf8(where, data[e.start], e.start, e.reason) from None
     if not text.strip():
-        raise SeqlabError(f"{where} is empty (no text); give a file with text in it")
+        raise _empty(where)
     return text
 
 
@@ -124,12 +142,94 @@ def read_text(source: str | os.PathLike) -> str:
     if name in download.DATASETS:
         download.get(name)
         return read_text_file(download.cache_dir() / download.DATASETS[name].main)
+    _check_known(name)
+    return read_text_file(name)
+
+
+def _check_known(name: str) -> None:
+    """A name that is no corpus, no existing file and does not look like a path is refused."""
     if not os.path.exists(_expand(name)) and not _looks_like_path(name):  # os.path: False for a name too long
         raise SeqlabError(
             f"unknown corpus {name!r}: not a corpus name and no such file; use one of "
             f"{', '.join(source_names())}, or the path of a UTF-8 text file"
         )
-    return read_text_file(name)
+
+
+BLOCK_CHARS = 1 << 20  # characters per block of a streamed text
+_TRAILING_WORD = re.compile(r"\S*\Z")
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines cuts
+
+
+def stream_text(source: str | os.PathLike, fractions: Sequence[float] = (1.0, 0.0, 0.0)) -> Callable[[], Iterator[str]]:
+    """The train part of ``source``'s text (cut by ``fractions`` exactly as :func:`split_text` cuts the text of
+    :func:`read_text`), as a function whose every call is a fresh pass yielding it in blocks of at most
+    :data:`BLOCK_CHARS` characters: a file is never held whole in memory. A file is checked in one pass before
+    this returns (missing, a directory, not UTF-8, empty: :func:`read_text_file`'s errors; the split's)."""
+    name = os.fspath(source)
+    if name in _EMBEDDED_TEXT:
+        train = split_text(_EMBEDDED_TEXT[name](), fractions)[0]
+        return lambda: (train[i:i + BLOCK_CHARS] for i in range(0, len(train), BLOCK_CHARS))
+    if name in download.DATASETS:
+        download.get(name)
+        name = os.fspath(download.cache_dir() / download.DATASETS[name].main)
+    else:
+        _check_known(name)
+    try:
+        path, where = _checked_path(name)
+    except OSError as e:
+        raise _unreadable(shown(_expand(name)), e) from None
+    n, blank = 0, True
+    for block in _decoded_blocks(path, where):
+        n += len(block)
+        blank = blank and block.isspace()
+    if blank:
+        raise _empty(where)
+    a = split_bounds(n, fractions)[0]
+    return lambda: _decoded_blocks(path, where, a)
+
+
+def _decoded_blocks(path: Path, where: str, limit: int | None = None) -> Iterator[str]:
+    """The UTF-8 text of ``path`` in blocks of at most BLOCK_CHARS characters, the first ``limit`` of them."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0  # bytes read before this block
+    try:
+        with open(path, "rb") as f:
+            while limit is None or limit > 0:
+                data = f.read(BLOCK_CHARS)
+                try:
+                    block = decoder.decode(data, final=not data)
+                except UnicodeDecodeError as e:  # e.start counts from the bytes the decoder held back
+                    pending = len(e.object) - len(data)
+                    raise _not_utf8(where, e.object[e.start], offset - pending + e.start, e.reason) from None
+                offset += len(data)
+                if limit is not None:
+                    block = block[:limit]
+                    limit -= len(block)
+                if block:
+                    yield block
+                if not data:
+                    return
+    except OSError as e:
+        raise _unreadable(where, e) from None
+
+
+def line_pieces(blocks: Iterable[str], max_chars: int = BLOCK_CHARS) -> Iterator[tuple[str, bool]]:
+    """The lines of the text that ``blocks`` make up, as ``str.splitlines`` cuts it, each as pieces
+    ``(text, ends)``: a line longer than ``max_chars`` comes in several, cut after a whitespace character (so no
+    word is cut), ``ends`` True on the line's last piece. Memory: a block and a piece, never the whole text."""
+    carry = ""
+    for block in blocks:
+        lines = (carry + block).splitlines(keepends=True)
+        carry = lines.pop() if lines and (lines[-1][-1] not in _LINE_BREAKS or lines[-1][-1] == "\r") else ""
+        for line in lines:  # complete lines, with their line break
+            yield line[:-2] if line.endswith("\r\n") else line[:-1], True
+        if len(carry) > max_chars and carry[-1] != "\r":  # a long line: pass on what ends in whitespace
+            cut = _TRAILING_WORD.search(carry).start()  # after the last whitespace (\s, as the tokenizers')
+            if cut:
+                yield carry[:cut], False
+                carry = carry[cut:]
+    if carry:
+        yield carry[:-1] if carry[-1] in _LINE_BREAKS else carry, True
 
 
 def _looks_like_path(name: str) -> bool:
@@ -139,18 +239,23 @@ def _looks_like_path(name: str) -> bool:
 def split_text(text: str, fractions: Sequence[float] = DEFAULT_SPLIT) -> tuple[str, str, str]:
     """Cut ``text`` into (train, valid, test): contiguous pieces in order, sizes by character
     fractions (boundaries ``round(n * f_train)`` and ``round(n * (f_train + f_valid))``), deterministic."""
+    a, b = split_bounds(len(text), fractions)
+    return text[:a], text[a:b], text[b:]
+
+
+def split_bounds(n: int, fractions: Sequence[float] = DEFAULT_SPLIT) -> tuple[int, int]:
+    """The character offsets (a, b) at which :func:`split_text` cuts a text of ``n`` characters; a split with a
+    fraction > 0 that would be empty is a SeqlabError."""
     fractions = _check_fractions(fractions)
-    n = len(text)
     a = min(n, round(n * fractions[0]))
     b = max(a, min(n, round(n * (fractions[0] + fractions[1]))))
-    parts = (text[:a], text[a:b], text[b:])
-    for part, fraction, split in zip(parts, fractions, ("train", "valid", "test")):
-        if fraction > 0 and not part:
+    for size, fraction, split in zip((a, b - a, n - b), fractions, ("train", "valid", "test")):
+        if fraction > 0 and not size:
             raise SeqlabError(
                 f"the corpus ({n} characters) is too short for a {split} split of {fraction:g}; "
                 "give more text or change data.split"
             )
-    return parts
+    return a, b
 
 
 def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
