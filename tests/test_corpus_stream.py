@@ -211,3 +211,43 @@ def test_embed_run_leaves_no_corpus_files(tmp_path):
                                                           "train.epochs=1", "model.dim=8", "data.max_memory_mb=1"],
                     log=lambda *a, **k: None)
     assert (run / "vectors.txt").exists() and not (run / "corpus").exists()
+
+
+# ------------------------------------------------------------------------------------------------------
+# readers of the other tasks: line by line, the same lines as the whole-file reads they replace
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_readers_stream_the_same_lines_as_whole_file_reads(seed, tmp_path):
+    from seqlab.data.conll import _byte_lines, numbered_lines
+    from seqlab.data.sources import read_lines
+
+    rng = random.Random(seed)
+    pieces = ["a", "é", " ", "\t", "\n", "\r", "\r\n", "\x0b", "\u2028", "B-PER", "x y"]
+    text = "".join(rng.choice(pieces) for _ in range(2000)) + rng.choice(["", "\n", "\r", "z"])
+    data = text.encode("utf-8")
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    for block in (1, 2, 7, 64, 1 << 20):  # blocks cut lines, UTF-8 sequences and \r\n
+        import io
+
+        assert list(_byte_lines(io.BytesIO(data), block)) == data.splitlines()
+    assert [line for _, line in numbered_lines(path)] == [b.decode() for b in data.splitlines()]
+    whole = text[:-1] if text.endswith("\n") else text
+    if text.strip():
+        assert list(read_lines(path)) == whole.split("\n")  # parallel text's reading, as before
+
+
+def test_read_lines_errors_match_read_text_file(tmp_path):
+    from seqlab.data.sources import read_lines, read_text_file
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"good line\nsecond \xc3\nthird")
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n", encoding="utf-8")
+    for path in (bad, blank, tmp_path / "missing.txt", tmp_path):
+        with pytest.raises(SeqlabError) as want:
+            read_text_file(path)
+        with pytest.raises(SeqlabError) as got:
+            list(read_lines(path))
+        assert str(got.value) == str(want.value)

@@ -133,6 +133,30 @@ def read_text_file(path: str | os.PathLike) -> str:
     return text
 
 
+def read_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a user's UTF-8 text file as ``text.split("\\n")`` gives them (a final newline ends the last
+    line), read one at a time: the whole text is never held. The checks and messages of :func:`read_text_file`
+    (a missing file or a folder before the first line, bytes that are not UTF-8 when reached, an empty file at
+    the end)."""
+    try:
+        path, where = _checked_path(path)
+        f = open(path, "rb")
+    except OSError as e:
+        raise _unreadable(shown(_expand(path)), e) from None
+    offset, blank = 0, True
+    with f:
+        for raw in f:  # split at b"\n" only
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise _not_utf8(where, raw[e.start], offset + e.start, e.reason) from None
+            offset += len(raw)
+            blank = blank and line.isspace()
+            yield line[:-1] if line.endswith("\n") else line
+    if blank:
+        raise _empty(where)
+
+
 def read_text(source: str | os.PathLike) -> str:
     """The text of ``source``: an embedded corpus name, a downloadable dataset name (its main file,
     downloaded into the cache when missing), or a path to a UTF-8 text file."""
