@@ -31,6 +31,35 @@ from bench.common import cpu_line, median, write_section  # noqa: E402
 
 PRESETS = ("w2v-sgns", "glove")
 
+SPEED = r'''
+import json, random, sys, tempfile, time
+from pathlib import Path
+from seqlab.config import TrainConfig
+from seqlab.data.corpus import Corpus
+from seqlab.models.word2vec import SkipGramSGD, Word2VecConfig
+from seqlab.trainer import Trainer
+path, rounds, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+lines = Path(path).read_text(encoding="utf-8").splitlines()
+sentences = [line.split() for line in lines if line.split()]
+scratch = tempfile.mkdtemp()
+corpora = {"memory": Corpus.build(sentences, 5), "mapped": Corpus.stream(lambda: sentences, 5, 0, Path(scratch) / "c")}
+cfg = Word2VecConfig(dim=100, window=5, negative=5, sample=1e-3)
+rates = {k: [] for k in corpora}
+SkipGramSGD(cfg, corpora["memory"], hs=False, seed=0, threads=threads)  # compile
+for r in range(rounds):
+    for name in random.Random(r).sample(sorted(corpora), 2):
+        task = SkipGramSGD(cfg, corpora[name], hs=False, seed=r + 1, threads=threads)
+        with tempfile.TemporaryDirectory() as run_dir:
+            trainer = Trainer(task, TrainConfig(epochs=1, lr=0.025, min_lr=0.0001, progress=False), run_dir,
+                              log=lambda *a, **k: None)
+            cpu = time.process_time()
+            trainer.fit()
+            cpu = time.process_time() - cpu
+            rows = [json.loads(l) for l in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+        rates[name].append(sum(row["effective_words"] for row in rows) / cpu)
+print(json.dumps(rates))
+'''
+
 
 def make_corpus(source: Path, mb: int, out: Path) -> int:
     """``source`` repeated (whole copies, then a prefix cut at a line end) to ``mb`` MB; returns its size."""
@@ -78,6 +107,7 @@ def main() -> None:
     p.add_argument("--sides", default="old,new", help="which trees to run now (the others come from --load)")
     p.add_argument("--save", type=Path, help="write the raw runs to this JSON file")
     p.add_argument("--load", type=Path, help="raw runs of an earlier invocation (--save) to add to this one's")
+    p.add_argument("--speed-rounds", type=int, default=5, help="rounds of the memory-mapped vs in-memory speed check")
     p.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -120,6 +150,12 @@ def main() -> None:
         lo, hi = min(sizes), max(sizes)
         growth = results["new", preset, hi][0]["rss_mib"] - results["new", preset, lo][0]["rss_mib"]
         summary[f"{preset}_new_growth_mib"] = round(growth)
+    out = subprocess.run([sys.executable, "-c", SPEED, str(args.data / "corpora" / "shakespeare_complete.txt"),
+                          str(args.speed_rounds), str(args.threads)], cwd=trees["new"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(trees["new"])}, check=True)
+    rates = json.loads(out.stdout.strip().splitlines()[-1])
+    speed = [m / i for m, i in zip(rates["mapped"], rates["memory"])]
+    summary["speed_mapped_over_memory"] = round(median(speed), 3)
     big = max(sizes)
     summary["ratio"] = min(summary[f"{p}_{big}mb"]["old_rss_mib"] / summary[f"{p}_{big}mb"]["new_rss_mib"]
                            for p in presets)
@@ -129,7 +165,12 @@ def main() -> None:
           f"ru_maxrss; old = {trees['old']}, new = {trees['new']}; {args.rounds} round(s), interleaved; load "
           f"average (1 min) {load[0][0]:.1f} at the start, {load[1][0]:.1f} at the end (other jobs share the 2 "
           "cores, so wall times are noisy). Target (issue #13): peak RSS independent of the corpus size.\n\n"
-          + "\n".join(rows) + "\n")
+          + "\n".join(rows) + "\n\n"
+          f"Training speed from the memory-mapped corpus (the new tree's `seqlab train` path) over the same corpus in "
+          f"memory: skip-gram (SGNS) on shakespeare_complete.txt, 1 epoch, {args.threads} threads, effective words per "
+          f"CPU-second, {args.speed_rounds} interleaved rounds: median ratio {median(speed):.3f} "
+          f"({', '.join(f'{x:.2f}' for x in speed)}); mapped {median(rates['mapped']):,.0f}, in memory "
+          f"{median(rates['memory']):,.0f} words/CPU-s.\n")
     print(md)
     if not args.no_write:
         write_section("scale_embed", md)
