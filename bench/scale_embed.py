@@ -122,7 +122,8 @@ def main() -> None:
         files = {mb: Path(tmp) / f"enwiki_{mb}mb.txt" for mb in sizes}
         real = {mb: make_corpus(source, mb, path) for mb, path in files.items()}
         for r in range(args.rounds):
-            order = [(side, preset, mb) for side in args.sides.split(",") for preset in presets for mb in sizes]
+            order = [(side, preset, mb) for side in args.sides.split(",") if side in trees for preset in presets
+                     for mb in sizes]
             random.Random(r).shuffle(order)
             for side, preset, mb in order:
                 x = run_one(trees[side], preset, files[mb], args.threads)
