@@ -92,7 +92,7 @@ def run_one(tree: Path, preset: str, corpus: Path, threads: int) -> dict:
         wall = time.perf_counter() - t0
         if p.returncode:
             raise RuntimeError(f"{preset} on {tree} failed: {log.read_text(errors='replace')[-2000:]}")
-        return {"wall": wall, "rss_mib": usage.ru_maxrss / 1024}
+        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024}
 
 
 def main() -> None:
@@ -136,8 +136,8 @@ def main() -> None:
     if any(k[0] not in {kk[0] for kk in results} for k in [("old",), ("new",)]):
         return
     summary: dict = {"cpu": cpu_line(), "loadavg_1min": [round(load[0][0], 1), round(load[1][0], 1)]}
-    rows = ["| preset | corpus | old peak RSS (MiB) | new peak RSS (MiB) | old / new | old wall (s) | new wall (s) |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| preset | corpus | old peak RSS (MiB) | new peak RSS (MiB) | old / new | old wall (s) | new wall (s) | "
+            "old CPU (s) | new CPU (s) |", "|---|---|---|---|---|---|---|---|---|"]
     for preset in presets:
         for mb in sizes:
             old = median([x["rss_mib"] for x in results["old", preset, mb]])
@@ -146,8 +146,9 @@ def main() -> None:
             new_wall = median([x["wall"] for x in results["new", preset, mb]])
             summary[f"{preset}_{mb}mb"] = {"old_rss_mib": round(old), "new_rss_mib": round(new),
                                            "old_wall_s": round(old_wall, 1), "new_wall_s": round(new_wall, 1)}
+            cpu = [median([x.get("cpu", float("nan")) for x in results[side, preset, mb]]) for side in ("old", "new")]
             rows.append(f"| {preset} | {real[mb] / 1e6:.0f} MB | {old:,.0f} | {new:,.0f} | {old / new:.2f} | "
-                        f"{old_wall:.0f} | {new_wall:.0f} |")
+                        f"{old_wall:.0f} | {new_wall:.0f} | {cpu[0]:.0f} | {cpu[1]:.0f} |")
         lo, hi = min(sizes), max(sizes)
         growth = results["new", preset, hi][0]["rss_mib"] - results["new", preset, lo][0]["rss_mib"]
         summary[f"{preset}_new_growth_mib"] = round(growth)
