@@ -66,6 +66,7 @@ class DataConfig:
     horizon: int = 0  # forecast: held-out tail length (0 = the test fraction of data.split)
     analogies: str = ""  # embed: analogy questions file or dataset name (default analogy-google)
     similarity: str = ""  # embed: word-pair sets, comma-separated files or dataset names (default wordsim353,simlex999)
+    max_memory_mb: int = 1024  # embed (GloVe): memory for co-occurrence counting; above it, sorted shards spill to disk
 
     def __post_init__(self):
         _choice("data.tokenizer", self.tokenizer, ("char", "word", "bpe"))
@@ -79,6 +80,7 @@ class DataConfig:
         _at_least("data.max_size", self.max_size, 0)
         _at_least("data.horizon", self.horizon, 0)
         _at_least("data.tokenizer_sample_mb", self.tokenizer_sample_mb, 0)
+        _at_least("data.max_memory_mb", self.max_memory_mb, 1)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Files: atomic writes, JSON reads, the metrics log, library versions. Torch-free; imports nothing of seqlab
+"""Files: atomic writes, JSON reads, the metrics log, library versions, arrays mapped from files. Torch-free; imports nothing of seqlab
 above :mod:`seqlab.errors`.
 
 Writes go to a temporary file in the target's folder, flushed to disk, then ``os.replace``: a crash, a kill or
@@ -18,11 +18,15 @@ import contextlib
 import errno
 import importlib
 import json
+import mmap
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from seqlab.errors import SeqlabError
 
@@ -223,3 +227,24 @@ class MetricsLog:
                 except OSError:
                     f.truncate(start)
                     raise
+
+
+def map_array(path: str | os.PathLike, dtype) -> tuple[np.ndarray, mmap.mmap | None]:
+    """A file of ``dtype`` values as an array over a copy-on-write mapping (writable, as numba kernels' signatures
+    take them; writes never reach the file), and the mapping (None for an empty file, whose array is empty).
+    ``mapping.madvise(mmap.MADV_DONTNEED)`` drops its pages from the process's memory; they come back on the next
+    read."""
+    import numpy as np
+
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return np.zeros(0, dtype), None
+        mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    return np.frombuffer(mapping, dtype=dtype), mapping
+
+
+def drop_pages(mappings) -> None:
+    """Drop the pages of these file mappings from this process's resident memory (see :func:`map_array`)."""
+    for mapping in mappings:
+        if mapping is not None:
+            mapping.madvise(mmap.MADV_DONTNEED)

@@ -37,22 +37,36 @@ class Sentence:
 
 
 def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline) for a UTF-8 text file; bad input -> SeqlabError."""
+    """(1-based line number, line without its newline) for a UTF-8 text file, lines cut as ``bytes.splitlines``
+    cuts them (at \\n, \\r\\n, \\r), read a block at a time (never the whole file); bad input -> SeqlabError."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        f = open(path, "rb")
     except FileNotFoundError:
         raise SeqlabError(f"{path}: no such file; check the path (data.train / data.valid / data.test)") from None
     except IsADirectoryError:
         raise SeqlabError(f"{path}: is a folder, not a file; point at the data file itself") from None
     except OSError as err:  # permissions, a name too long, ...
         raise SeqlabError(f"{path}: cannot read it ({err.strerror or err}); check the path and its permissions") from None
-    for number, raw in enumerate(data.splitlines(), start=1):
-        try:
-            yield number, raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise SeqlabError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte {err.start}); "
-                              "re-encode the file as UTF-8") from None
+    with f:
+        for number, raw in enumerate(_byte_lines(f), start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise SeqlabError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte {err.start}); "
+                                  "re-encode the file as UTF-8") from None
+
+
+def _byte_lines(f, block: int = 1 << 20) -> Iterator[bytes]:
+    """``f.read().splitlines()``, a block at a time (a \\r\\n cut between two blocks stays one line end)."""
+    carry = b""
+    while data := f.read(block):
+        lines = (carry + data).splitlines(keepends=True)
+        carry = lines.pop() if lines[-1][-1:] != b"\n" else b""  # incomplete, or \r perhaps followed by \n
+        for line in lines:
+            yield line[:-2] if line.endswith(b"\r\n") else line[:-1]
+    if carry:
+        yield carry[:-1] if carry.endswith(b"\r") else carry
 
 
 def read_conll(path: str | Path, *, iob2: bool = False) -> list[Sentence]:

@@ -60,13 +60,10 @@ def parallel_paths(prefix: str | os.PathLike, src: str, tgt: str) -> tuple[Path,
 
 
 def _lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 file, split on "\\n" only (never on other Unicode line separators)."""
-    from seqlab.data.sources import read_text_file
+    """The lines of a UTF-8 file, split on "\\n" only (never on other Unicode line separators), read one by one."""
+    from seqlab.data.sources import read_lines
 
-    text = read_text_file(path)
-    if text.endswith("\n"):
-        text = text[:-1]
-    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    return [line[:-1] if line.endswith("\r") else line for line in read_lines(path)]
 
 
 def read_parallel(prefix: str | os.PathLike, src: str, tgt: str) -> ParallelCorpus:

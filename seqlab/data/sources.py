@@ -13,10 +13,12 @@ but is identical from run to run.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import os
+import re
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from seqlab.data import download
@@ -134,6 +136,34 @@ def read_text_file(path: str | os.PathLike) -> str:
     return text
 
 
+def _unreadable(path: Path, e: OSError) -> SeqlabError:
+    return SeqlabError(f"cannot read {shown(path)}: {e.strerror or e}; check the path and its permissions")
+
+
+def read_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a user's UTF-8 text file as ``text.split("\\n")`` gives them (a final newline ends the last
+    line), read one at a time: the whole text is never held. The checks and messages of :func:`read_text_file`
+    (a missing file or a folder before the first line, bytes that are not UTF-8 when reached, an empty file at
+    the end)."""
+    path = check_text_path(path)
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise _unreadable(path, e) from None
+    offset, blank = 0, True
+    with f:
+        for raw in f:  # split at b"\n" only
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise not_utf8_error(path, raw[e.start], offset + e.start, e.reason) from None
+            offset += len(raw)
+            blank = blank and line.isspace()
+            yield line[:-1] if line.endswith("\n") else line
+    if blank:
+        raise empty_file_error(path)
+
+
 def read_text(source: str | os.PathLike) -> str:
     """The text of ``source``: an embedded corpus name, a downloadable dataset name (its main file,
     downloaded into the cache when missing), or a path to a UTF-8 text file."""
@@ -157,6 +187,74 @@ def source_file(source: str | os.PathLike) -> Path | str:
             f"{', '.join(source_names())}, or the path of a UTF-8 text file"
         )
     return check_text_path(name)
+
+
+BLOCK_CHARS = 1 << 20  # characters per block of a streamed text
+_TRAILING_WORD = re.compile(r"\S*\Z")
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines cuts
+
+
+def stream_text(source: str | os.PathLike, fractions: Sequence[float] = (1.0, 0.0, 0.0)) -> Callable[[], Iterator[str]]:
+    """The train part of ``source``'s text (cut by ``fractions`` exactly as :func:`split_text` cuts the text of
+    :func:`read_text`), as a function whose every call is a fresh pass yielding it in blocks of at most
+    :data:`BLOCK_CHARS` characters: a file is never held whole in memory. A file is checked in one pass before
+    this returns (missing, a directory, not UTF-8, empty: :func:`read_text_file`'s errors; the split's)."""
+    found = source_file(source)
+    if isinstance(found, str):  # an embedded corpus: its text is in memory anyway
+        train = split_text(found, fractions)[0]
+        return lambda: (train[i:i + BLOCK_CHARS] for i in range(0, len(train), BLOCK_CHARS))
+    n, blank = 0, True
+    for block in _decoded_blocks(found):
+        n += len(block)
+        blank = blank and block.isspace()
+    if blank:
+        raise empty_file_error(found)
+    a = split_points(n, fractions)[0]
+    return lambda: _decoded_blocks(found, a)
+
+
+def _decoded_blocks(path: Path, limit: int | None = None) -> Iterator[str]:
+    """The UTF-8 text of ``path`` in blocks of at most BLOCK_CHARS characters, the first ``limit`` of them."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0  # bytes read before this block
+    try:
+        with open(path, "rb") as f:
+            while limit is None or limit > 0:
+                data = f.read(BLOCK_CHARS)
+                try:
+                    block = decoder.decode(data, final=not data)
+                except UnicodeDecodeError as e:  # e.start counts from the bytes the decoder held back
+                    pending = len(e.object) - len(data)
+                    raise not_utf8_error(path, e.object[e.start], offset - pending + e.start, e.reason) from None
+                offset += len(data)
+                if limit is not None:
+                    block = block[:limit]
+                    limit -= len(block)
+                if block:
+                    yield block
+                if not data:
+                    return
+    except OSError as e:
+        raise _unreadable(path, e) from None
+
+
+def line_pieces(blocks: Iterable[str], max_chars: int = BLOCK_CHARS) -> Iterator[tuple[str, bool]]:
+    """The lines of the text that ``blocks`` make up, as ``str.splitlines`` cuts it, each as pieces
+    ``(text, ends)``: a line longer than ``max_chars`` comes in several, cut after a whitespace character (so no
+    word is cut), ``ends`` True on the line's last piece. Memory: a block and a piece, never the whole text."""
+    carry = ""
+    for block in blocks:
+        lines = (carry + block).splitlines(keepends=True)
+        carry = lines.pop() if lines and (lines[-1][-1] not in _LINE_BREAKS or lines[-1][-1] == "\r") else ""
+        for line in lines:  # complete lines, with their line break
+            yield line[:-2] if line.endswith("\r\n") else line[:-1], True
+        if len(carry) > max_chars and carry[-1] != "\r":  # a long line: pass on what ends in whitespace
+            cut = _TRAILING_WORD.search(carry).start()  # after the last whitespace (\s, as the tokenizers')
+            if cut:
+                yield carry[:cut], False
+                carry = carry[cut:]
+    if carry:
+        yield carry[:-1] if carry[-1] in _LINE_BREAKS else carry, True
 
 
 def _looks_like_path(name: str) -> bool:

@@ -9,7 +9,9 @@ vectors minimise
 As in the reference C tool (stanfordnlp/GloVe: cooccur.c, glove.c):
 - a pair at distance d in a symmetric window adds 1/d to X_ij and to X_ji; the window stops at line ends;
 - counting is sparse and memory-bounded: the pairs of a block of sentences (at most ``BLOCK_PAIRS``) are sorted
-  and summed, then merged into the running sparse matrix;
+  and summed, then merged into the running sparse matrix, which spills to sorted shards on disk past
+  ``data.max_memory_mb``, merged at the end (the tool's ``-memory`` and overflow files); counts are exact
+  (integer multiples of 1/lcm(1..window)), so they do not depend on how the work was cut;
 - AdaGrad with the accumulators starting at 1, one shuffle of the non-zero entries, Hogwild threads over
   contiguous parts of it; the reported cost is the mean of ½ f(X_ij) diff² over the entries;
 - NaN guards where the C tool needed them (its issues #85, #99, #156): an entry whose diff is not finite is
@@ -25,8 +27,10 @@ Shapes: B entries in a batch, D = ``dim``, V words, N non-zero entries of X.
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,6 +38,7 @@ from numba import njit, prange
 from torch import nn
 
 from seqlab.data.corpus import Corpus
+from seqlab.io import drop_pages, map_array
 from seqlab.models.word2vec_kernels import StepStats, cpu_threads, numba_threads
 
 ENTRIES_PER_STEP = 1 << 20  # co-occurrence entries per Trainer step: the grain of progress, Ctrl-C, checkpoints
@@ -64,9 +69,9 @@ class GloVeConfig:
 
 
 @njit(cache=True)
-def _emit_pairs(ids, sentence_starts, s, s_end, window, vocab, keys, vals):
-    """Left-context pairs (later word i, earlier word j, 1/d) of sentences s.. into keys = i·V + j; stops
-    before a sentence that would not fit. Returns (pairs written, next sentence)."""
+def _emit_pairs(ids, sentence_starts, s, s_end, window, vocab, weights, keys, vals):
+    """Left-context pairs (later word i, earlier word j at distance d) of sentences s.. into keys = i·V + j with
+    vals = weights[d]; stops before a sentence that would not fit. Returns (pairs written, next sentence)."""
     n = 0
     while s < s_end:
         a, b = sentence_starts[s], sentence_starts[s + 1]
@@ -75,10 +80,19 @@ def _emit_pairs(ids, sentence_starts, s, s_end, window, vocab, keys, vals):
         for p in range(a, b):
             for d in range(1, min(window, p - a) + 1):
                 keys[n] = np.int64(ids[p]) * vocab + ids[p - d]
-                vals[n] = 1.0 / d
+                vals[n] = weights[d]
                 n += 1
         s += 1
     return n, s
+
+
+@njit(cache=True)
+def _longest(sentence_starts):
+    """The most tokens in one sentence."""
+    longest = 0
+    for s in range(sentence_starts.shape[0] - 1):
+        longest = max(longest, sentence_starts[s + 1] - sentence_starts[s])
+    return longest
 
 
 @njit(cache=True)
@@ -98,10 +112,33 @@ def _sum_sorted(keys, vals):
 
 
 @njit(cache=True)
+def _kway_merge(keys, vals, heads, ends, out_keys, out_vals, n, n_stop):
+    """Merge the sorted runs keys[heads[r]:ends[r]] (each with distinct keys) into out_keys/out_vals from position
+    n on, summing the values of equal keys in run order, until n_stop entries are written or the runs run out;
+    advances heads. Returns the entries written so far."""
+    while n < n_stop:
+        best, key = -1, np.int64(0)
+        for r in range(heads.shape[0]):  # the first run holding the smallest key
+            if heads[r] < ends[r] and (best < 0 or keys[heads[r]] < key):
+                best, key = r, keys[heads[r]]
+        if best < 0:
+            break
+        total = vals[heads[best]]
+        heads[best] += 1
+        for r in range(best + 1, heads.shape[0]):  # the runs before best hold only larger keys
+            if heads[r] < ends[r] and keys[heads[r]] == key:
+                total += vals[heads[r]]
+                heads[r] += 1
+        out_keys[n], out_vals[n] = key, total
+        n += 1
+    return n
+
+
+@njit(cache=True)
 def _merge(ka, va, kb, vb):
     """Merge two sorted sparse vectors with distinct keys into one (summing shared keys)."""
     keys = np.empty(ka.shape[0] + kb.shape[0], dtype=np.int64)
-    vals = np.empty(keys.shape[0], dtype=np.float64)
+    vals = np.empty(keys.shape[0], dtype=va.dtype)
     i = j = n = 0
     while i < ka.shape[0] or j < kb.shape[0]:
         if j == kb.shape[0] or (i < ka.shape[0] and ka[i] < kb[j]):
@@ -125,20 +162,88 @@ def _sorted_sum(keys: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndar
     return keys[:n].copy(), vals[:n].copy()
 
 
-def cooccurrence(corpus: Corpus, window: int, block_pairs: int = BLOCK_PAIRS) -> tuple[np.ndarray, ...]:
-    """The symmetric matrix X as sorted (rows (N,) int32, cols (N,) int32, values (N,) float64)."""
+def distance_weights(window: int, tokens: int) -> tuple[np.ndarray, int]:
+    """(weights, unit): the weight of a pair at distance d is weights[d] / unit = 1/d. With L = lcm(1..window),
+    weights[d] = L/d are int64 and the counts are exact sums, the same in any order (so shards and blocks merge to
+    exactly the same matrix), when no sum can overflow (2·tokens·window·L < 2⁶³); otherwise float64 1/d, unit 1."""
+    unit = math.lcm(*range(1, window + 1))
+    d = np.arange(1, window + 1)
+    if 2 * tokens * window * unit < 2**63:
+        return np.concatenate([[0], unit // d]).astype(np.int64), unit
+    return np.concatenate([[0.0], 1.0 / d]), 1
+
+
+class _Shards:
+    """Sorted (keys, values) runs spilled to two files in a temporary folder, merged back at the end."""
+
+    MERGE_ENTRIES = 1 << 22  # entries merged between two drops of the files' pages
+
+    def __init__(self, folder: Path | None):
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        self.tmp = tempfile.TemporaryDirectory(prefix="cooccurrence-", dir=folder)
+        self.paths = [Path(self.tmp.name) / name for name in ("keys.bin", "values.bin")]
+        self.bounds = [0]
+
+    def add(self, keys: np.ndarray, vals: np.ndarray) -> None:
+        for path, array in zip(self.paths, (keys, vals)):
+            with open(path, "ab") as f:
+                array.tofile(f)
+        self.bounds.append(self.bounds[-1] + len(keys))
+
+    def merge(self, dtype) -> tuple[np.ndarray, np.ndarray]:
+        """The runs merged (k-way, equal keys summed) into one sorted sparse vector in memory."""
+        (keys, key_map), (vals, val_map) = map_array(self.paths[0], np.int64), map_array(self.paths[1], dtype)
+        bounds = np.asarray(self.bounds, dtype=np.int64)
+        heads, ends = bounds[:-1].copy(), bounds[1:]
+        out_keys, out_vals = np.empty(len(keys), np.int64), np.empty(len(keys), dtype)  # pages used: the result's
+        n = 0
+        while True:
+            m = _kway_merge(keys, vals, heads, ends, out_keys, out_vals, n, n + self.MERGE_ENTRIES)
+            drop_pages((key_map, val_map))
+            if m < n + self.MERGE_ENTRIES:
+                break
+            n = m
+        del keys, vals, key_map, val_map
+        self.tmp.cleanup()
+        return out_keys[:m], out_vals[:m]
+
+
+def cooccurrence(corpus: Corpus, window: int, block_pairs: int = BLOCK_PAIRS, max_memory_mb: int = 0,
+                 scratch: Path | None = None) -> tuple[np.ndarray, ...]:
+    """The symmetric matrix X as sorted (rows (N,) int32, cols (N,) int32, values (N,) float64).
+
+    Counting is sparse and holds about ``max_memory_mb`` MB (0 = no bound): the pairs of a block of sentences
+    are sorted and summed, then merged into a running sparse matrix; when that passes the budget it is written
+    to a sorted shard on disk (in a temporary folder in ``scratch``, else the system's), and at the end the
+    shards are merged (k-way, summing equal keys). The weights are exact (:func:`distance_weights`), so the
+    matrix does not depend on the blocks or the shards."""
     v = len(corpus.words)
-    block_pairs = max(block_pairs, window * (int(np.diff(corpus.sentence_starts).max(initial=0)) + 1))
+    weights, unit = distance_weights(window, len(corpus.ids))
+    budget = max_memory_mb * 2**20
+    if budget:  # a block costs ~40 B a pair (buffers, sort order, sorted copies); the running matrix ~32 B an entry
+        block_pairs = min(block_pairs, budget // 4 // 40)
+    block_pairs = max(block_pairs, window * (int(_longest(corpus.sentence_starts)) + 1))
     keys_buf = np.empty(block_pairs, dtype=np.int64)
-    vals_buf = np.empty(block_pairs, dtype=np.float64)
-    keys, vals = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    vals_buf = np.empty(block_pairs, dtype=weights.dtype)
+    keys, vals = np.zeros(0, np.int64), np.zeros(0, weights.dtype)
+    shards = None
     s, n_sentences = 0, len(corpus.sentence_starts) - 1
     while s < n_sentences:
-        n, s = _emit_pairs(corpus.ids, corpus.sentence_starts, s, n_sentences, window, v, keys_buf, vals_buf)
+        n, s = _emit_pairs(corpus.ids, corpus.sentence_starts, s, n_sentences, window, v, weights, keys_buf, vals_buf)
+        corpus.release()
         keys, vals = _merge(keys, vals, *_sorted_sum(keys_buf[:n], vals_buf[:n]))
+        if budget and 32 * len(keys) > budget * 3 // 4:
+            shards = shards or _Shards(scratch)
+            shards.add(keys, vals)
+            keys, vals = np.zeros(0, np.int64), np.zeros(0, weights.dtype)
+    del keys_buf, vals_buf
+    if shards is not None:
+        shards.add(keys, vals)
+        keys, vals = shards.merge(weights.dtype)
     later, earlier = keys // v, keys % v  # A[later, earlier]; X = A + Aᵀ
     keys, vals = _sorted_sum(np.concatenate([keys, earlier * v + later]), np.concatenate([vals, vals]))
-    return (keys // v).astype(np.int32), (keys % v).astype(np.int32), vals
+    return (keys // v).astype(np.int32), (keys % v).astype(np.int32), vals / unit
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -231,7 +336,8 @@ class GloVeAdaGrad:
     unit = "word"
 
     def __init__(self, cfg: GloVeConfig, corpus: Corpus, *, seed: int, engine: str = "numba", threads: int = 0,
-                 device: torch.device | None = None, batch_size: int = 4096):
+                 device: torch.device | None = None, batch_size: int = 4096, max_memory_mb: int = 0,
+                 scratch: Path | None = None):
         cfg = replace(cfg, vocab_size=len(corpus.words))
         self.cfg, self.seed, self.corpus = cfg, seed, corpus
         self.engine, self.threads, self.batch_size = engine, threads, batch_size
@@ -244,7 +350,7 @@ class GloVeAdaGrad:
                 p.copy_(torch.from_numpy((rng.random(tuple(p.shape), dtype=np.float32) - 0.5) / cfg.dim))
         self.adagrad = {name: np.ones(tuple(getattr(self.model, name).weight.shape), dtype=np.float32)
                         for name in self.PARAMS}
-        rows, cols, vals = cooccurrence(corpus, cfg.window)
+        rows, cols, vals = cooccurrence(corpus, cfg.window, max_memory_mb=max_memory_mb, scratch=scratch)
         order = rng.permutation(len(vals))  # one shuffle, as the tool's shuffle step
         self.rows, self.cols, self.vals = rows[order], cols[order], vals[order]
         self.steps_per_epoch = max(1, math.ceil(len(self.vals) / ENTRIES_PER_STEP))

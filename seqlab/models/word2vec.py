@@ -204,6 +204,7 @@ class SkipGramSGD:
         else:
             with cpu_threads(self.threads if self.device.type == "cpu" else 0):
                 loss, pairs, words = self._torch_step(c0, c1, at, np.random.default_rng([self.seed, epoch, index]))
+        corpus.release()  # a corpus on disk: its pages leave this process's memory
         return StepStats(loss, pairs, words, int(corpus.raw_before[c1] - corpus.raw_before[c0]))
 
     def _kernel(self, c0: int, c1: int, alphas: np.ndarray, rng: np.ndarray) -> tuple[float, int, int]:

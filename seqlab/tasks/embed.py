@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,9 +36,9 @@ import torch
 from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data import download
-from seqlab.data.sources import read_text, split_text
+from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
+from seqlab.data.sources import line_pieces, stream_text
 from seqlab.errors import SeqlabError
-from seqlab.data.corpus import Corpus
 from seqlab.io import read_json, write_text_atomic
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
@@ -51,6 +53,7 @@ _WORD2VEC_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_mi
                   "batch_size", "progress")
 TRAIN_KEYS = {"sgns": _WORD2VEC_KEYS, "hs": _WORD2VEC_KEYS,  # GloVe's AdaGrad keeps lr constant: no min_lr
               "glove": tuple(k for k in _WORD2VEC_KEYS if k != "min_lr")}
+DATA_DIR = "corpus"  # in the run directory while training: the corpus ids on disk, GloVe's count shards
 ANALOGY_SET = "analogy-google"  # default evaluation sets (download registry names)
 SIMILARITY_SETS = ("wordsim353", "simlex999")
 
@@ -60,16 +63,35 @@ SIMILARITY_SETS = ("wordsim353", "simlex999")
 
 
 def sentences_of(text: str, lowercase: bool = False) -> list[list[str]]:
-    """One sentence per non-empty line, split by seqlab's word tokenizer."""
+    """One sentence per non-empty line, split by seqlab's word tokenizer (in memory: the reference of
+    :func:`stream_sentences`)."""
     return [words for words in (split_words(line, lowercase) for line in text.splitlines()) if words]
 
 
-def build_corpus(cfg: RunConfig) -> Corpus:
+def stream_sentences(pieces: Iterable[tuple[str, bool]], lowercase: bool = False) -> Iterator[list[str]]:
+    """The sentences of :func:`sentences_of` from a text's line pieces (:func:`~seqlab.data.sources.line_pieces`),
+    each cut into pieces of at most MAX_WORDS_IN_CHUNK words as :class:`Corpus` cuts them, so a long line never
+    stands whole in memory."""
+    words: list[str] = []
+    for piece, ends in pieces:
+        words += split_words(piece, lowercase)
+        while len(words) > MAX_WORDS_IN_CHUNK or (len(words) == MAX_WORDS_IN_CHUNK and not ends):
+            yield words[:MAX_WORDS_IN_CHUNK]
+            words = words[MAX_WORDS_IN_CHUNK:]
+        if ends and words:
+            yield words
+            words = []
+
+
+def build_corpus(cfg: RunConfig, directory: Path | None = None) -> Corpus:
+    """The training text's corpus (the train part of data.train or data.source), read in streaming passes; with
+    ``directory``, its ids are written there and memory-mapped (:meth:`Corpus.stream`)."""
     d = cfg.data
     if d.tokenizer != "word":
         raise SeqlabError(f'embedding tasks split text into words: set data.tokenizer = "word" (got {d.tokenizer!r})')
-    text = split_text(read_text(d.train or d.source), d.split)[0]
-    return Corpus.build(sentences_of(text, d.lowercase), min_freq=d.min_freq, max_size=d.max_size)
+    blocks = stream_text(d.train or d.source, d.split)
+    return Corpus.stream(lambda: stream_sentences(line_pieces(blocks()), d.lowercase), min_freq=d.min_freq,
+                         max_size=d.max_size, directory=directory)
 
 
 def _epochs(cfg: RunConfig) -> int:
@@ -89,12 +111,13 @@ def _engine(cfg: RunConfig, device: torch.device) -> str:
     return engine
 
 
-def make_task(cfg: RunConfig, corpus: Corpus, engine: str, device: torch.device) -> SkipGramSGD | GloVeAdaGrad:
-    """The model with its tables, as the Trainer steps it."""
+def make_task(cfg: RunConfig, corpus: Corpus, engine: str, device: torch.device,
+              scratch: Path | None = None) -> SkipGramSGD | GloVeAdaGrad:
+    """The model with its tables, as the Trainer steps it (GloVe's count shards go to ``scratch``)."""
     t = cfg.train
     options = dict(seed=t.seed, engine=engine, threads=t.threads, device=device, batch_size=t.batch_size)
     if cfg.arch == "glove":
-        return GloVeAdaGrad(cfg.model, corpus, **options)
+        return GloVeAdaGrad(cfg.model, corpus, max_memory_mb=cfg.data.max_memory_mb, scratch=scratch, **options)
     return SkipGramSGD(cfg.model, corpus, hs=cfg.arch == "hs", **options)
 
 
@@ -121,27 +144,31 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     _epochs(cfg)
     device = resolve_device(cfg.train.device)
     engine = _engine(cfg, device)
-    corpus = build_corpus(cfg)
-    vocab = {"words": corpus.words, "counts": corpus.counts.tolist()}
-    if resume and (run_dir / "vocab.json").exists():
-        words, counts = _read_vocab(run_dir)
-        if words != corpus.words or counts.tolist() != vocab["counts"]:
-            raise SeqlabError(f"cannot resume {run_dir}: the training text changed since the run started (its "
-                              "vocabulary differs); start a new run with --force")
-    else:
-        write_text_atomic(run_dir / "vocab.json", json.dumps(vocab) + "\n")
-    log(f"{cfg.arch}: {len(corpus.words):,} words in the vocabulary, {corpus.raw_words:,} words in "
-        f"{len(corpus.sentence_starts) - 1:,} sentences; engine {engine}")
-    task = make_task(cfg, corpus, engine, device)
-    trainer = Trainer(task, cfg.train, run_dir, dist=dist, extra_state={"engine": engine}, log=log)
-    state = trainer.run(resume)
-    if state["interrupted"]:
+    scratch = run_dir / DATA_DIR  # the corpus ids (memory-mapped) and GloVe's count shards, removed at the end
+    try:
+        corpus = build_corpus(cfg, scratch)
+        vocab = {"words": corpus.words, "counts": corpus.counts.tolist()}
+        if resume and (run_dir / "vocab.json").exists():
+            words, counts = _read_vocab(run_dir)
+            if words != corpus.words or counts.tolist() != vocab["counts"]:
+                raise SeqlabError(f"cannot resume {run_dir}: the training text changed since the run started (its "
+                                  "vocabulary differs); start a new run with --force")
+        else:
+            write_text_atomic(run_dir / "vocab.json", json.dumps(vocab) + "\n")
+        log(f"{cfg.arch}: {len(corpus.words):,} words in the vocabulary, {corpus.raw_words:,} words in "
+            f"{len(corpus.sentence_starts) - 1:,} sentences; engine {engine}")
+        task = make_task(cfg, corpus, engine, device, scratch)
+        trainer = Trainer(task, cfg.train, run_dir, dist=dist, extra_state={"engine": engine}, log=log)
+        state = trainer.run(resume)
+        if state["interrupted"]:
+            return state
+        if trainer.step < trainer.total_steps:
+            log(f"train.max_minutes reached at step {trainer.step} of {trainer.total_steps}; the vectors are those "
+                "of this step; continue with --resume")
+        _write_vectors(run_dir, corpus, task)
         return state
-    if trainer.step < trainer.total_steps:
-        log(f"train.max_minutes reached at step {trainer.step} of {trainer.total_steps}; the vectors are those "
-            "of this step; continue with --resume")
-    _write_vectors(run_dir, corpus, task)
-    return state
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _write_vectors(run_dir: Path, corpus: Corpus, task: SkipGramSGD | GloVeAdaGrad) -> None:

@@ -37,8 +37,10 @@ TASK_MODULES = {
 
 # Keys of a model config that come from the data, not from the user: None in RunConfig.model.
 DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size", "n_labels", "n_classes"})
-# data.* keys of the streaming LM preparation (seqlab.tasks.lm): refused for the other tasks, not ignored
-LM_DATA_KEYS = ("prepared", "tokenizer_sample_mb")
+# data.* keys that one task uses, refused for the others (not ignored): the streaming LM preparation
+# (seqlab.tasks.lm, `seqlab data prepare`) and GloVe's bounded co-occurrence counting (seqlab.tasks.embed)
+TASK_DATA_KEYS = {"prepared": ("lm", "`seqlab data prepare`"), "tokenizer_sample_mb": ("lm", "`seqlab data prepare`"),
+                  "max_memory_mb": ("embed", "co-occurrence counting")}
 
 
 def task_module(kind: str) -> ModuleType:
@@ -85,11 +87,10 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
         names = ", ".join(f"train.{k}" for k in unused)
         raise SeqlabError(f"{names} {'is' if len(unused) == 1 else 'are'} not used by {owner}; its train keys "
                           f"are: {', '.join(used)}; remove {'it' if len(unused) == 1 else 'them'}")
-    if kind != "lm" and not drop_unused:
-        for key in LM_DATA_KEYS:
-            if getattr(parsed.data, key) != getattr(DataConfig(), key):
-                raise SeqlabError(f'data.{key} is used by task.kind = "lm" only (`seqlab data prepare`); remove it '
-                                  f'for task.kind = "{kind}"')
+    for key, (owner_kind, what) in TASK_DATA_KEYS.items():
+        if kind != owner_kind and not drop_unused and getattr(parsed.data, key) != getattr(DataConfig(), key):
+            raise SeqlabError(f'data.{key} is used by task.kind = "{owner_kind}" only ({what}); remove it '
+                              f'for task.kind = "{kind}"')
     train = TrainConfig(**{k: getattr(parsed.train, k) for k in used})  # the others keep their defaults
     valid = model_keys(cls)
     derived = DERIVED_MODEL_KEYS & set(parsed.model)
