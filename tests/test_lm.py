@@ -186,6 +186,27 @@ def test_left_padded_batch_equals_one_by_one_and_uncached():
         assert together == generate(model, prompts, 12, sampling, seed=1, use_cache=False)
 
 
+def test_decode_threads_drop_to_one_on_oversubscribed_cores(monkeypatch):
+    from seqlab import decode
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        monkeypatch.setattr(decode.os, "cpu_count", lambda: 2)
+        monkeypatch.setattr(decode.os, "getloadavg", lambda: (12.0, 12.0, 12.0))
+        assert decode.decode_threads() == 1
+        seen = []
+        model = tiny_lm()
+        monkeypatch.setattr(model, "new_cache", lambda *a, **k: seen.append(torch.get_num_threads())
+                            or TransformerLM.new_cache(model, *a, **k))
+        generate(model, [[1, 2]], 3, Sampling(0))
+        assert seen == [1] and torch.get_num_threads() == 2  # 1 inside, restored after
+        monkeypatch.setattr(decode.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+        assert decode.decode_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_gemv_reductions_equal_the_matrix_products():
     """seqlab.nn.gemv's few-row products (what compiled decoding runs) equal torch's, float64 1e-12."""
     g = torch.Generator().manual_seed(0)
