@@ -334,6 +334,19 @@ The 24 weight products of one token alone (one row, the layer shapes
 |---|---|---|
 {gemv_rows}
 
+What the profile shows (torch.profiler, one eager decode step, and the table above): the 24 weight products
+are three quarters of a step's CPU time, for HF and for seqlab, and they are memory-bound (each reads its
+weight once per token; 42 MB of them do not fit this CPU's 32 MiB L3, while the Xeon's 300 MiB L3 holds them).
+MKL's GEMV and oneDNN's packed linear read them far below the memory's bandwidth here (MKL faster on HF's
+(in, out) layout than on our (out, in) layout: why eager seqlab trails HF), and the compiled step
+with `freezing` hands exactly these products to oneDNN/MKL: that is what made it slow on this CPU. Inductor's
+streaming reduction reads the weights at about the probe's bandwidth, so the compiled step now uses it
+(seqlab.nn.gemv; on Intel CPUs the BLAS path stays, measured at 2x HF there). Attention over the 272 cached
+slots (1-row bmm, also reductions now), the layer norms and GELU are fused into the same few loops. The
+other lever is the thread count: with two OpenMP threads on two cores that other jobs share, each of the
+~60 parallel ops per token waits whenever its partner thread is descheduled; with one thread that wait
+is gone, so seqlab decodes on one thread while the load average exceeds the core count.
+
 Peak RSS, each side alone in a subprocess: HF {rss['hf']:.0f} MiB, seqlab {rss['ours']:.0f} MiB. Cold
 compiles{compiles}.""")
     print(json.dumps({"seqlab_tokens_per_s": round(rate[ours_best], 1), "hf_tokens_per_s": round(rate[hf_best], 1),
