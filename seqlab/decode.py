@@ -13,13 +13,19 @@ prompt is encoded once and each step feeds one token; once prompt + generated re
 every position's absolute position would shift, so each further step recomputes the window of the
 last ``max_len`` tokens: cached output then equals uncached output token for token.
 
-Prompts of different lengths are decoded in groups of equal length (each group batched), and every
+Prompts of different lengths are decoded as one batch, left-padded (Hugging Face's layout: a row's
+token in cache slot s is at position s - its padding, and no query attends a padding slot), when the
+model has a static-shape cached step (the Transformer) and every row fits its ``max_len`` cache slots;
+otherwise (recurrent models, or outputs that slide past ``max_len``) in groups of equal length. Every
 prompt samples from its own random stream seeded with ``seed``, so a prompt's output never depends on
 what else is in the batch or on padding: batched generation equals one-by-one generation.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from seqlab.errors import SeqlabError
+from seqlab.nn import gemv
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,10 @@ def decode_step(model, compile: bool = False):
     With ``compile`` (models with a ``step`` method, i.e. the Transformer) the step runs through
     ``torch.compile``: the one-token step over a preallocated cache has the same shapes at every
     position and reads no Python counter, so it is one graph (about 30-45 s to compile cold on 2 CPU
-    cores; notes/cpu-performance.md measured about 2x faster decoding). It is compiled once per model.
+    cores). It is compiled once per model. Its matrix products of a few rows are streaming reductions
+    (:mod:`seqlab.nn.gemv`: 2-3x the BLAS's GEMV on an AMD EPYC) except on Intel CPUs, where MKL's GEMV
+    keeps the path notes/cpu-performance.md measured at 2x HF (``SEQLAB_DECODE_GEMV=blas|stream``
+    overrides the choice).
     """
     if not (compile and hasattr(model, "step")):
         return lambda ids, cache: model(ids, cache=cache)
@@ -88,8 +98,13 @@ def decode_step(model, compile: bool = False):
     if step is None:
         # C++ wrapper and frozen weights: less per-call overhead (weights are constants of the graph, so a
         # model trained further after this call must be compiled again: it is, as a new model object)
-        step = _COMPILED_STEPS[model] = torch.compile(model.step, dynamic=False,
-                                                      options={"cpp_wrapper": True, "freezing": True})
+        options = {"cpp_wrapper": True, "freezing": True}
+        if gemv.streaming():
+            backend = functools.partial(gemv.backend, **options)
+            step = torch.compile(model.step, dynamic=False, backend=backend)
+        else:
+            step = torch.compile(model.step, dynamic=False, options=options)
+        _COMPILED_STEPS[model] = step
     warm = [False]
 
     def run(ids, cache):
@@ -121,23 +136,67 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
     if any(len(p) == 0 for p in prompts):
         raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
     device = device or next(model.parameters()).device
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i, p in enumerate(prompts):
-        groups[len(p)].append(i)
+    with _threads(decode_threads() if device.type == "cpu" else None):
+        return _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile)
+
+
+def decode_threads() -> int:
+    """CPU threads for decoding: torch's count, or 1 while the cores are oversubscribed (1-minute load average
+    above the core count). A decode op is about 0.1 ms of work; when the other OpenMP thread of a parallel
+    op is descheduled, the op waits a scheduler time slice: at load 12 on 2 cores, batch-1 decoding ran at
+    3-5 tokens/s with 2 threads and 50 with 1 (bench/RESULTS.md)."""
+    threads = torch.get_num_threads()
+    if threads > 1 and os.getloadavg()[0] > (os.cpu_count() or 1):
+        return 1
+    return threads
+
+
+@contextlib.contextmanager
+def _threads(count: int | None):
+    """torch's intra-op thread count set to ``count`` (None: unchanged) inside the block, restored after."""
+    before = torch.get_num_threads()
+    if count is not None and count != before:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+def _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile):
     out: list[list[int]] = [[] for _ in prompts]
-    for length in sorted(groups):
-        index = groups[length]
-        ids = torch.tensor([prompts[i] for i in index], dtype=torch.long, device=device)  # (batch, seq)
+    for index in _batches(model, prompts, max_new_tokens, use_cache):
+        longest = max(len(prompts[i]) for i in index)
+        pads = [longest - len(prompts[i]) for i in index]
+        rows = [[0] * pad + prompts[i] for pad, i in zip(pads, index)]  # left-padded with token 0 (masked)
+        ids = torch.tensor(rows, dtype=torch.long, device=device)  # (batch, seq)
         generators = [torch.Generator(device=device).manual_seed(0 if seed is None else seed) for _ in index]
         new = _generate_group(model, ids, max_new_tokens, sampling, generators, eos_id, use_cache,
-                              decode_step(model, compile and use_cache))
+                              decode_step(model, compile and use_cache), pads if any(pads) else None)
         for row, i in enumerate(index):
             out[i] = new[row]
     return out
 
 
+def _batches(model, prompts: list[list[int]], max_new_tokens: int, use_cache: bool) -> list[list[int]]:
+    """The prompt indices decoded together: all of them, left-padded, when the model has a static cache
+    (``step``) whose slots hold the longest prompt and every fed token; else groups of equal length."""
+    if not prompts:
+        return []
+    longest = max(len(p) for p in prompts)
+    if use_cache and hasattr(model, "step") and longest + max_new_tokens - 1 <= model.cfg.max_len:
+        return [list(range(len(prompts)))]
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, p in enumerate(prompts):
+        groups[len(p)].append(i)
+    return [groups[length] for length in sorted(groups)]
+
+
 def _generate_group(model, ids: torch.Tensor, max_new_tokens: int, sampling: Sampling,
-                    generators: list[torch.Generator], eos_id: int | None, use_cache: bool, step) -> list[list[int]]:
+                    generators: list[torch.Generator], eos_id: int | None, use_cache: bool, step,
+                    pads: list[int] | None = None) -> list[list[int]]:
+    """Decode one batch; ``pads`` (one per row) counts each row's left padding (then the rows fit the cache)."""
     max_len = model.cfg.max_len
     batch = ids.size(0)
     finished = torch.zeros(batch, dtype=torch.bool, device=ids.device)
@@ -146,6 +205,8 @@ def _generate_group(model, ids: torch.Tensor, max_new_tokens: int, sampling: Sam
     window = ids[:, -max_len:]  # (batch, seq<=max_len): the most recent tokens
     if use_cache:
         cache = model.new_cache(batch, device=ids.device, dtype=next(model.parameters()).dtype)
+        if pads is not None:
+            cache.pad_left(torch.tensor(pads))
     logits = model(window, cache=cache)[:, -1]  # (batch, vocab)
     for _ in range(max_new_tokens):
         token = next_token(logits, sampling, generators)  # (batch,)

@@ -12,6 +12,8 @@ from seqlab.decode import Sampling, filter_logits, generate
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import ngram_nll, nll_sum, perplexity
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
+from seqlab.nn import gemv
+from seqlab.nn.attention import KVCache
 from seqlab.tasks.lm import eval_windows, score_stream
 
 
@@ -152,12 +154,82 @@ def test_decode_bad_input():
         generate(model, [[]], 5)
 
 
+def test_left_padding_positions_and_key_mask():
+    cache = KVCache(n_layers=1, batch=2, n_heads=1, max_len=6, depth=2)
+    assert cache.token_positions(3).tolist() == [0, 1, 2] and cache.key_padding() is None
+    cache.pad_left(torch.tensor([0, 2]))
+    assert cache.token_positions(4).tolist() == [[0, 1, 2, 3], [0, 0, 0, 1]]  # padding slots at position 0
+    assert cache.key_padding().tolist() == [[True] * 6, [False, False, True, True, True, True]]
+    cache.reset()
+    assert cache.start is None
+
+
+def test_left_padded_batch_equals_one_by_one_and_uncached():
+    """Prompts of different lengths decode as one left-padded batch: each row's logits equal its own run's
+    (float64, 1e-12), and the tokens equal one-by-one and uncached decoding (grouped by length)."""
+    model = tiny_lm(max_len=24)
+    prompts = [[1, 2, 3, 4, 5, 6, 7], [4], [6, 7, 8], [9, 1]]
+    pads = [7 - len(p) for p in prompts]
+    ids = torch.tensor([[0] * pad + p for pad, p in zip(pads, prompts)])  # batch, 7
+    with torch.inference_mode():
+        cache = model.new_cache(len(prompts))
+        cache.pad_left(torch.tensor(pads))
+        batched = [model(ids, cache=cache)[:, -1], model(torch.tensor([[3], [5], [7], [9]]), cache=cache)[:, -1]]
+        for row, p in enumerate(prompts):
+            own = model.new_cache(1)
+            alone = [model(torch.tensor([p]), cache=own)[0, -1], model(torch.tensor([[3 + 2 * row]]), cache=own)[0, -1]]
+            for b, a in zip(batched, alone):
+                assert (b[row] - a).abs().max().item() <= 1e-12
+    for sampling in (Sampling(0), Sampling(0.9, top_k=5)):
+        together = generate(model, prompts, 12, sampling, seed=1)
+        assert together == [generate(model, [p], 12, sampling, seed=1)[0] for p in prompts]
+        assert together == generate(model, prompts, 12, sampling, seed=1, use_cache=False)
+
+
+def test_decode_threads_drop_to_one_on_oversubscribed_cores(monkeypatch):
+    from seqlab import decode
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        monkeypatch.setattr(decode.os, "cpu_count", lambda: 2)
+        monkeypatch.setattr(decode.os, "getloadavg", lambda: (12.0, 12.0, 12.0))
+        assert decode.decode_threads() == 1
+        seen = []
+        model = tiny_lm()
+        monkeypatch.setattr(model, "new_cache", lambda *a, **k: seen.append(torch.get_num_threads())
+                            or TransformerLM.new_cache(model, *a, **k))
+        generate(model, [[1, 2]], 3, Sampling(0))
+        assert seen == [1] and torch.get_num_threads() == 2  # 1 inside, restored after
+        monkeypatch.setattr(decode.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+        assert decode.decode_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_gemv_reductions_equal_the_matrix_products():
+    """seqlab.nn.gemv's few-row products (what compiled decoding runs) equal torch's, float64 1e-12."""
+    g = torch.Generator().manual_seed(0)
+    x, w, b = (torch.randn(*shape, dtype=torch.float64, generator=g) for shape in ((3, 40), (40, 24), (24,)))
+    q, k = (torch.randn(*shape, dtype=torch.float64, generator=g) for shape in ((6, 1, 8), (6, 8, 30)))
+    assert (gemv._mm(x, w) - x @ w).abs().max().item() <= 1e-12
+    assert (gemv._addmm(b, x, w) - torch.addmm(b, x, w)).abs().max().item() <= 1e-12
+    assert (gemv._bmm(q, k) - q @ k).abs().max().item() <= 1e-12
+    many = torch.randn(gemv.ROWS + 1, 40, dtype=torch.float64)  # a prompt's rows stay with the BLAS
+    assert gemv._mm(many, w) is NotImplemented and gemv._addmm(b, many, w) is NotImplemented
+
+
 @pytest.mark.slow
-def test_compiled_decode_step_equals_eager():
-    """The torch.compile'd static decode step (frozen weights, C++ wrapper) gives the same tokens."""
-    model = tiny_lm(max_len=24, dtype=torch.float32)
-    prompts = [[1, 2, 3, 4], [5, 6, 7, 8]]
+@pytest.mark.parametrize("gemv_choice", ["stream", "blas"])
+def test_compiled_decode_step_equals_eager(gemv_choice, monkeypatch):
+    """The torch.compile'd static decode step (frozen weights, C++ wrapper; the products as streaming
+    reductions or BLAS calls) gives the same tokens, left-padded batch included."""
+    monkeypatch.setenv("SEQLAB_DECODE_GEMV", gemv_choice)
+    gemv.streaming.cache_clear()
+    model = tiny_lm(max_len=40, dtype=torch.float32)
+    prompts = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2]]
     eager = generate(model, prompts, 30, Sampling(0))
     compiled = generate(model, prompts, 30, Sampling(0), compile=True)
     again = generate(model, prompts, 30, Sampling(0), compile=True)  # warm: guards skipped
     assert eager == compiled == again
+    gemv.streaming.cache_clear()

@@ -1,6 +1,7 @@
 """Our decoder-only TransformerLM vs Hugging Face GPT2LMHeadModel with the same weights.
 
-Tolerances: float64 logits max abs diff <= 1e-10; greedy tokens identical (cached and uncached).
+Tolerances: float64 logits max abs diff <= 1e-10; greedy tokens identical (cached and uncached, and a
+left-padded batch against HF's batched greedy with its attention mask).
 """
 
 from __future__ import annotations
@@ -43,3 +44,15 @@ def test_greedy_tokens_equal(pair):
         theirs = hf.generate(prompt, max_new_tokens=19, do_sample=False, pad_token_id=0)[0, 5:].tolist()
     assert generate(ours, [prompt[0].tolist()], 19, Sampling(0))[0] == theirs
     assert generate(ours, [prompt[0].tolist()], 19, Sampling(0), use_cache=False)[0] == theirs
+
+
+def test_left_padded_batch_greedy_equals_hf(pair):
+    """Prompts of different lengths, left-padded: our batch's tokens equal HF's batched greedy (attention
+    mask, position ids from its cumsum) row by row."""
+    hf, ours = pair
+    prompts = [[3, 1, 4, 1, 5], [9, 2], [6, 5, 3, 5], [8]]
+    ids = torch.tensor([[0] * (5 - len(p)) + p for p in prompts])  # batch, 5
+    mask = torch.tensor([[0] * (5 - len(p)) + [1] * len(p) for p in prompts])  # batch, 5
+    with torch.no_grad():
+        theirs = hf.generate(ids, attention_mask=mask, max_new_tokens=15, do_sample=False, pad_token_id=0)
+    assert generate(ours, prompts, 15, Sampling(0)) == theirs[:, 5:].tolist()

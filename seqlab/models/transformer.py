@@ -29,7 +29,7 @@ from seqlab.errors import SeqlabError, check_positive, check_size
 from seqlab.nn.attention import KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
-from seqlab.nn.masks import key_padding_to_attn
+from seqlab.nn.masks import combine, key_padding_to_attn
 from seqlab.nn.norm import PLACEMENTS, Residual
 from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
 
@@ -126,7 +126,7 @@ class Embedding(nn.Module):
         self.dropout = Dropout(cfg.dropout)
 
     def forward(self, ids: Tensor, positions: Tensor) -> Tensor:
-        """ids (batch, seq), positions (seq,) -> (batch, seq, d_model)."""
+        """ids (batch, seq), positions (seq,) or (batch, seq) -> (batch, seq, d_model)."""
         e = self.tokens(ids)  # batch, seq, d_model
         if self.scale is not None:
             e = e * self.scale
@@ -377,7 +377,11 @@ class TransformerLM(nn.Module):
         start = 0 if cache is None else cache.pos
         _check_positions(start + seq, self.cfg.max_len, start)
         _check_padding(padding, batch, seq if cache is None else cache.max_len)
-        positions = torch.arange(seq, device=ids.device) if cache is None else cache.positions(seq)  # seq
+        if cache is None:
+            positions = torch.arange(seq, device=ids.device)  # seq
+        else:
+            positions = cache.token_positions(seq)  # seq, or batch, seq with left padding
+            padding = combine(padding, cache.key_padding())  # batch, max_len (or None)
         x = self.embed(ids, positions)  # batch, seq, d_model
         x, w_self, w_cross = self.decoder._run(x, None, padding, None, cache, keep_weights)  # batch, seq, d_model
         if cache is not None:
@@ -391,8 +395,8 @@ class TransformerLM(nn.Module):
         Unlike ``forward`` it neither checks the position count nor advances the cache (the caller does
         both), and it reads no Python-side counter, so ``torch.compile`` makes one graph for every position.
         """
-        x = self.embed(ids, cache.positions(ids.shape[1]))  # batch, seq, d_model
-        return self.head(self.decoder(x, cache=cache))  # batch, seq, vocab
+        x = self.embed(ids, cache.token_positions(ids.shape[1]))  # batch, seq, d_model
+        return self.head(self.decoder(x, padding=cache.key_padding(), cache=cache))  # batch, seq, vocab
 
     @torch.no_grad()
     def attention_maps(self, ids: Tensor, padding: Tensor | None = None) -> list[Tensor]:

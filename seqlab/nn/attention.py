@@ -215,10 +215,32 @@ class KVCache:
         self.max_len = max_len
         self.pos = 0  # tokens already cached
         self.pos_tensor = torch.zeros((), dtype=torch.long, device=device)  # the same count, on the device
+        self.start: Tensor | None = None  # (batch,) first real slot of each left-padded row; None = no padding
 
     def positions(self, seq: int) -> Tensor:
-        """(seq,) absolute positions pos .. pos + seq - 1 of the next ``seq`` tokens."""
+        """(seq,) slots pos .. pos + seq - 1 of the next ``seq`` tokens (their positions without left padding)."""
         return self.pos_tensor + torch.arange(seq, device=self.pos_tensor.device)
+
+    def pad_left(self, pads: Tensor) -> None:
+        """Mark the first ``pads[b]`` slots of row b (batch,) as left padding: a row's token in slot s is at
+        position s - pads[b] (Hugging Face's cumsum of the attention mask, minus 1), and no query attends the
+        padding slots. Set before the prompt is fed."""
+        self.start = pads.to(device=self.pos_tensor.device, dtype=torch.long)  # batch
+
+    def token_positions(self, seq: int) -> Tensor:
+        """The positions of the next ``seq`` tokens: (seq,), or (batch, seq) with left padding (padding
+        slots get position 0; their outputs are never attended)."""
+        slots = self.positions(seq)  # seq
+        if self.start is None:
+            return slots
+        return (slots[None, :] - self.start[:, None]).clamp(min=0)  # batch, seq
+
+    def key_padding(self) -> Tensor | None:
+        """(batch, max_len) True = a real token's slot (slots past ``pos`` are masked causally), or None."""
+        if self.start is None:
+            return None
+        slots = torch.arange(self.max_len, device=self.start.device)  # max_len
+        return slots[None, :] >= self.start[:, None]  # batch, max_len
 
     def layer(self, index: int, positions: Tensor) -> LayerKV:
         """Layer ``index``'s storage, to write the tokens at ``positions``."""
@@ -230,9 +252,10 @@ class KVCache:
         self.pos_tensor += seq
 
     def reset(self) -> None:
-        """Forget every cached token (the storage is reused; stale slots are masked)."""
+        """Forget every cached token and the left padding (the storage is reused; stale slots are masked)."""
         self.pos = 0
         self.pos_tensor.zero_()
+        self.start = None
 
 
 class MultiHeadAttention(nn.Module):

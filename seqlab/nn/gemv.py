@@ -1,0 +1,90 @@
+"""Matrix products of a few rows, compiled as streaming reductions: the torch.compile backend of decoding.
+
+A decode step multiplies one row per sequence by every weight matrix, y = x·W^T + b with x (rows, in) and
+W (out, in), and attends one query over the cache, s = q·K^T and o = w·V. At batch 1 that is memory-bound:
+each token reads every weight once (42 MB in fp32 for the 6-layer, 384-dim bench model). Inductor hands these
+products to the BLAS (MKL's sgemv/sgemm, or oneDNN's packed linear with ``freezing``); on an AMD EPYC with
+AVX-512 they read the weights at 5-10 GB/s, a third of what the memory delivers (bench/RESULTS.md, generate).
+Written as the reduction y[r, n] = sum_k x[r, k]·W[n, k] + b[n], inductor emits one vectorised loop that
+streams each row of W once (24-26 GB/s there, the memory's read bandwidth) with the bias and the following
+elementwise ops fused in.
+
+``backend`` is a torch.compile backend: inductor, with these decompositions for products of at most
+``ROWS`` rows (larger ones, e.g. a prompt, still go to the BLAS). Only the summation order differs from the
+BLAS (fp32 sums of the same products, about 1e-7 relative).
+
+Shapes: rows (batch x tokens of the step); in, out (a weight's input and output widths); batch; keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+
+import torch
+
+from seqlab.errors import SeqlabError
+
+ROWS = 8  # a product with at most this many rows (per batch entry of a bmm) is a streaming reduction
+
+_aten = torch.ops.aten
+
+
+def _few(rows) -> bool:
+    return isinstance(rows, int) and rows <= ROWS  # static shapes only: a symbolic size keeps the BLAS
+
+
+def _mm(a, b, out_dtype=None):
+    """a (rows, in) @ b (in, out) -> (rows, out), as sum over in."""
+    if out_dtype is not None or not _few(a.shape[0]):
+        return NotImplemented
+    return (a[:, :, None] * b[None]).sum(1)  # rows, in, out -> rows, out
+
+
+def _addmm(bias, a, b, out_dtype=None, beta=1, alpha=1):
+    """bias + a (rows, in) @ b (in, out) -> (rows, out)."""
+    if out_dtype is not None or beta != 1 or alpha != 1 or not _few(a.shape[0]):
+        return NotImplemented
+    return (a[:, :, None] * b[None]).sum(1) + bias  # rows, out
+
+
+def _bmm(a, b, out_dtype=None):
+    """a (batch, rows, in) @ b (batch, in, out) -> (batch, rows, out): one query against the keys."""
+    if out_dtype is not None or not _few(a.shape[1]):
+        return NotImplemented
+    return (a[:, :, :, None] * b[:, None]).sum(2)  # batch, rows, in, out -> batch, rows, out
+
+
+def decompositions() -> dict:
+    """Inductor's decomposition table with the few-row products above in place of the BLAS calls."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    return {**select_decomp_table(), _aten.mm.default: _mm, _aten.addmm.default: _addmm, _aten.bmm.default: _bmm}
+
+
+def backend(gm, example_inputs, **config):
+    """torch.compile backend: inductor (with ``config`` patched, e.g. ``freezing=True``) over ``decompositions``."""
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs, config_patches=config or None, decompositions=decompositions())
+
+
+@functools.cache
+def streaming() -> bool:
+    """Whether compiled decoding uses the streaming reductions: ``SEQLAB_DECODE_GEMV`` = "stream" or "blas",
+    else every CPU but Intel's (where MKL's GEMV takes its fast paths; measured at 2x HF there)."""
+    choice = os.environ.get("SEQLAB_DECODE_GEMV", "auto").strip().lower() or "auto"
+    if choice not in ("auto", "stream", "blas"):
+        raise SeqlabError(f"SEQLAB_DECODE_GEMV={choice!r} is not a choice; use auto, stream or blas")
+    return cpu_vendor() != "GenuineIntel" if choice == "auto" else choice == "stream"
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor_id from /proc/cpuinfo ("GenuineIntel", "AuthenticAMD", ...), or "" when unknown."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            key, _, value = line.partition(":")
+            if key.strip() == "vendor_id":
+                return value.strip()
+    return ""
