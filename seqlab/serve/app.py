@@ -321,33 +321,25 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
     @app.post("/api/runs/{run_id:path}/translate",
               summary="beam translation of a sentence with its cross-attention (source x target)")
     def api_translate(run_id: str, body: TranslateIn):
-        tr = loaded(run_id, body.last)
-        if _kind(tr) != "translate":
-            raise SeqlabError(f"{run_id} is a {_kind(tr)} run; translation needs a translate run")
+        tr = _of_kind(loaded(run_id, body.last), run_id, ("translate",), "translation needs a translate run")
         return ops.translate(tr, body.text, body.beam)
 
     @app.post("/api/runs/{run_id:path}/predict",
               summary="`seqlab predict --format json`: one result per line (tag, classify, translate)")
     def api_predict(run_id: str, body: PredictIn):
-        obj = loaded(run_id, body.last)
-        if _kind(obj) not in ("tag", "classify", "translate"):
-            raise SeqlabError(f"{run_id} is a {_kind(obj)} run; predict takes lines for tag, classify and "
-                              "translate runs (forecast: /forecast)")
+        obj = _of_kind(loaded(run_id, body.last), run_id, ("tag", "classify", "translate"),
+                       "predict takes lines for tag, classify and translate runs (forecast: /forecast)")
         return {"predictions": ops.predict(obj, _check_lines(body.lines), body.beam)}
 
     @app.post("/api/runs/{run_id:path}/tag", summary="tag one sentence; its entities grouped by type")
     def api_tag(run_id: str, body: TextIn):
-        obj = loaded(run_id, body.last)
-        if _kind(obj) != "tag":
-            raise SeqlabError(f"{run_id} is a {_kind(obj)} run; tagging needs a tag run")
+        obj = _of_kind(loaded(run_id, body.last), run_id, ("tag",), "tagging needs a tag run")
         return ops.tag(obj, body.text)
 
     @app.post("/api/runs/{run_id:path}/forecast",
               summary="`seqlab predict --steps N`: the series with N forecasts after train + valid")
     def api_forecast(run_id: str, body: ForecastIn):
-        obj = loaded(run_id, body.last)
-        if _kind(obj) != "forecast":
-            raise SeqlabError(f"{run_id} is a {_kind(obj)} run; forecasts need a forecast run")
+        obj = _of_kind(loaded(run_id, body.last), run_id, ("forecast",), "forecasts need a forecast run")
         return ops.forecast(obj, body.steps)
 
     @app.post("/api/runs/{run_id:path}/neighbors", summary="`seqlab neighbors`: nearest words by cosine")
@@ -392,16 +384,19 @@ def _kind(obj) -> str:
     return obj.config.task.kind if hasattr(obj, "config") else "pretrained encoder"
 
 
-def _lm(obj, run_id: str):
-    if _kind(obj) != "lm":
-        raise SeqlabError(f"{run_id} is a {_kind(obj)} run; generation and attention need a language model (lm)")
+def _of_kind(obj, run_id: str, kinds: tuple[str, ...], need: str):
+    """``obj`` when its task is one of ``kinds``; else a 422 naming its task and what the request ``need``s."""
+    if _kind(obj) not in kinds:
+        raise SeqlabError(f"{run_id} is a {_kind(obj)} run; {need}")
     return obj
+
+
+def _lm(obj, run_id: str):
+    return _of_kind(obj, run_id, ("lm",), "generation and attention need a language model (lm)")
 
 
 def _embeddings(obj, run_id: str):
-    if _kind(obj) != "embed":
-        raise SeqlabError(f"{run_id} is a {_kind(obj)} run; word vectors need an embedding run (embed)")
-    return obj
+    return _of_kind(obj, run_id, ("embed",), "word vectors need an embedding run (embed)")
 
 
 def _sampling(body: GenerateIn) -> dict:
