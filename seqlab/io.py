@@ -21,7 +21,7 @@ import json
 import mmap
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,10 +85,12 @@ def naming(path: str | os.PathLike, tmp: str | os.PathLike | None = None) -> Ite
         raise
 
 
-def write_fsynced(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` (in place, not atomically) and flush it to disk before returning."""
+def write_fsynced(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or an iterable of byte blocks written one after another, so that a large file is
+    never held whole) to ``path`` (in place, not atomically) and flush it to disk before returning."""
     with naming(path), open(path, "wb") as f:
-        f.write(data)
+        for block in ((data,) if isinstance(data, (bytes, bytearray, memoryview)) else data):
+            f.write(block)
         f.flush()
         os.fsync(f.fileno())
 
@@ -120,8 +122,8 @@ def create_exclusive(path: str | os.PathLike, data: bytes) -> bool:
         name.unlink(missing_ok=True)
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (fsynced before the rename)."""
+def write_bytes_atomic(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> Path:
+    """Write ``data`` (bytes or an iterable of byte blocks) to ``path`` atomically (fsynced before the rename)."""
     with atomic_path(path) as tmp:
         write_fsynced(tmp, data)
     return Path(path)

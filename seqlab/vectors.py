@@ -23,7 +23,7 @@ Files: the word2vec text format (header ``WORDS DIM``, then ``word v_1 .. v_DIM`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -255,14 +255,20 @@ class KeyedVectors:
         if bad is not None:
             raise SeqlabError(f"the word {bad!r} is empty or holds whitespace, which the word2vec format "
                               "cannot store; save with KeyedVectors.save (safetensors) instead")
-        if binary:
-            rows = self.vectors.astype("<f4")  # V, D little-endian float32
-            body = b"".join(w.encode("utf-8") + b" " + v.tobytes() + b"\n" for w, v in zip(self.words, rows))
-            return write_bytes_atomic(path, f"{len(self)} {self.dim}\n".encode() + body)
+        return write_bytes_atomic(path, self._word2vec_blocks(binary))
+
+    def _word2vec_blocks(self, binary: bool, rows: int = 1024) -> Iterator[bytes]:
+        """The file in blocks of ``rows`` words, so that writing a large vocabulary holds one block of text at a
+        time, not the whole file (tens of MB of text, and several times that in Python floats)."""
+        yield f"{len(self)} {self.dim}\n".encode()
         row = " ".join(["%.9g"] * self.dim)
-        lines = [f"{len(self)} {self.dim}\n"]
-        lines += [f"{w} {row % tuple(v)}\n" for w, v in zip(self.words, self.vectors.tolist())]
-        return write_bytes_atomic(path, "".join(lines).encode("utf-8"))
+        for start in range(0, len(self), rows):
+            words, block = self.words[start:start + rows], self.vectors[start:start + rows]
+            if binary:
+                yield b"".join(w.encode("utf-8") + b" " + v.tobytes() + b"\n"
+                               for w, v in zip(words, block.astype("<f4")))  # rows, D little-endian float32
+            else:
+                yield "".join(f"{w} {row % tuple(v)}\n" for w, v in zip(words, block.tolist())).encode("utf-8")
 
     @classmethod
     def load_word2vec_format(cls, path: str | os.PathLike) -> KeyedVectors:
