@@ -5,8 +5,9 @@ occurrence first), and the in-vocabulary ids are laid out sentence after sentenc
 sentences grouped into chunks of at most ``MAX_WORDS_IN_CHUNK`` raw words (gensim's jobs): the unit of work
 of a Hogwild thread and the position that word2vec's learning rate is a function of.
 
-A corpus is built in two streaming passes over its sentences (:meth:`Corpus.stream`): one counts the words, the
-other writes the ids, in memory or to files in a directory that are then memory-mapped (so a large corpus costs
+A corpus is built in one streaming pass over its sentences (:meth:`Corpus.stream`), which writes each word's key
+(first-occurrence order) and counts them, then a vectorised pass that maps the keys to the vocabulary's ids, in
+memory or to files in a directory that are then memory-mapped (so a large corpus costs
 its vocabulary and index arrays, not its text; :meth:`Corpus.release` drops the mapped pages after each step).
 
 Shapes: V words in the vocabulary; tokens (in-vocabulary words of the corpus); sentences; chunks.
@@ -16,10 +17,8 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -69,58 +68,138 @@ class Corpus:
     @classmethod
     def stream(cls, sentences: Callable[[], Iterable[Sequence[str]]], min_freq: int = 5, max_size: int = 0,
                directory: Path | None = None) -> Corpus:
-        """Vocabulary (words seen >= min_freq times; at most max_size words if > 0) and id arrays, from two passes
-        over ``sentences()``: the first counts the words, the second writes the ids. With ``directory``, ids and
-        sentence offsets go to ``ids.bin`` and ``sentence_starts.bin`` there and are memory-mapped (a pass holds a
-        buffer, never the corpus); the words and counts are the vocabulary's, the chunk arrays one entry per
+        """Vocabulary (words seen >= min_freq times; at most max_size words if > 0) and id arrays, from one pass
+        over ``sentences()``: each word gets a key when first seen, and the sentences' keys are written as they
+        come (to ``keys.bin`` in ``directory``, else kept in memory); the keys' counts then give the vocabulary,
+        and a vectorised pass over the keys maps them to vocabulary ids. With ``directory``, ids and sentence
+        offsets go to ``ids.bin`` and ``sentence_starts.bin`` there and are memory-mapped (a pass holds a buffer,
+        never the corpus); the words and counts are the vocabulary's, the chunk arrays one entry per
         MAX_WORDS_IN_CHUNK words.
 
         The order is gensim's: descending count, ties broken by *later* first occurrence first
         (``KeyedVectors.sort_by_descending_frequency``); ``max_size`` raises the count threshold as gensim's
         ``max_final_vocab`` does, so tied words are kept or dropped together.
         """
-        raw = Counter()  # insertion order = first occurrence, as gensim's raw_vocab
-        for sentence in sentences():
-            raw.update(sentence)
-        words, counts = _vocabulary(raw, min_freq, max_size)
-        del raw
-        index = {w: i for i, w in enumerate(words)}
-        with _Layout(directory) as layout:
+        keys = _FirstSeen()  # word -> key, keys 0, 1, ... in first-occurrence order (gensim's raw_vocab order)
+        with _Keys(directory) as raw:
             for sentence in sentences():
                 for s in range(0, len(sentence), MAX_WORDS_IN_CHUNK):
-                    layout.add(map(index.get, sentence[s:s + MAX_WORDS_IN_CHUNK], repeat(-1)))
-            return cls(words, counts, *layout.arrays())
+                    raw.add(map(keys.__getitem__, sentence[s:s + MAX_WORDS_IN_CHUNK]))
+            counts = raw.counts(len(keys))
+            kept, threshold = _vocabulary(counts, min_freq, max_size)
+            if len(kept) < 2:
+                raise SeqlabError(f"the corpus has {len(kept)} distinct word(s) seen at least {threshold} times "
+                                  f"({len(keys)} distinct words in all); embeddings need at least 2: lower "
+                                  "data.min_freq or give a larger corpus")
+            first_seen = list(keys)
+            del keys
+            vocab_id = np.full(len(first_seen), -1, dtype=np.int32)  # key -> vocabulary id, -1 = dropped
+            vocab_id[kept] = np.arange(len(kept), dtype=np.int32)
+            with _Layout(directory) as layout:
+                for block, lengths in raw.blocks():
+                    layout.add(vocab_id[block], lengths)
+                return cls([first_seen[k] for k in kept], counts[kept], *layout.arrays())
 
 
-def _vocabulary(raw: Counter, min_freq: int, max_size: int) -> tuple[list[str], np.ndarray]:
-    """The kept words in gensim's order and their counts, from the raw counts in first-occurrence order."""
-    if not raw:
+class _FirstSeen(dict):
+    """word -> key: a word not seen before gets the next key (0, 1, ...), so keys follow first occurrence. Looked
+    up with ``map(keys.__getitem__, words)``: a C loop, Python only for a new word."""
+
+    def __missing__(self, word: str) -> int:
+        self[word] = key = len(self)
+        return key
+
+
+def _vocabulary(counts: np.ndarray, min_freq: int, max_size: int) -> tuple[np.ndarray, int]:
+    """The keys of the kept words in gensim's order, from the counts of the keys (first-occurrence order), and
+    the count threshold applied."""
+    if not len(counts):
         raise SeqlabError("empty corpus: no words to train on; give a text with words in it")
     threshold = min_freq
-    if max_size and max_size < len(raw):
-        by_count = sorted(raw.values(), reverse=True)
-        threshold = max(threshold, by_count[max_size] + 1)
-    kept = [(w, n) for w, n in raw.items() if n >= threshold]
-    if len(kept) < 2:
-        raise SeqlabError(f"the corpus has {len(kept)} distinct word(s) seen at least {threshold} times "
-                          f"({len(raw)} distinct words in all); embeddings need at least 2: lower "
-                          "data.min_freq or give a larger corpus")
-    counts = np.array([n for _, n in kept], dtype=np.int64)
-    order = np.lexsort((-np.arange(len(kept)), -counts))
-    return [kept[i][0] for i in order], counts[order]
+    if max_size and max_size < len(counts):
+        threshold = max(threshold, int(np.sort(counts)[::-1][max_size]) + 1)
+    kept = np.flatnonzero(counts >= threshold)
+    order = np.lexsort((-kept, -counts[kept]))  # descending count, ties: later first occurrence first
+    return kept[order], threshold
 
 
-class _Layout:
-    """Collects the sentences' ids (-1 = out of vocabulary) in a buffer of about FLUSH_TOKENS raw words, and at
-    each flush appends the in-vocabulary ids and the sentence ends to memory or to files; chunks are cut as
-    sentences arrive (gensim's job producer: a sentence joins the chunk if it fits)."""
+class _Keys:
+    """The first pass's output: every sentence's word keys (int32) and its length, in memory or in ``keys.bin`` /
+    ``lengths.bin`` in a directory (removed when the block ends); the keys' counts kept as they are added."""
 
-    FLUSH_TOKENS = 1 << 20
+    FLUSH_WORDS = 1 << 20
 
     def __init__(self, directory: Path | None):
         self.directory = directory
-        self.buffer = array("i")  # int32 ids of the raw words since the last flush, -1 = out of vocabulary
-        self.ends: list[int] = []  # sentence ends in the buffer
+        self.buffer = array("i")  # keys of the words since the last flush
+        self.lengths = array("q")  # words of the sentences since the last flush
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []  # in memory: the flushed (keys, lengths)
+        self.count = np.zeros(0, np.int64)
+
+    def __enter__(self) -> _Keys:
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.paths = [self.directory / name for name in ("keys.bin", "lengths.bin")]
+            self.files = [open(path, "wb") for path in self.paths]
+        return self
+
+    def add(self, keys: Iterable[int]) -> None:
+        start = len(self.buffer)
+        self.buffer.extend(keys)
+        self.lengths.append(len(self.buffer) - start)
+        if len(self.buffer) >= self.FLUSH_WORDS:
+            self.flush()
+
+    def flush(self) -> None:
+        keys, lengths = np.frombuffer(self.buffer, np.int32), np.frombuffer(self.lengths, np.int64)
+        counts = np.bincount(keys)
+        if len(counts) > len(self.count):
+            self.count = np.concatenate([self.count, np.zeros(len(counts) - len(self.count), np.int64)])
+        self.count[:len(counts)] += counts
+        if self.directory is None:
+            self.parts.append((keys, lengths))
+        else:
+            keys.tofile(self.files[0])
+            lengths.tofile(self.files[1])
+        self.buffer, self.lengths = array("i"), array("q")
+
+    def counts(self, n: int) -> np.ndarray:
+        """(n,) int64: occurrences of each key."""
+        self.flush()
+        if self.directory is not None:
+            for f in self.files:
+                f.close()
+        return np.concatenate([self.count, np.zeros(n - len(self.count), np.int64)])
+
+    def blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(keys of whole sentences, their lengths) in blocks of about FLUSH_WORDS words."""
+        if self.directory is None:
+            yield from self.parts
+            return
+        lengths = np.fromfile(self.paths[1], np.int64)
+        ends = np.cumsum(lengths)
+        with open(self.paths[0], "rb") as f:
+            first = 0
+            while first < len(lengths):
+                before = int(ends[first - 1]) if first else 0
+                last = max(first + 1, int(np.searchsorted(ends, before + self.FLUSH_WORDS, side="right")))
+                yield np.fromfile(f, np.int32, int(ends[last - 1]) - before), lengths[first:last]
+                first = last
+
+    def __exit__(self, *exc) -> None:
+        if self.directory is not None:
+            for f, path in zip(self.files, self.paths):
+                f.close()
+                path.unlink(missing_ok=True)
+
+
+class _Layout:
+    """Takes blocks of whole sentences' ids (-1 = out of vocabulary) and appends the in-vocabulary ids and the
+    sentence ends to memory or to files; chunks are cut as sentences arrive (gensim's job producer: a sentence
+    joins the chunk if it fits)."""
+
+    def __init__(self, directory: Path | None):
+        self.directory = directory
         self.ids: list[np.ndarray] = []  # in memory: the flushed parts
         self.starts: list[np.ndarray] = [np.zeros(1, np.int64)]
         self.n_ids, self.n_sentences = 0, 0
@@ -134,25 +213,19 @@ class _Layout:
             self.starts = []
         return self
 
-    def add(self, ids: Iterable[int]) -> None:
-        start = len(self.buffer)
-        self.buffer.extend(ids)
-        n = len(self.buffer) - start
-        if self.size + n > MAX_WORDS_IN_CHUNK and self.size:
-            self.chunk_starts.append(self.n_sentences)
-            self.raw_before.append(self.words_before)
-            self.size = 0
-        self.size += n
-        self.words_before += n
-        self.n_sentences += 1
-        self.ends.append(len(self.buffer))
-        if len(self.buffer) >= self.FLUSH_TOKENS:
-            self.flush()
-
-    def flush(self) -> None:
-        ids = np.frombuffer(self.buffer, dtype=np.int32)  # (raw words,)
+    def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """Whole sentences: their ids (raw words, -1 = out of vocabulary) and their lengths in raw words."""
+        for n in lengths.tolist():
+            if self.size + n > MAX_WORDS_IN_CHUNK and self.size:
+                self.chunk_starts.append(self.n_sentences)
+                self.raw_before.append(self.words_before)
+                self.size = 0
+            self.size += n
+            self.words_before += n
+            self.n_sentences += 1
         known = ids >= 0
-        ends = np.cumsum(known)[np.array(self.ends, dtype=np.int64) - 1] if self.ends else np.zeros(0, np.int64)
+        kept_before = np.concatenate([[0], np.cumsum(known)])  # (raw words + 1,) in-vocabulary ids before each
+        ends = kept_before[np.cumsum(lengths)]  # (sentences,) in-vocabulary ids before each sentence's end
         ids, starts = ids[known], self.n_ids + ends.astype(np.int64)  # (tokens,), (sentences,)
         self.n_ids += len(ids)
         if self.directory is None:
@@ -161,7 +234,6 @@ class _Layout:
         else:
             ids.tofile(self.files[0])
             starts.tofile(self.files[1])
-        self.buffer, self.ends = array("i"), []
 
     def __exit__(self, *exc) -> None:
         if self.directory is None:
@@ -174,11 +246,11 @@ class _Layout:
 
     def arrays(self) -> tuple:
         """(ids, sentence_starts, chunk_starts, raw_before, maps) as the Corpus fields."""
-        self.flush()
         chunk_starts = np.asarray([*self.chunk_starts, self.n_sentences], dtype=np.int64)
         raw_before = np.asarray([*self.raw_before, self.words_before], dtype=np.int64)
         if self.directory is None:
-            return np.concatenate(self.ids), np.concatenate(self.starts), chunk_starts, raw_before
+            ids = np.concatenate(self.ids) if self.ids else np.zeros(0, np.int32)
+            return ids, np.concatenate(self.starts), chunk_starts, raw_before
         for f in self.files:
             f.close()
         arrays, maps = [], []
