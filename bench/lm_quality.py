@@ -80,6 +80,10 @@ def main():
     ap.add_argument("--seeds", default="1337", help="comma-separated train.seed values, one run each (median)")
     ap.add_argument("--dropout", type=float, default=None, help="model.dropout (default: the run's)")
     ap.add_argument("--bias", choices=("true", "false"), default=None, help="model.bias (default: true)")
+    ap.add_argument("--fit", action="store_true",
+                    help="set train.max_steps to what fits the budget (a short probe of the step rate, as `seqlab "
+                         "demo` does), so that the cosine schedule ends with the budget")
+    ap.add_argument("--threads", type=int, default=0, help="train.threads (default 0: every core)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--rows", type=Path, default=None,
@@ -87,7 +91,15 @@ def main():
     args = ap.parse_args()
     minutes = args.minutes if args.minutes is not None else (0.0 if args.run == "cpu" else 30.0)
     extra = ([f"model.dropout={args.dropout}"] if args.dropout is not None else []) + (
-        [f"model.bias={args.bias}"] if args.bias else [])
+        [f"model.bias={args.bias}"] if args.bias else []) + ([f"train.threads={args.threads}"] if args.threads else [])
+    if args.fit and minutes and args.rows is None:
+        from seqlab.commands.demo import fit_steps
+
+        probe = [f'data.source="{SHARED}"', "data.split=[0.9, 0.1, 0.0]", "data.tokenizer=char",
+                 "model.positions=\"learned\"", "model.norm=\"pre\"", *RUNS[args.run], *extra]
+        steps = fit_steps(probe, minutes, Path(args.out or f"runs/bench-{args.run}").resolve(),
+                          lambda *a, **k: print(*a, file=sys.stderr), probe_steps=16)
+        extra.append(f"train.max_steps={steps}")
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = [] if args.rows is None else [
         json.loads(line) for line in args.rows.read_text().splitlines() if line.startswith('{"run": "%s", "seed"' % args.run)]

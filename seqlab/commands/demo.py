@@ -94,9 +94,10 @@ def run(args) -> int:
     return 0
 
 
-def fit_steps(overrides: list[str], minutes: float, out, log) -> int:
-    """How many steps fit in ``minutes`` on this machine: a short run of the same model measures the step
-    rate, so the cosine schedule ends (the learning rate annealed) when the time budget does, on any CPU."""
+def fit_steps(overrides: list[str], minutes: float, out, log, probe_steps: int = PROBE_STEPS) -> int:
+    """How many steps fit in ``minutes`` on this machine: a short run of the same model (``probe_steps`` steps,
+    the first quarter left out as start-up) measures the step rate, so the cosine schedule ends (the learning
+    rate annealed) when the time budget does, on any CPU."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -108,7 +109,7 @@ def fit_steps(overrides: list[str], minutes: float, out, log) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     probe = Path(tempfile.mkdtemp(prefix=".demo-probe-", dir=out.parent))
     try:
-        cfg = resolve("lm-char", [*overrides, f"train.max_steps={PROBE_STEPS}", "train.eval_every=0",
+        cfg = resolve("lm-char", [*overrides, f"train.max_steps={probe_steps}", "train.eval_every=0",
                                   "train.save_every=0", "train.log_every=1", "train.keep_best=false",
                                   "train.progress=false"])
         train(cfg, probe, force=True, log=lambda *a, **k: None)
@@ -116,7 +117,7 @@ def fit_steps(overrides: list[str], minutes: float, out, log) -> int:
     finally:
         shutil.rmtree(probe, ignore_errors=True)
     elapsed = {r["step"]: r["tokens"] / r["tokens_per_s"] for r in rows}  # seconds since the first step began
-    first, last = PROBE_STEPS // 4, max(elapsed)
+    first, last = probe_steps // 4, max(elapsed)
     rate = (last - first) / (elapsed[last] - elapsed[first])  # steps per second, the start-up steps left out
     steps = max(100, int(rate * 60 * minutes * BUDGET_SHARE))
     log(f"demo: {rate:.1f} steps/s on this machine; a {steps:,}-step schedule fits {minutes:g} min")
