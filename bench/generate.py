@@ -227,7 +227,7 @@ def main():
     }
     batched = {
         f"hf: generate, 8 left-padded prompts, attention mask, {threads} threads": lambda: hf_generate_batch(hf, prompts),
-        "hf: same, 1 thread": at_threads(1, lambda: hf_generate_batch(hf, prompts)),
+        "hf: same 8 prompts, 1 thread": at_threads(1, lambda: hf_generate_batch(hf, prompts)),
         "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
     }
     compile_s = {}
@@ -251,6 +251,7 @@ def main():
     reference, reference_batch = hf_generate(hf, prompt), hf_generate_batch(hf, prompts)
     same = {name: fn() == reference for name, fn in single.items()}
     same.update({name: fn() == reference_batch for name, fn in batched.items()})
+    assert not set(single) & set(batched), "a candidate's name must say which table it belongs to"
     candidates = {**single, **batched}
     times: dict[str, list[float]] = {name: [] for name in candidates}
     probe = torch.ones(PROBE_MIB * 2**20 // 4)  # fp32, 256 MiB
