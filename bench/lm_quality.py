@@ -84,6 +84,7 @@ def main():
                     help="set train.max_steps to what fits the budget (a short probe of the step rate, as `seqlab "
                          "demo` does), so that the cosine schedule ends with the budget")
     ap.add_argument("--threads", type=int, default=0, help="train.threads (default 0: every core)")
+    ap.add_argument("--label", default="", help="a suffix of the RESULTS.md section, so that variants keep their rows")
     ap.add_argument("--out", default=None)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--rows", type=Path, default=None,
@@ -114,7 +115,8 @@ def main():
                       f"(step {r['best_step']}) | {r['valid_perplexity']} |" for r in rows)
     curves = "\n".join(f"- seed {r['seed']}: " + ", ".join(f"{s}: {v}" for s, v in r["curve"]) for r in rows)
     median = statistics.median(r["valid_loss"] for r in rows)
-    write_section(f"lm_quality_{args.run}", f"""## LM quality on tinyshakespeare, `{args.run}` (bench/lm_quality.py)
+    label = f"-{args.label}" if args.label else ""
+    write_section(f"lm_quality_{args.run}{label}", f"""## LM quality on tinyshakespeare, `{args.run}`{label} (bench/lm_quality.py)
 
 CPU: {cpu_line()}. `{' '.join(RUNS[args.run] + extra)}`, 90/10 split, character level, budget {minutes or 'none'} min;
 the validation loss of every character of the split, scored once. Reference: {target}.
