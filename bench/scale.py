@@ -229,10 +229,24 @@ def main() -> None:
     ap.add_argument("--big-rounds", type=int, default=1, help="rounds for sizes of 500 MB and more")
     ap.add_argument("--parts", default="lm,w2v")
     ap.add_argument("--note", default="", help="a sentence added to the RESULTS.md section")
+    ap.add_argument("--rows", type=Path, nargs="+", help="write the report from the round lines earlier runs "
+                    "printed (log files), without measuring")
     args = ap.parse_args()
     parts = args.parts.split(",")
     rows: dict[str, list[dict]] = {p: [] for p in parts}
     load = os.getloadavg()
+    if args.rows:
+        logged: dict[tuple[str, int], list[dict]] = {}
+        for log in args.rows:
+            for line in log.read_text().splitlines():
+                if line.startswith('{"part"'):
+                    r = json.loads(line)
+                    logged.setdefault((r["part"], round(r["mb"])), []).append(r)
+        for (part, _), rounds in sorted(logged.items(), key=lambda kv: kv[0][1]):
+            if part in rows:
+                size = rounds[0]["mb"] * 1e6
+                rows[part].append({"mb": rounds[0]["mb"], **summarise(rounds, size, "mb" if part == "lm" else "words")})
+        args.sizes = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         tmp = Path(tmp)
         for mb in args.sizes:
@@ -244,7 +258,7 @@ def main() -> None:
                 rounds = []
                 for i in range(n):
                     rounds.append(one(corpus, tmp, i))
-                    print(json.dumps({"part": part, "mb": size / 1e6, "round": i,
+                    print(json.dumps({"part": part, "mb": size / 1e6, "round": i, "load": os.getloadavg()[0],
                                       **{k: {kk: vv for kk, vv in v.items() if kk != "stdout"}
                                          for k, v in rounds[-1].items()}}), flush=True)
                 row = {"mb": size / 1e6, **summarise(rounds, size, "mb" if part == "lm" else "words")}
@@ -252,7 +266,8 @@ def main() -> None:
                 corpus.unlink()
     load_after = os.getloadavg()
     lines = [f"## Scale: cost against corpus size, each beside its peer (`bench/scale.py`)", "",
-             f"{cpu_line()}. Load average {load[0]:.1f} at the start, {load_after[0]:.1f} at the end. enwiki_sample "
+             f"{cpu_line()}. " + (f"Load average {load[0]:.1f} at the start, {load_after[0]:.1f} at the end. "
+                                  if not args.rows else "") + "enwiki_sample "
              "repeated to each size; wall time of the whole command (start-up included); peak RSS = the peak sum "
              "of PSS over the command's process tree (workers included), sampled every 0.1 s; medians of the "
              "rounds (interleaved, the order alternating).", ""]
