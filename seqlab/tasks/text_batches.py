@@ -15,11 +15,13 @@ Evaluation batches are length-sorted runs over the whole split (or ``max_batches
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -27,19 +29,22 @@ from seqlab import checkpoint
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data import download
 from seqlab.data.batching import spread_batches
+from seqlab.data.indexed import IndexedArrays, prepared_split
 from seqlab.data.sources import EMBEDDED
+from seqlab.data.streamed import Streamed
 from seqlab.errors import SeqlabError
 from seqlab.io import read_json, write_json_atomic
 from seqlab.models import finetune
 from seqlab.models.sentence import SentenceEncoder
 from seqlab.text.tokenizers import Tokenizer
 from seqlab.text.vocab import Vocab
-from seqlab.devices import resolve_device
+from seqlab.devices import Dist, resolve_device
 
 T = TypeVar("T")
 SPLITS = ("train", "valid", "test")
 POOL_BATCHES = 16  # training batches are cut from length-sorted pools of this many batches
 PREDICT_BATCH = 64  # sentences run together at prediction and evaluation
+DATA_DIR = "data"  # RUN/data: the splits' indexed token stores
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -104,6 +109,20 @@ def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[s
     return examples
 
 
+def split_store(cfg: RunConfig, run_dir: Path, split: str, examples: Streamed, bounds: dict[str, int],
+                encoded: Callable[[], Iterable[dict | None]], dist: Dist) -> tuple[dict[str, IndexedArrays], dict]:
+    """The fields ``bounds`` names of one split's examples, encoded once into ``RUN/data/SPLIT.FIELD.bin/.idx`` by
+    ``encoded()`` (one ``{field: ids}`` per example, None to leave it out) and memory-mapped, with their record
+    (``examples`` kept, ``dropped``); reused while the source files, the range and the settings are the same
+    (``--resume``). Rank 0 writes them; the other ranks map them once it has."""
+    key = {"examples": examples.key, "data": dataclasses.asdict(cfg.data), "max_len": max_len(cfg)}
+    directory = run_dir / DATA_DIR
+    if dist.main:
+        prepared_split(directory, split, key, bounds, encoded)
+    dist.barrier()
+    return prepared_split(directory, split, key, bounds, encoded)
+
+
 def max_len(cfg: RunConfig) -> int | None:
     """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
     return getattr(cfg.model, "max_len", None)
@@ -165,8 +184,9 @@ def sample_batch(lengths: Tensor, n: int, generator: torch.Generator) -> list[in
 
 
 def sorted_batches(lengths: Sequence[int], batch_size: int, max_batches: int | None = None) -> list[list[int]]:
-    """Example indices in length-sorted batches; with ``max_batches``, that many spread evenly over them."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    """Example indices in length-sorted batches (ties in index order); with ``max_batches``, that many spread
+    evenly over them."""
+    order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable").tolist()
     return spread_batches(order, batch_size, max_batches)
 
 
