@@ -110,7 +110,7 @@ def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[s
 
 
 def split_store(cfg: RunConfig, run_dir: Path, split: str, examples: Streamed, bounds: dict[str, int],
-                encoded: Callable[[], Iterable[dict | None]], dist: Dist) -> tuple[dict[str, IndexedArrays], dict]:
+                encoded: Callable[[], Iterable[dict | None]], dist: Dist = Dist()) -> tuple[dict[str, IndexedArrays], dict]:
     """The fields ``bounds`` names of one split's examples, encoded once into ``RUN/data/SPLIT.FIELD.bin/.idx`` by
     ``encoded()`` (one ``{field: ids}`` per example, None to leave it out) and memory-mapped, with their record
     (``examples`` kept, ``dropped``); reused while the source files, the range and the settings are the same
