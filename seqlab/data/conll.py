@@ -58,7 +58,7 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                                   "re-encode the file as UTF-8") from None
 
 
-def _byte_lines(f, block: int = 1 << 20) -> Iterator[bytes]:
+def _byte_lines(f, block: int = 1 << 14) -> Iterator[bytes]:
     """``f.read().splitlines()``, a block at a time (a \\r\\n cut between two blocks stays one line end)."""
     carry = b""
     while data := f.read(block):

@@ -23,6 +23,7 @@ Shapes: n examples (sequences); values (all sequences' tokens together).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from array import array
@@ -38,7 +39,7 @@ from seqlab.io import atomic_path, map_array, read_json, write_json_atomic
 MAGIC = b"SQLIDX\x00\x01"
 HEADER = 16  # bytes before the offsets: MAGIC and the dtype string, padded with NUL
 FORMAT_VERSION = 1
-FLUSH = 1 << 16  # offsets buffered before a write
+FLUSH = 1 << 11  # offsets buffered before a write (16 KiB)
 
 
 class IndexedWriter:
@@ -108,10 +109,14 @@ class IndexedArrays(Sequence):
         self.maps = (offsets_map, values_map)  # the file mappings (seqlab.io.drop_pages)
         if not len(self.offsets) or int(self.offsets[-1]) != len(self.values):
             raise SeqlabError(f"{data} does not match {idx.name}; delete {prefix.parent} and train again")
-        self.lengths = np.diff(self.offsets)  # (n,)
+
+    @functools.cached_property
+    def lengths(self) -> np.ndarray:
+        """(n,) int64, in memory (made when first asked for)."""
+        return np.diff(self.offsets)
 
     def __len__(self) -> int:
-        return len(self.lengths)
+        return len(self.offsets) - 1
 
     def __getitem__(self, i):
         if isinstance(i, slice):

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+CHUNK = 64  # examples encoded together while preparing: BPE encodes them in parallel threads; their id lists
+# (~100 bytes a token as Python objects) are the preparation's largest Python allocation
 
 
 class Streamed(Generic[T]):
@@ -53,7 +55,7 @@ class Streamed(Generic[T]):
         return {"files": file_identity(self.paths), "range": [self.start, self.stop]}
 
 
-def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
     """``items`` in lists of ``size`` (the last may be shorter): work done a chunk at a time (BPE's batch encoding)."""
     items = iter(items)
     while chunk := list(itertools.islice(items, size)):

@@ -67,7 +67,6 @@ DATASETS = {
 }
 TOKENIZER, LABELS = "tokenizer.json", "labels.json"
 CONFUSION_PLOT = Path("plots") / "confusion.png"
-ENCODE_CHUNK = 1024  # sentences encoded together while preparing
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -116,7 +115,7 @@ def encoded_examples(examples: Iterable[Example], tokenizer: Tokenizer | Subword
     """Each sentence's ``{"ids", "label"}`` (the label a one-id sequence), streamed; a sentence with no tokens
     or more than ``limit`` (None: no upper bound) is None (left out), or with ``refuse`` an error naming its
     file:line."""
-    for chunk in chunks(examples, ENCODE_CHUNK):
+    for chunk in chunks(examples):
         data = encode_examples(chunk, tokenizer, labels)
         for ids, label, ex in zip(data.ids, data.labels, chunk):
             if refuse:

@@ -63,7 +63,6 @@ MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
 VOCAB, LABELS = "vocab.json", "labels.json"
-ENCODE_CHUNK = 1024  # sentences encoded together while preparing
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -147,7 +146,7 @@ def encoded_examples(examples: Iterable[Example], vocab: Vocab | SubwordTokenize
                      limit: int | None, refuse: bool = False) -> Iterator[dict | None]:
     """Each sentence's ``{"words", "tags"[, "first"]}`` ids, streamed; a sentence of more than ``limit`` tokens
     (None: no limit) is None (left out), or with ``refuse`` an error naming its file:line."""
-    for chunk in chunks(examples, ENCODE_CHUNK):
+    for chunk in chunks(examples):
         data = encode_examples(chunk, vocab, labels, lowercase)
         for i, ex in enumerate(chunk):
             if refuse:

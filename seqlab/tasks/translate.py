@@ -59,7 +59,6 @@ DEFAULT_BEAM = 5  # beam size of predict / evaluate / attention when none is giv
 DEFAULT_ALPHA = 0.6  # GNMT length-penalty exponent (Wu et al. 2016 use 0.6 - 0.7)
 POOL_BATCHES = 16  # training batches are cut from length-sorted pools of this many batches
 DECODE_BATCH = 64  # sentences decoded together
-ENCODE_CHUNK = 1024  # pairs encoded together while preparing (BPE encodes a chunk in parallel threads)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -104,7 +103,7 @@ def load_tokenizers(run_dir: Path) -> tuple[Tokenizer, Tokenizer]:
 def encoded_pairs(pairs: Pairs, src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int) -> Iterator[dict | None]:
     """Each pair's ``{"src": ids + [<eos>], "tgt": ids}``, or None when the source (with <eos>) or the decoder
     input (<sos> + target) does not fit in max_len; streamed, a chunk of pairs at a time."""
-    for chunk in chunks(pairs, ENCODE_CHUNK):
+    for chunk in chunks(pairs):
         sources = encode_lines(src_tok, [s for s, _ in chunk])
         targets = encode_lines(tgt_tok, [t for _, t in chunk])
         for s, t in zip(sources, targets):
