@@ -27,7 +27,7 @@ import functools
 import json
 import os
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -171,9 +171,3 @@ def file_identity(paths: Iterable[str | os.PathLike]) -> list[list]:
         out.append([os.path.abspath(path), st.st_size, st.st_mtime_ns])
     return out
 
-
-def counted(items: Iterable, counter: list[int]) -> Iterator:
-    """``items`` unchanged, adding 1 to ``counter[0]`` for each (the count of a stream consumed elsewhere)."""
-    for item in items:
-        counter[0] += 1
-        yield item

@@ -60,3 +60,10 @@ def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
     items = iter(items)
     while chunk := list(itertools.islice(items, size)):
         yield chunk
+
+
+def counted(items: Iterable[T], counter: list[int]) -> Iterator[T]:
+    """``items`` unchanged, adding 1 to ``counter[0]`` for each (the count of a stream consumed elsewhere)."""
+    for item in items:
+        counter[0] += 1
+        yield item

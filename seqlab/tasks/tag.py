@@ -44,8 +44,8 @@ from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch
 from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
-from seqlab.data.indexed import counted, lengths_of
-from seqlab.data.streamed import Streamed, chunks
+from seqlab.data.indexed import lengths_of
+from seqlab.data.streamed import Streamed, chunks, counted
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum
 from seqlab.metrics.ner import entity_f1

@@ -8,7 +8,9 @@ Sentence pairs whose source (with <eos>) or target (with <sos>/<eos>) exceeds ``
 left out of training and validation, and the number left out is logged. The train and valid pairs are
 streamed from the files (:func:`seqlab.data.parallel.stream_parallel`) into indexed token stores in the run
 directory (``RUN/data/{train,valid}.{src,tgt}.bin/.idx``, :mod:`seqlab.data.indexed`, reused on ``--resume``)
-and batches gather from their memory maps: memory is the index, not the text. At prediction a source longer
+and batches gather from their memory maps: memory is the index, not the text. ``evaluate`` encodes the
+sources of the split it scores into ``RUN/data/eval-SPLIT.src`` the same way (the references, text, are
+streamed from the files for BLEU). At prediction a source longer
 than ``model.max_len`` is refused (never silently truncated), naming the line.
 
 Training batches are drawn with the data generator only: a pool of ``POOL_BATCHES * n`` random pair
@@ -238,11 +240,12 @@ class Translator:
         self.run_dir, self.config, self.model, self.device = run_dir, cfg, model, device
         self.src_tok, self.tgt_tok = src_tok, tgt_tok
 
-    def encode_sources(self, lines: list[str], where: str = "input line") -> list[list[int]]:
-        """Source ids (with <eos>); a source longer than max_len is refused, naming its line."""
+    def encode_sources(self, lines: list[str], where: str = "input line", first: int = 1) -> list[list[int]]:
+        """Source ids (with <eos>); a source longer than max_len is refused, naming its line (the first one
+        ``first``)."""
         max_len = self.model.cfg.max_len
         ids = [i + [self.src_tok.eos_id] for i in encode_lines(self.src_tok, list(lines))]
-        for number, seq in enumerate(ids, start=1):
+        for number, seq in enumerate(ids, start=first):
             if len(seq) > max_len:
                 raise SeqlabError(f"{where} {number} has {len(seq)} tokens (with <eos>), more than model.max_len="
                                   f"{max_len}; split it into shorter sentences")
@@ -282,9 +285,24 @@ class Translator:
 
         if split not in ("valid", "test"):
             raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
-        corpus = read_splits(self.config.data, (split,))[split]
-        hyps = self.translate(corpus.src, beam, alpha, where=f"{split} sentence")
-        score = corpus_bleu([self.tgt_tok.decode(h.tokens) for h in hyps], [corpus.tgt])
+        pairs = read_splits(self.config.data, (split,), reader=stream_parallel)[split]
+        beam = DEFAULT_BEAM if beam is None else beam
+        if beam < 1:
+            raise SeqlabError(f"--beam must be >= 1 (1 = greedy), got {beam}")
+
+        def sources() -> Iterator[dict]:  # a source too long for the model: an error naming it
+            done = 0
+            for chunk in chunks(pairs):
+                for ids in self.encode_sources([s for s, _ in chunk], f"{split} sentence", first=done + 1):
+                    yield {"src": ids}
+                done += len(chunk)
+
+        store, _ = split_store(self.config, self.run_dir, f"eval-{split}", pairs, {"src": self.src_tok.vocab_size},
+                               sources)
+        tok = self.tgt_tok
+        hyps = translate_ids(self.model, store["src"], sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
+                             beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
+        score = corpus_bleu([tok.decode(h.tokens) for h in hyps], [[t for _, t in pairs]])
         return {"bleu": score.score, "signature": score.signature}
 
     def _token_strings(self, tok: Tokenizer, ids: list[int]) -> list[str]:
