@@ -1,4 +1,4 @@
-"""What the tagging and classification tasks share: where each split's examples come from, the label
+"""What the tagging and classification tasks share (and translation, the token stores): where each split's examples come from, the label
 vocabulary, length-sorted batches of token-id sequences, and the trained model as ``seqlab.load`` returns it
 (:class:`Labeller`).
 
@@ -6,6 +6,9 @@ Splits (DESIGN.md "Config conventions"): ``data.train`` (with ``data.valid`` / `
 override ``data.source``; a split that is not named is cut from the training file by ``data.split``
 (contiguous, in file order, by example counts). ``data.source`` is a dataset name of the task's table (its
 cached split files; downloaded when missing) or the path of one file to cut by ``data.split``.
+The readers are streamed views (:class:`seqlab.data.streamed.Streamed`): ``read_splits`` cuts them by example
+counts without holding them, and :func:`split_store` (used by translation too) encodes a split once into the
+run's indexed token stores (``RUN/data``, :mod:`seqlab.data.indexed`) that batches gather from.
 
 Training batches are drawn with the data generator only, as the translation task does: a pool of
 ``POOL_BATCHES * n`` random example indices, sorted by length, of which a random run of ``n`` consecutive
