@@ -29,6 +29,7 @@ index, not the text.
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -161,9 +162,18 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     examples = read_data(cfg, ("train", "valid"))
     pretrained = isinstance(cfg.model, PretrainedClassifierConfig)
     if dist.main and not (run_dir / LABELS).exists():
-        if not pretrained:
-            train_tokenizer(cfg, (ex.text for ex in examples["train"])).save(run_dir / TOKENIZER)
-        Labels.build(ex.label for ex in examples["train"]).save(run_dir / LABELS)
+        names: set[str] = set()  # the training labels, gathered on the tokenizer's pass over the split
+
+        def train_texts() -> Iterator[str]:
+            for ex in examples["train"]:
+                names.add(ex.label)
+                yield ex.text
+
+        if pretrained:
+            collections.deque(train_texts(), maxlen=0)
+        else:
+            train_tokenizer(cfg, train_texts()).save(run_dir / TOKENIZER)
+        Labels.build(names).save(run_dir / LABELS)
     dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:

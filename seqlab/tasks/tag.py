@@ -31,6 +31,7 @@ instead), ``labels.json`` (tags), the Trainer's checkpoint files.
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -180,10 +181,18 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     d = cfg.data
     pretrained = isinstance(cfg.model, PretrainedTaggerConfig)
     if dist.main and not (run_dir / LABELS).exists():
-        if not pretrained:
-            Vocab.build((words(ex.tokens, d.lowercase) for ex in examples["train"]), min_freq=d.min_freq,
-                        max_size=d.max_size or None).save(run_dir / VOCAB)
-        Labels.build((tag for ex in examples["train"] for tag in ex.tags), first=("O",)).save(run_dir / LABELS)
+        tags: set[str] = set()  # the training tags, gathered on the vocabulary's pass over the split
+
+        def train_words() -> Iterator[list[str]]:
+            for ex in examples["train"]:
+                tags.update(ex.tags)
+                yield words(ex.tokens, d.lowercase)
+
+        if pretrained:
+            collections.deque(train_words(), maxlen=0)
+        else:
+            Vocab.build(train_words(), min_freq=d.min_freq, max_size=d.max_size or None).save(run_dir / VOCAB)
+        Labels.build(tags, first=("O",)).save(run_dir / LABELS)
     dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:
