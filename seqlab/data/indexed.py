@@ -13,9 +13,9 @@ files appear only when it finishes (temporary names, then renamed: ``.bin`` firs
 ``.idx`` always has its ``.bin``); an error part-way leaves neither. :class:`IndexedArrays` maps them and gives
 sequence i as a numpy array, and ``lengths`` (an in-memory int64 array) for length bucketing.
 
-:func:`prepared_split` keeps several fields of one split together, with a JSON record (``SPLIT.json``, written
-last) of what they were made from: a later call with the same ``key`` (the source files' size and mtime, the
-settings) reuses them (``--resume``), another key rebuilds them.
+:class:`SplitWriter` keeps several fields of one split together, with a JSON record (``SPLIT.json``, written
+last) of what they were made from: :func:`reused_split` with the same ``key`` (the source files' size and mtime,
+the settings) maps them again (``--resume``); :func:`prepared_split` is the two together.
 
 Shapes: n examples (sequences); values (all sequences' tokens together).
 """
@@ -134,33 +134,66 @@ def _record(key: dict) -> dict:
     return json.loads(json.dumps(key))  # as it reads back from JSON (tuples become lists)
 
 
+def reused_split(directory: str | os.PathLike, split: str, key: dict,
+                 fields: Iterable[str]) -> tuple[dict[str, IndexedArrays], dict] | None:
+    """The fields of a split in ``directory`` and their record, when ``directory/SPLIT.json`` holds ``key``."""
+    directory, fields = Path(directory), sorted(fields)
+    record_path = directory / f"{split}.json"
+    if not record_path.exists():
+        return None
+    record = read_json(record_path, "prepared split record", f"delete {directory} and train again")
+    if not isinstance(record, dict) or record.get("key") != _record({"format": FORMAT_VERSION, "fields": fields, **key}):
+        return None
+    return {name: IndexedArrays(directory / f"{split}.{name}") for name in fields}, record
+
+
+class SplitWriter:
+    """``with SplitWriter(directory, split, key, bounds) as w: w.append(example)`` writes the fields ``bounds``
+    names (field -> value bound) of one split, an example ``{field: ids}`` at a time (None: left out, counted
+    as dropped), then the record ``directory/SPLIT.json`` (``{"key", "examples", "dropped"}``) last."""
+
+    def __init__(self, directory: str | os.PathLike, split: str, key: dict, bounds: dict[str, int]):
+        self.directory, self.split, self.bounds = Path(directory), split, bounds
+        self.key = _record({"format": FORMAT_VERSION, "fields": sorted(bounds), **key})
+        self.kept = self.dropped = 0
+
+    def __enter__(self) -> SplitWriter:
+        (self.directory / f"{self.split}.json").unlink(missing_ok=True)  # the old fields are stale from here on
+        self._stack = contextlib.ExitStack()
+        with self._stack:
+            self.writers = {name: self._stack.enter_context(IndexedWriter(self.directory / f"{self.split}.{name}",
+                                                                          bound))
+                            for name, bound in self.bounds.items()}
+            self._stack = self._stack.pop_all()
+        return self
+
+    def append(self, example: dict | None) -> None:
+        if example is None:
+            self.dropped += 1
+            return
+        for name, writer in self.writers.items():
+            writer.append(example[name])
+        self.kept += 1
+
+    def __exit__(self, *exc) -> None:
+        self._stack.__exit__(*exc)
+        if exc[0] is None:
+            record = {"key": self.key, "examples": self.kept, "dropped": self.dropped}
+            write_json_atomic(self.directory / f"{self.split}.json", record)
+
+
 def prepared_split(directory: str | os.PathLike, split: str, key: dict, bounds: dict[str, int],
                    examples: Callable[[], Iterable[dict | None]]) -> tuple[dict[str, IndexedArrays], dict]:
     """The fields ``bounds`` names (field -> value bound) of one split in ``directory``, and their record
     ``{"key", "examples", "dropped"}``: reused when ``directory/SPLIT.json`` holds this ``key``, else written
     from ``examples()``, which yields one ``{field: ids}`` per example (None: left out, counted as dropped)."""
-    directory = Path(directory)
-    record_path = directory / f"{split}.json"
-    want = _record({"format": FORMAT_VERSION, "fields": sorted(bounds), **key})
-    if record_path.exists():
-        record = read_json(record_path, "prepared split record", f"delete {directory} and train again")
-        if isinstance(record, dict) and record.get("key") == want:
-            return {name: IndexedArrays(directory / f"{split}.{name}") for name in bounds}, record
-    record_path.unlink(missing_ok=True)  # the old fields are stale from here on
-    kept = dropped = 0
-    with contextlib.ExitStack() as stack:
-        writers = {name: stack.enter_context(IndexedWriter(directory / f"{split}.{name}", bound))
-                   for name, bound in bounds.items()}
-        for example in examples():
-            if example is None:
-                dropped += 1
-                continue
-            for name, writer in writers.items():
-                writer.append(example[name])
-            kept += 1
-    record = {"key": want, "examples": kept, "dropped": dropped}
-    write_json_atomic(record_path, record)
-    return {name: IndexedArrays(directory / f"{split}.{name}") for name in bounds}, record
+    found = reused_split(directory, split, key, bounds)
+    if found is None:
+        with SplitWriter(directory, split, key, bounds) as writer:
+            for example in examples():
+                writer.append(example)
+        found = reused_split(directory, split, key, bounds)
+    return found
 
 
 def file_identity(paths: Iterable[str | os.PathLike]) -> list[list]:

@@ -47,6 +47,10 @@ class Streamed(Generic[T]):
             raise IndexError(f"example {i} of {len(self)}")
         return next(itertools.islice(self.read(), self.start + index, None))
 
+    def span(self, start: int, stop: int) -> Streamed[T]:
+        """Examples ``start .. stop - 1`` of the same stream (positions in the whole file, not in this view)."""
+        return Streamed(self.read, self.paths, self.total, start, stop)
+
     @property
     def key(self) -> dict:
         """What the examples are, for :func:`seqlab.data.indexed.prepared_split`: the files and the range."""

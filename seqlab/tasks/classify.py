@@ -54,7 +54,7 @@ from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_store
+    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
@@ -127,16 +127,16 @@ def encoded_examples(examples: Iterable[Example], tokenizer: Tokenizer | Subword
             yield {"ids": ids, "label": [label]}
 
 
-def split_data(cfg: RunConfig, run_dir: Path, split: str, examples: Streamed[Example],
+def split_data(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[Example]],
                tokenizer: Tokenizer | SubwordTokenizer, labels: Labels, dist: Dist = Dist(),
-               refuse: bool = False) -> tuple[Encoded, dict]:
-    """A split encoded into the run's token stores (RUN/data/SPLIT.ids, SPLIT.label; reused while its files are
-    the same) and memory-mapped, and the store's record (``dropped``: sentences left out)."""
+               refuse: bool = False) -> dict[str, tuple[Encoded, dict]]:
+    """Splits (store name -> examples) encoded into the run's token stores (RUN/data/NAME.ids, NAME.label; reused
+    while their files are the same) and memory-mapped, with the stores' records (``dropped``: sentences left
+    out)."""
     limit = max_len(cfg)
-    store, record = split_store(
-        cfg, run_dir, split, examples, {"ids": tokenizer.vocab_size, "label": len(labels)},
-        lambda: encoded_examples(examples, tokenizer, labels, limit, refuse), dist)
-    return Encoded(store["ids"], store["label"].values), record
+    stores = split_stores(cfg, run_dir, views, {"ids": tokenizer.vocab_size, "label": len(labels)},
+                          lambda examples: encoded_examples(examples, tokenizer, labels, limit, refuse), dist)
+    return {name: (Encoded(store["ids"], store["label"].values), record) for name, (store, record) in stores.items()}
 
 
 def train_tokenizer(cfg: RunConfig, sentences: Iterable[str]) -> Tokenizer:
@@ -182,8 +182,8 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
         tokenizer = load_tokenizer(run_dir / TOKENIZER)
         model = build_model(cfg, tokenizer.vocab_size, len(labels))
     data = {}
-    for split, exs in examples.items():
-        data[split], record = split_data(cfg, run_dir, split, exs, tokenizer, labels, dist)
+    for split, (data[split], record) in split_data(cfg, run_dir, examples, tokenizer, labels, dist).items():
+        exs = examples[split]
         if record["dropped"]:
             log(f"{split}: left out {record['dropped']} of {len(exs)} sentences with no tokens or more than "
                 f"model.max_len={max_len(cfg)}")
@@ -352,8 +352,8 @@ class SentenceClassifier(Labeller):
         examples = evaluation_split(self.config, split, read_data)
         for ex in examples:
             self.labels.id(ex.label, ex.where)  # a label the model never saw: error naming its line
-        data, _ = split_data(self.config, self.run_dir, f"eval-{split}", examples, self.tokenizer, self.labels,
-                             refuse=True)  # no tokens or too long: error naming its line
+        data, _ = split_data(self.config, self.run_dir, {f"eval-{split}": examples}, self.tokenizer, self.labels,
+                             refuse=True)[f"eval-{split}"]  # no tokens or too long: error naming its line
         probs = run_classifier(self.model, data, self.device)[2]
         probs = [probs[i] for i in range(len(data.ids))]
         gold = [self.labels.names[y] for y in data.labels]

@@ -54,7 +54,7 @@ from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_store
+    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
@@ -159,18 +159,20 @@ def encoded_examples(examples: Iterable[Example], vocab: Vocab | SubwordTokenize
                    **({} if data.first is None else {"first": data.first[i]})}
 
 
-def split_data(cfg: RunConfig, run_dir: Path, split: str, examples: Streamed[Example], vocab: Vocab | SubwordTokenizer,
-               labels: Labels, dist: Dist = Dist(), refuse: bool = False) -> tuple[Encoded, dict]:
-    """A split encoded into the run's token stores (RUN/data/SPLIT.*, reused while its files are the same) and
-    memory-mapped, and the store's record (``dropped``: sentences left out as too long)."""
+def split_data(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[Example]], vocab: Vocab | SubwordTokenizer,
+               labels: Labels, dist: Dist = Dist(), refuse: bool = False) -> dict[str, tuple[Encoded, dict]]:
+    """Splits (store name -> examples) encoded into the run's token stores (RUN/data/NAME.*, reused while their
+    files are the same) and memory-mapped, with the stores' records (``dropped``: sentences left out as too
+    long)."""
     limit = max_len(cfg)
     bounds = {"words": len(vocab), "tags": len(labels)}
     if isinstance(vocab, SubwordTokenizer):
         bounds["first"] = limit or 1 << 31  # positions of first sub-words, below the sentence's length
-    store, record = split_store(
-        cfg, run_dir, split, examples, bounds,
-        lambda: encoded_examples(examples, vocab, labels, cfg.data.lowercase, limit, refuse), dist)
-    return Encoded(store["words"], store["tags"], store.get("first")), record
+    stores = split_stores(cfg, run_dir, views, bounds,
+                          lambda examples: encoded_examples(examples, vocab, labels, cfg.data.lowercase, limit, refuse),
+                          dist)
+    return {name: (Encoded(store["words"], store["tags"], store.get("first")), record)
+            for name, (store, record) in stores.items()}
 
 
 def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
@@ -201,8 +203,8 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
         vocab = Vocab.load(run_dir / VOCAB)
         model = build_model(cfg, len(vocab), len(labels))
     data = {}
-    for split, exs in examples.items():
-        data[split], record = split_data(cfg, run_dir, split, exs, vocab, labels, dist)
+    for split, (data[split], record) in split_data(cfg, run_dir, examples, vocab, labels, dist).items():
+        exs = examples[split]
         if record["dropped"]:
             log(f"{split}: left out {record['dropped']} of {len(exs)} sentences longer than "
                 f"model.max_len={max_len(cfg)}")
@@ -342,8 +344,8 @@ class SequenceTagger(Labeller):
         for ex in examples:
             for i, tag in enumerate(ex.tags):
                 self.labels.id(tag, ex.where(i))  # a tag the model never saw: error naming its line
-        data, _ = split_data(self.config, self.run_dir, f"eval-{split}", examples, self.tokenizer, self.labels,
-                             refuse=True)  # too long: error naming its line
+        data, _ = split_data(self.config, self.run_dir, {f"eval-{split}": examples}, self.tokenizer, self.labels,
+                             refuse=True)[f"eval-{split}"]  # too long: error naming its line
         predicted = run_tagger(self.model, data, self.device)[2]
         names = self.labels.names
         return entity_f1([[names[t] for t in data.tags[i]] for i in range(len(data.tags))],

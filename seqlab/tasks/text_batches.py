@@ -7,7 +7,7 @@ override ``data.source``; a split that is not named is cut from the training fil
 (contiguous, in file order, by example counts). ``data.source`` is a dataset name of the task's table (its
 cached split files; downloaded when missing) or the path of one file to cut by ``data.split``.
 The readers are streamed views (:class:`seqlab.data.streamed.Streamed`): ``read_splits`` cuts them by example
-counts without holding them, and :func:`split_store` (used by translation too) encodes a split once into the
+counts without holding them, and :func:`split_stores` (used by translation too) encodes the splits once into the
 run's indexed token stores (``RUN/data``, :mod:`seqlab.data.indexed`) that batches gather from.
 
 Training batches are drawn with the data generator only, as the translation task does: a pool of
@@ -18,6 +18,7 @@ Evaluation batches are length-sorted runs over the whole split (or ``max_batches
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -32,7 +33,7 @@ from seqlab import checkpoint
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data import download
 from seqlab.data.batching import spread_batches
-from seqlab.data.indexed import IndexedArrays, prepared_split
+from seqlab.data.indexed import IndexedArrays, SplitWriter, reused_split
 from seqlab.data.sources import EMBEDDED
 from seqlab.data.streamed import Streamed
 from seqlab.errors import SeqlabError
@@ -112,18 +113,33 @@ def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[s
     return examples
 
 
-def split_store(cfg: RunConfig, run_dir: Path, split: str, examples: Streamed, bounds: dict[str, int],
-                encoded: Callable[[], Iterable[dict | None]], dist: Dist = Dist()) -> tuple[dict[str, IndexedArrays], dict]:
-    """The fields ``bounds`` names of one split's examples, encoded once into ``RUN/data/SPLIT.FIELD.bin/.idx`` by
-    ``encoded()`` (one ``{field: ids}`` per example, None to leave it out) and memory-mapped, with their record
-    (``examples`` kept, ``dropped``); reused while the source files, the range and the settings are the same
-    (``--resume``). Rank 0 writes them; the other ranks map them once it has."""
-    key = {"examples": examples.key, "data": dataclasses.asdict(cfg.data), "max_len": max_len(cfg)}
+def split_stores(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[T]], bounds: dict[str, int],
+                 encode: Callable[[Iterable[T]], Iterable[dict | None]],
+                 dist: Dist = Dist()) -> dict[str, tuple[dict[str, IndexedArrays], dict]]:
+    """The fields ``bounds`` names of each split of ``views`` (store name -> examples), encoded once into
+    ``RUN/data/NAME.FIELD.bin/.idx`` by ``encode(examples)`` (one ``{field: ids}`` per example, None to leave it
+    out) and memory-mapped, with their records (``examples`` kept, ``dropped``); reused while the source files,
+    the range and the settings are the same (``--resume``). Splits cut from one file are encoded in one pass
+    over it, in file order. Rank 0 writes them; the other ranks map them once it has."""
     directory = run_dir / DATA_DIR
+    keys = {name: {"examples": view.key, "data": dataclasses.asdict(cfg.data), "max_len": max_len(cfg)}
+            for name, view in views.items()}
     if dist.main:
-        prepared_split(directory, split, key, bounds, encoded)
+        todo = [name for name in views if reused_split(directory, name, keys[name], bounds) is None]
+        groups: dict[int, list[str]] = {}  # views of one stream (slices of one file's examples) go together
+        for name in todo:
+            groups.setdefault(id(views[name].read), []).append(name)
+        for names in groups.values():
+            start, stop = min(views[n].start for n in names), max(views[n].stop for n in names)
+            with contextlib.ExitStack() as stack:
+                writers = [(views[n], stack.enter_context(SplitWriter(directory, n, keys[n], bounds)))
+                           for n in names]
+                for i, example in enumerate(encode(views[names[0]].span(start, stop)), start=start):
+                    for view, writer in writers:
+                        if view.start <= i < view.stop:
+                            writer.append(example)
     dist.barrier()
-    return prepared_split(directory, split, key, bounds, encoded)
+    return {name: reused_split(directory, name, keys[name], bounds) for name in views}
 
 
 def max_len(cfg: RunConfig) -> int | None:

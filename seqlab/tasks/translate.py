@@ -50,7 +50,7 @@ from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
-from seqlab.tasks.text_batches import split_store
+from seqlab.tasks.text_batches import split_stores
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
@@ -123,12 +123,12 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
     src_tok, tgt_tok = load_tokenizers(run_dir)
     bounds = {"src": src_tok.vocab_size, "tgt": tgt_tok.vocab_size}
     examples = {}
-    for split, pairs in corpora.items():
-        store, record = split_store(cfg, run_dir, split, pairs, bounds,
-                                    lambda: encoded_pairs(pairs, src_tok, tgt_tok, cfg.model.max_len), dist)
+    stores = split_stores(cfg, run_dir, corpora, bounds,
+                          lambda pairs: encoded_pairs(pairs, src_tok, tgt_tok, cfg.model.max_len), dist)
+    for split, (store, record) in stores.items():
         examples[split] = Examples(store["src"], store["tgt"])
         if record["dropped"]:
-            log(f"{split}: left out {record['dropped']} of {len(pairs)} pairs longer than "
+            log(f"{split}: left out {record['dropped']} of {len(corpora[split])} pairs longer than "
                 f"model.max_len={cfg.model.max_len}")
     if not len(examples["train"]):
         raise SeqlabError(f"no training pair fits in model.max_len={cfg.model.max_len}; raise model.max_len")
@@ -290,15 +290,15 @@ class Translator:
         if beam < 1:
             raise SeqlabError(f"--beam must be >= 1 (1 = greedy), got {beam}")
 
-        def sources() -> Iterator[dict]:  # a source too long for the model: an error naming it
+        def sources(pairs: Pairs) -> Iterator[dict]:  # a source too long for the model: an error naming it
             done = 0
             for chunk in chunks(pairs):
                 for ids in self.encode_sources([s for s, _ in chunk], f"{split} sentence", first=done + 1):
                     yield {"src": ids}
                 done += len(chunk)
 
-        store, _ = split_store(self.config, self.run_dir, f"eval-{split}", pairs, {"src": self.src_tok.vocab_size},
-                               sources)
+        store, _ = split_stores(self.config, self.run_dir, {f"eval-{split}": pairs},
+                                {"src": self.src_tok.vocab_size}, sources)[f"eval-{split}"]
         tok = self.tgt_tok
         hyps = translate_ids(self.model, store["src"], sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
                              beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
