@@ -8,7 +8,8 @@ and are not sentences.
 Tagging schemes: the original ``eng.*`` files use IOB1 (``I-X`` inside entities, ``B-X`` only where
 two entities of type X touch); most tools expect IOB2 (``B-X`` at the start of every entity).
 :func:`detect_scheme` tells them apart (an ``I-`` tag that starts an entity means IOB1) and
-:func:`to_iob2` converts.
+:func:`to_iob2` converts. :func:`iter_conll` streams a file's sentences one at a time (the tagging task's
+preparation reads them so, never the whole file); :func:`read_conll` is the list.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                                   "re-encode the file as UTF-8") from None
 
 
-def _byte_lines(f, block: int = 1 << 20) -> Iterator[bytes]:
+def _byte_lines(f, block: int = 1 << 14) -> Iterator[bytes]:
     """``f.read().splitlines()``, a block at a time (a \\r\\n cut between two blocks stays one line end)."""
     carry = b""
     while data := f.read(block):
@@ -69,27 +70,25 @@ def _byte_lines(f, block: int = 1 << 20) -> Iterator[bytes]:
         yield carry[:-1] if carry.endswith(b"\r") else carry
 
 
-def read_conll(path: str | Path, *, iob2: bool = False) -> list[Sentence]:
-    """Sentences of a CoNLL file, tags as written; with ``iob2=True`` IOB1 tags are converted to IOB2."""
-    sentences: list[Sentence] = []
+def iter_conll(path: str | Path) -> Iterator[Sentence]:
+    """The sentences of a CoNLL file, tags as written, streamed one at a time (a file with none is refused at
+    its end)."""
     rows: list[list[str]] = []
-    first_line, n_columns, doc = 0, 0, -1
+    first_line, n_columns, doc, found = 0, 0, -1, False
 
-    def flush() -> None:
-        if rows:
-            fields = list(zip(*rows))
-            sentences.append(Sentence(tokens=fields[0], tags=fields[-1], columns=tuple(fields[1:-1]),
-                                      doc=max(doc, 0), line=first_line))
-            rows.clear()
+    def sentence() -> Sentence:
+        fields = list(zip(*rows))
+        rows.clear()
+        return Sentence(tokens=fields[0], tags=fields[-1], columns=tuple(fields[1:-1]), doc=max(doc, 0),
+                        line=first_line)
 
     for number, line in numbered_lines(path):
         fields = [field for field in line.replace("\t", " ").split(" ") if field]  # ASCII blanks only
-        if not fields:
-            flush()
-            continue
-        if fields[0] == DOCSTART:
-            flush()
-            doc += 1
+        if not fields or fields[0] == DOCSTART:
+            if rows:
+                found = True
+                yield sentence()
+            doc += bool(fields)
             continue
         if len(fields) < 2:
             raise SeqlabError(f"{path}:{number}: expected at least 2 columns (token ... NER tag), found {len(fields)} "
@@ -104,9 +103,16 @@ def read_conll(path: str | Path, *, iob2: bool = False) -> list[Sentence]:
         if not rows:
             first_line = number
         rows.append(fields)
-    flush()
-    if not sentences:
+    if rows:
+        found = True
+        yield sentence()
+    if not found:
         raise SeqlabError(f"{path}: no sentences found; expected token lines ('word ... TAG') separated by blank lines")
+
+
+def read_conll(path: str | Path, *, iob2: bool = False) -> list[Sentence]:
+    """Sentences of a CoNLL file, tags as written; with ``iob2=True`` IOB1 tags are converted to IOB2."""
+    sentences = list(iter_conll(path))
     if iob2 and detect_scheme(s.tags for s in sentences) == "IOB1":
         sentences = [dataclasses.replace(s, tags=to_iob2(s.tags)) for s in sentences]
     return sentences

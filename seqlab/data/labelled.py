@@ -12,12 +12,14 @@ The format is detected from the file's content (the first non-blank line), never
 
 Labels are returned as strings spelled as in the file (so SST-5 reads as 1..5 from ``*.tsv`` and
 0..4 from ``trees/``, as the data has them). Blank lines are skipped. A malformed line raises
-:class:`SeqlabError` naming ``file:line``.
+:class:`SeqlabError` naming ``file:line``. :func:`iter_labelled` streams a file's examples one line at a
+time (the classification task's preparation reads them so); :func:`read_labelled` gives the lists.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from seqlab.data.conll import numbered_lines
@@ -92,6 +94,16 @@ def read_labelled(path: str | Path) -> tuple[list[str], list[str]]:
     """(sentences, labels) of a labelled-sentence file in any of :data:`FORMATS` (detected from its content)."""
     sentences: list[str] = []
     labels: list[str] = []
+    for _, sentence, label in iter_labelled(path):
+        sentences.append(sentence)
+        labels.append(label)
+    return sentences, labels
+
+
+def iter_labelled(path: str | Path) -> Iterator[tuple[int, str, str]]:
+    """(line number, sentence, label) of each example of a labelled-sentence file, streamed one line at a time
+    (a file with none is refused at its end)."""
+    found = False
     fmt = None
     columns = (0, 0, 0)
     for number, line in numbered_lines(path):
@@ -127,8 +139,7 @@ def read_labelled(path: str | Path) -> tuple[list[str], list[str]]:
             raise SeqlabError(f"{where}: empty label; every example needs a label")
         if not sentence:
             raise SeqlabError(f"{where}: label {label!r} with an empty sentence; every example needs text")
-        sentences.append(sentence)
-        labels.append(label)
-    if not sentences:
+        found = True
+        yield number, sentence, label
+    if not found:
         raise SeqlabError(f"{path}: no labelled sentences found; expected one of the formats {', '.join(FORMATS)}")
-    return sentences, labels

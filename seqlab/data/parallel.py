@@ -12,6 +12,10 @@ lines (the error names both files and both counts); a line that is empty (or onl
 side but not on the other is refused as ``FILE:LINE``; pairs empty on both sides are skipped.
 A trailing newline ends the last line; ``\\r\\n`` line ends are accepted.
 
+Reading: :func:`stream_parallel` makes the checks in passes over the files (one line at a time) and returns a
+:class:`~seqlab.data.streamed.Streamed` view of the pairs, which the translation task's preparation reads
+pair by pair (its memory is the index it writes, not the text); :func:`read_parallel` is the same in memory.
+
 Tokenizers (seed 004 "Tokenisation", :mod:`seqlab.text.tokenizers`): ``data.tokenizer`` char, word or
 BPE, trained on the training pairs only. Separate by default: one vocabulary learned from the source
 side, one from the target side; with a joint vocabulary (``data.joint_vocab``) one tokenizer is learned
@@ -20,10 +24,13 @@ from both sides and used for both (BPE: joint merges; the model may then share i
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from seqlab.data.streamed import Streamed
 from seqlab.errors import SeqlabError
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer
 
@@ -36,7 +43,8 @@ PARALLEL_SOURCES: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class ParallelCorpus:
-    """Aligned sentence pairs: ``src[i]`` translates to ``tgt[i]``."""
+    """Aligned sentence pairs: ``src[i]`` translates to ``tgt[i]``; iterates as (source, target) pairs and slices
+    like a list, as a :class:`~seqlab.data.streamed.Streamed` view of the files does."""
 
     src: list[str]
     tgt: list[str]
@@ -44,8 +52,14 @@ class ParallelCorpus:
     def __len__(self) -> int:
         return len(self.src)
 
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return zip(self.src, self.tgt)
+
+    def __getitem__(self, part: slice) -> ParallelCorpus:
+        return ParallelCorpus(self.src[part], self.tgt[part])
+
     def slice(self, start: int, stop: int) -> ParallelCorpus:
-        return ParallelCorpus(self.src[start:stop], self.tgt[start:stop])
+        return self[start:stop]
 
 
 def parallel_paths(prefix: str | os.PathLike, src: str, tgt: str) -> tuple[Path, Path]:
@@ -59,22 +73,16 @@ def parallel_paths(prefix: str | os.PathLike, src: str, tgt: str) -> tuple[Path,
     return Path(f"{prefix}.{src}").expanduser(), Path(f"{prefix}.{tgt}").expanduser()
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: Path) -> Iterator[str]:
     """The lines of a UTF-8 file, split on "\\n" only (never on other Unicode line separators), read one by one."""
     from seqlab.data.sources import read_lines
 
-    return [line[:-1] if line.endswith("\r") else line for line in read_lines(path)]
+    return (line[:-1] if line.endswith("\r") else line for line in read_lines(path))
 
 
-def read_parallel(prefix: str | os.PathLike, src: str, tgt: str) -> ParallelCorpus:
-    """The sentence pairs of ``PREFIX.src`` / ``PREFIX.tgt`` (see the module docstring for the checks)."""
-    src_path, tgt_path = parallel_paths(prefix, src, tgt)
-    src_lines, tgt_lines = _lines(src_path), _lines(tgt_path)
-    if len(src_lines) != len(tgt_lines):
-        raise SeqlabError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}; "
-                          "parallel files must be aligned line by line")
-    pairs_src, pairs_tgt = [], []
-    for number, (s, t) in enumerate(zip(src_lines, tgt_lines), start=1):
+def _pairs(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
+    """The sentence pairs of two aligned files, streamed; a pair empty on one side only is refused (FILE:LINE)."""
+    for number, (s, t) in enumerate(zip(_lines(src_path), _lines(tgt_path)), start=1):
         s_empty, t_empty = not s.strip(), not t.strip()
         if s_empty and t_empty:
             continue
@@ -82,11 +90,30 @@ def read_parallel(prefix: str | os.PathLike, src: str, tgt: str) -> ParallelCorp
             empty, other = (src_path, tgt_path) if s_empty else (tgt_path, src_path)
             raise SeqlabError(f"{empty}:{number} is empty but line {number} of {other} is not; "
                               "remove the pair from both files or fill in the missing side")
-        pairs_src.append(s)
-        pairs_tgt.append(t)
-    if not pairs_src:
+        yield s, t
+
+
+def stream_parallel(prefix: str | os.PathLike, src: str, tgt: str) -> Streamed[tuple[str, str]]:
+    """The sentence pairs of ``PREFIX.src`` / ``PREFIX.tgt`` as a streamed view, every check of the module
+    docstring made (in :func:`read_parallel`'s order) by passes over the files before it returns."""
+    src_path, tgt_path = parallel_paths(prefix, src, tgt)
+    n_src, n_tgt = sum(1 for _ in _lines(src_path)), sum(1 for _ in _lines(tgt_path))
+    if n_src != n_tgt:
+        raise SeqlabError(f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}; "
+                          "parallel files must be aligned line by line")
+    pairs = Streamed(lambda: _pairs(src_path, tgt_path), (src_path, tgt_path))
+    if not len(pairs):
         raise SeqlabError(f"{src_path} and {tgt_path} hold no sentence pairs; give files with text in them")
-    return ParallelCorpus(pairs_src, pairs_tgt)
+    return pairs
+
+
+def read_parallel(prefix: str | os.PathLike, src: str, tgt: str) -> ParallelCorpus:
+    """The sentence pairs of ``PREFIX.src`` / ``PREFIX.tgt`` in memory (see the module docstring for the checks)."""
+    pairs = list(stream_parallel(prefix, src, tgt))
+    return ParallelCorpus([s for s, _ in pairs], [t for _, t in pairs])
+
+
+Pairs = ParallelCorpus | Streamed  # sentence pairs in memory, or streamed from their files
 
 
 def split_prefixes(data) -> dict[str, str]:
@@ -103,12 +130,12 @@ def split_prefixes(data) -> dict[str, str]:
                       f"got data.source={data.source!r}")
 
 
-def cut(corpus: ParallelCorpus, fractions) -> tuple[ParallelCorpus, ParallelCorpus, ParallelCorpus]:
+def cut(corpus: Pairs, fractions) -> tuple[Pairs, Pairs, Pairs]:
     """Contiguous train, valid, test pieces in file order: boundaries round(n f_train), round(n (f_train + f_valid))."""
     n = len(corpus)
     a = min(n, round(n * fractions[0]))
     b = max(a, min(n, round(n * (fractions[0] + fractions[1]))))
-    parts = corpus.slice(0, a), corpus.slice(a, b), corpus.slice(b, n)
+    parts = corpus[0:a], corpus[a:b], corpus[b:n]
     for part, fraction, split in zip(parts, fractions, SPLITS):
         if fraction > 0 and not len(part):
             raise SeqlabError(f"{n} sentence pairs are too few for a {split} split of {fraction:g}; "
@@ -116,13 +143,14 @@ def cut(corpus: ParallelCorpus, fractions) -> tuple[ParallelCorpus, ParallelCorp
     return parts
 
 
-def read_splits(data, splits: tuple[str, ...] = SPLITS) -> dict[str, ParallelCorpus]:
-    """The requested splits of the parallel data described by ``data`` (a DataConfig)."""
+def read_splits(data, splits: tuple[str, ...] = SPLITS, reader: Callable[..., Pairs] = read_parallel) -> dict[str, Pairs]:
+    """The requested splits of the parallel data described by ``data`` (a DataConfig), read by ``reader``: in
+    memory (:func:`read_parallel`) or as streamed views of the files (:func:`stream_parallel`)."""
     prefixes = split_prefixes(data)
     needs_cut = any(not prefixes[s] for s in splits if s != "train")
     out = {}
     if "train" in splits or needs_cut:
-        train = read_parallel(prefixes["train"], data.src, data.tgt)
+        train = reader(prefixes["train"], data.src, data.tgt)
         pieces = dict(zip(SPLITS, cut(train, data.split))) if any(not prefixes[s] for s in SPLITS[1:]) else {}
         out["train"] = pieces.get("train", train)
         for s in SPLITS[1:]:
@@ -130,7 +158,7 @@ def read_splits(data, splits: tuple[str, ...] = SPLITS) -> dict[str, ParallelCor
                 out[s] = pieces[s]
     for s in splits:
         if s not in out:
-            out[s] = read_parallel(prefixes[s], data.src, data.tgt)
+            out[s] = reader(prefixes[s], data.src, data.tgt)
     return {s: out[s] for s in splits}
 
 
@@ -148,12 +176,14 @@ def _train_one(data, texts: list[str]) -> Tokenizer:
     return BPETokenizer.train(texts, vocab_size=data.vocab_size)
 
 
-def train_tokenizers(data, train: ParallelCorpus) -> tuple[Tokenizer, Tokenizer]:
-    """(source tokenizer, target tokenizer), learned from the training pairs; one object for both when joint."""
+def train_tokenizers(data, train: Pairs) -> tuple[Tokenizer, Tokenizer]:
+    """(source tokenizer, target tokenizer), learned from the training pairs (streamed: one pass per side);
+    one object for both when joint."""
+    sources, targets = (s for s, _ in train), (t for _, t in train)
     if joint_vocab(data):
-        tokenizer = _train_one(data, train.src + train.tgt)
+        tokenizer = _train_one(data, itertools.chain(sources, targets))
         return tokenizer, tokenizer
-    return _train_one(data, train.src), _train_one(data, train.tgt)
+    return _train_one(data, sources), _train_one(data, targets)
 
 
 def encode_lines(tokenizer: Tokenizer, lines: list[str]) -> list[list[int]]:
@@ -161,3 +191,4 @@ def encode_lines(tokenizer: Tokenizer, lines: list[str]) -> list[list[int]]:
     if isinstance(tokenizer, BPETokenizer):
         return tokenizer.encode_batch(lines)
     return [tokenizer.encode(line) for line in lines]
+

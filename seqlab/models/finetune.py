@@ -292,6 +292,6 @@ def word_labels(first: list[list[int]], tags: list[list[int]], seq: int) -> tupl
     for row, positions in enumerate(first):
         index = torch.tensor(positions, dtype=torch.long)  # words
         scored[row, index] = True
-        if tags[row]:
+        if len(tags[row]):
             target[row, index] = torch.tensor(tags[row], dtype=torch.long)
     return target, scored

@@ -20,12 +20,18 @@ tokenizer (``data.tokenizer`` and ``data.lowercase`` do not apply; ``model.max_l
 [CLS] and [SEP] included).
 
 Run directory: ``tokenizer.json`` (a pretrained run has ``pretrained.json`` and ``wordpiece.json`` instead),
-``labels.json``, the Trainer's checkpoint files; ``evaluate`` writes ``plots/confusion.png``.
+``labels.json``, the Trainer's checkpoint files; ``evaluate`` writes ``plots/confusion.png``. The splits are
+read as streamed views of the files and encoded sentence by sentence into indexed token stores,
+``RUN/data/SPLIT.ids`` and ``SPLIT.label`` (:mod:`seqlab.data.indexed`; train and valid at training, reused on
+``--resume``; ``eval-test`` / ``eval-valid`` by ``evaluate``), read through memory maps: memory is the stores'
+index, not the text.
 """
 
 from __future__ import annotations
 
+import collections
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -38,8 +44,9 @@ from torch import Tensor, nn
 from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch
-from seqlab.data.conll import numbered_lines
-from seqlab.data.labelled import detect_format, read_labelled
+from seqlab.data.indexed import lengths_of
+from seqlab.data.labelled import iter_labelled
+from seqlab.data.streamed import Streamed, chunks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
 from seqlab.models import finetune
@@ -47,7 +54,7 @@ from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    load_weights, max_len, read_splits, sample_batch, sorted_batches
+    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
@@ -89,24 +96,13 @@ class Batch(NamedTuple):
 
 
 
-def example_lines(path: str) -> list[int]:
-    """The line numbers of the examples :func:`read_labelled` returns, in order: every non-blank line but a
-    TSV header (read_labelled turns each of them into one example or refuses the file)."""
-    numbers, first = [], None
-    for number, line in numbered_lines(path):
-        if line.strip():
-            numbers.append(number)
-            first = line if first is None else first
-    return numbers[1:] if first is not None and detect_format(first) == "tsv" else numbers
+def read_examples(path: str) -> Streamed[Example]:
+    """The labelled sentences of a file as a streamed view (one pass checks and counts them; each later pass
+    streams them again)."""
+    return Streamed(lambda: (Example(s, y, f"{path}:{n}") for n, s, y in iter_labelled(path)), (Path(path),))
 
 
-def read_examples(path: str) -> list[Example]:
-    sentences, labels = read_labelled(path)
-    lines = example_lines(path)
-    return [Example(s, y, f"{path}:{n}") for s, y, n in zip(sentences, labels, lines, strict=True)]
-
-
-def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, list[Example]]:
+def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, Streamed[Example]]:
     return read_splits(cfg.data, read_examples, DATASETS, "classification", splits)
 
 
@@ -115,16 +111,48 @@ def encode_examples(examples: list[Example], tokenizer: Tokenizer | SubwordToken
     return Encoded([tokenizer.encode(ex.text) for ex in examples], [labels.id(ex.label, ex.where) for ex in examples])
 
 
-def fit_length(data: Encoded, limit: int | None) -> tuple[Encoded, int]:
-    """The sentences with 1 .. ``limit`` tokens (``limit`` None: no upper bound), and how many were left out."""
-    keep = [i for i, ids in enumerate(data.ids) if ids and (limit is None or len(ids) <= limit)]
-    return Encoded([data.ids[i] for i in keep], [data.labels[i] for i in keep]), len(data.ids) - len(keep)
+def encoded_examples(examples: Iterable[Example], tokenizer: Tokenizer | SubwordTokenizer, labels: Labels,
+                     limit: int | None, refuse: bool = False) -> Iterator[dict | None]:
+    """Each sentence's ``{"ids", "label"}`` (the label a one-id sequence), streamed; a sentence with no tokens
+    or more than ``limit`` (None: no upper bound) is None (left out), or with ``refuse`` an error naming its
+    file:line."""
+    for chunk in chunks(examples):
+        data = encode_examples(chunk, tokenizer, labels)
+        for ids, label, ex in zip(data.ids, data.labels, chunk):
+            if refuse:
+                check_lengths([ids], limit, lambda _: ex.where)
+            elif not ids or (limit is not None and len(ids) > limit):
+                yield None
+                continue
+            yield {"ids": ids, "label": [label]}
 
 
-def train_tokenizer(cfg: RunConfig, sentences: list[str]) -> Tokenizer:
+def split_data(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[Example]],
+               tokenizer: Tokenizer | SubwordTokenizer, labels: Labels, dist: Dist = Dist(),
+               refuse: bool = False) -> dict[str, tuple[Encoded, dict]]:
+    """Splits (store name -> examples) encoded into the run's token stores (RUN/data/NAME.ids, NAME.label; reused
+    while their files are the same) and memory-mapped, with the stores' records (``dropped``: sentences left
+    out)."""
+    limit = max_len(cfg)
+    stores = split_stores(cfg, run_dir, views, {"ids": tokenizer.vocab_size, "label": len(labels)},
+                          lambda examples: encoded_examples(examples, tokenizer, labels, limit, refuse), dist)
+    return {name: (Encoded(store["ids"], store["label"].values), record) for name, (store, record) in stores.items()}
+
+
+def train_tokenizer(cfg: RunConfig, sentences: Iterable[str]) -> Tokenizer:
+    """The configured tokenizer trained on the sentences (streamed) as one text, a sentence a line."""
     from seqlab.tasks.lm import train_tokenizer as lm_tokenizer  # the LM task's: char | word | bpe from data.*
 
-    return lm_tokenizer(cfg, "\n".join(sentences))
+    def lines() -> Iterator[str]:  # the pieces of "\n".join(sentences), each cut after its line's newline
+        previous = None
+        for sentence in sentences:
+            if previous is not None:
+                yield previous + "\n"
+            previous = sentence
+        if previous is not None:
+            yield previous
+
+    return lm_tokenizer(cfg, lines())
 
 
 def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
@@ -134,9 +162,18 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     examples = read_data(cfg, ("train", "valid"))
     pretrained = isinstance(cfg.model, PretrainedClassifierConfig)
     if dist.main and not (run_dir / LABELS).exists():
-        if not pretrained:
-            train_tokenizer(cfg, [ex.text for ex in examples["train"]]).save(run_dir / TOKENIZER)
-        Labels.build(ex.label for ex in examples["train"]).save(run_dir / LABELS)
+        names: set[str] = set()  # the training labels, gathered on the tokenizer's pass over the split
+
+        def train_texts() -> Iterator[str]:
+            for ex in examples["train"]:
+                names.add(ex.label)
+                yield ex.text
+
+        if pretrained:
+            collections.deque(train_texts(), maxlen=0)
+        else:
+            train_tokenizer(cfg, train_texts()).save(run_dir / TOKENIZER)
+        Labels.build(names).save(run_dir / LABELS)
     dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:
@@ -145,12 +182,12 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
         tokenizer = load_tokenizer(run_dir / TOKENIZER)
         model = build_model(cfg, tokenizer.vocab_size, len(labels))
     data = {}
-    for split, exs in examples.items():
-        data[split], dropped = fit_length(encode_examples(exs, tokenizer, labels), max_len(cfg))
-        if dropped:
-            log(f"{split}: left out {dropped} of {len(exs)} sentences with no tokens or more than "
+    for split, (data[split], record) in split_data(cfg, run_dir, examples, tokenizer, labels, dist).items():
+        exs = examples[split]
+        if record["dropped"]:
+            log(f"{split}: left out {record['dropped']} of {len(exs)} sentences with no tokens or more than "
                 f"model.max_len={max_len(cfg)}")
-    if not data["train"].ids:
+    if not len(data["train"].ids):
         raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
     return model, tokenizer, labels, data
 
@@ -175,7 +212,8 @@ def build_model(cfg: RunConfig, vocab_size: int, n_classes: int) -> Classifier:
 def collate(data: Encoded, index: list[int]) -> Batch:
     """Padded ids (sub-word ids too are padded with 0: an id of every vocabulary, hidden by the mask)."""
     ids, mask = pad_batch([data.ids[i] for i in index], PAD_ID)  # batch, seq
-    labels = torch.tensor([data.labels[i] for i in index] if data.labels else [0] * len(index))  # batch
+    labels = torch.from_numpy(np.asarray(data.labels, dtype=np.int64)[index] if len(data.labels)
+                              else np.zeros(len(index), dtype=np.int64))  # batch
     return Batch(ids, mask, labels)
 
 
@@ -185,10 +223,10 @@ def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_
     """(sum of sentence NLL, sentences, {sentence index: class probabilities (classes,)}) over length-sorted
     batches (all, or ``max_batches`` spread evenly); ``data.labels`` may be empty (prediction: no loss)."""
     total, count, probs = 0.0, 0, {}
-    for index in sorted_batches([len(x) for x in data.ids], batch_size, max_batches):
+    for index in sorted_batches(lengths_of(data.ids), batch_size, max_batches):
         ids, mask, labels = (t.to(device) for t in collate(data, index))
         logits = model(ids, mask).float()  # batch, classes
-        if data.labels:
+        if len(data.labels):
             total += float(F.cross_entropy(logits, labels, reduction="sum"))
             count += len(index)
         p = torch.softmax(logits, dim=-1).cpu().numpy()  # batch, classes: ŷ
@@ -209,7 +247,7 @@ class ClassifyTask:
         self.label_smoothing = label_smoothing
         self.model, self.train, self.valid = model, train, valid
         self.train_tokens = len(train.ids)  # items per epoch: sentences
-        self.lengths = torch.tensor([len(x) for x in train.ids])  # sentences
+        self.lengths = torch.from_numpy(lengths_of(train.ids))  # sentences
         self.eval_batch_size = eval_batch_size
 
     def train_batch(self, generator: torch.Generator, n: int) -> Batch:
@@ -229,7 +267,7 @@ class ClassifyTask:
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         """Sentence NLL and accuracy over the validation sentences scored (all, or ``max_batches`` batches)."""
-        if not self.valid.ids:
+        if not len(self.valid.ids):
             return {"loss": math.nan}
         total, count, probs = run_classifier(model, self.valid, device, self.eval_batch_size, max_batches)
         correct = sum(int(np.argmax(p) == self.valid.labels[i]) for i, p in probs.items())
@@ -314,8 +352,11 @@ class SentenceClassifier(Labeller):
         examples = evaluation_split(self.config, split, read_data)
         for ex in examples:
             self.labels.id(ex.label, ex.where)  # a label the model never saw: error naming its line
-        probs = self.probabilities([ex.text for ex in examples], lambda i: examples[i].where)
-        gold = [ex.label for ex in examples]
+        data, _ = split_data(self.config, self.run_dir, {f"eval-{split}": examples}, self.tokenizer, self.labels,
+                             refuse=True)[f"eval-{split}"]  # no tokens or too long: error naming its line
+        probs = run_classifier(self.model, data, self.device)[2]
+        probs = [probs[i] for i in range(len(data.ids))]
+        gold = [self.labels.names[y] for y in data.labels]
         pred = [self.labels.names[int(np.argmax(p))] for p in probs]
         scores = classification_scores(gold, pred)
         _, counts = confusion_matrix(gold, pred, labels=self.labels.names)

@@ -14,6 +14,12 @@ Tokens are CoNLL's first column at training and whitespace-separated words at pr
 file is an error naming ``file:line``. With a Transformer encoder, training sentences longer than
 ``model.max_len`` are left out (and counted in the log); at prediction and evaluation they are refused.
 
+Splits are read as streamed views of the files (:func:`read_examples`, :class:`seqlab.data.streamed.Streamed`)
+and encoded sentence by sentence into indexed token stores in the run directory (``RUN/data/SPLIT.words``,
+``.tags`` and, fine-tuning, ``.first``; :mod:`seqlab.data.indexed`), which batches gather from through memory
+maps: memory is the stores' index, not the text. Training writes train and valid (reused on ``--resume``),
+``evaluate`` the split it scores (``eval-test``, ``eval-valid``).
+
 ``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.finetune`): the words are
 split into the encoder's WordPiece sub-words instead (``model.max_len`` counts those, [CLS] and [SEP]
 included), each word's tag sits on its first sub-word, the loss reads only those positions and a word's
@@ -25,7 +31,9 @@ instead), ``labels.json`` (tags), the Trainer's checkpoint files.
 
 from __future__ import annotations
 
+import collections
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -36,7 +44,9 @@ from torch import Tensor, nn
 from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch
-from seqlab.data.conll import detect_scheme, read_conll, to_iob2
+from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
+from seqlab.data.indexed import lengths_of
+from seqlab.data.streamed import Streamed, chunks, counted
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum
 from seqlab.metrics.ner import entity_f1
@@ -44,7 +54,7 @@ from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    load_weights, max_len, read_splits, sample_batch, sorted_batches
+    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
@@ -93,13 +103,20 @@ class Batch(NamedTuple):
 
 
 
-def read_examples(path: str) -> list[Example]:
-    sentences = read_conll(path)
-    iob1 = detect_scheme(s.tags for s in sentences) == "IOB1"
-    return [Example(s.tokens, to_iob2(s.tags) if iob1 else s.tags, s.tags, str(path), s.line) for s in sentences]
+def read_examples(path: str) -> Streamed[Example]:
+    """The sentences of a CoNLL file as a streamed view: one pass checks the file, counts the sentences and tells
+    IOB1 from the other schemes (IOB1 tags are read as IOB2); each later pass streams them again."""
+    count = [0]
+    iob1 = detect_scheme(s.tags for s in counted(iter_conll(path), count)) == "IOB1"
+
+    def read() -> Iterator[Example]:
+        for s in iter_conll(path):
+            yield Example(s.tokens, to_iob2(s.tags) if iob1 else s.tags, s.tags, str(path), s.line)
+
+    return Streamed(read, (Path(path),), count[0])
 
 
-def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, list[Example]]:
+def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, Streamed[Example]]:
     if cfg.data.tokenizer != "word":
         raise SeqlabError(f"data.tokenizer={cfg.data.tokenizer!r}, but tagging labels whitespace-separated words "
                           "(one tag each); set data.tokenizer=word")
@@ -126,13 +143,36 @@ def encode_examples(examples: list[Example], vocab: Vocab | SubwordTokenizer, la
     return Encoded(ids, [[labels.id(tag, ex.where(i)) for i, tag in enumerate(ex.tags)] for ex in examples], first)
 
 
-def fit_length(data: Encoded, limit: int | None) -> tuple[Encoded, int]:
-    """The sentences of at most ``limit`` tokens (None: all), and how many were left out."""
-    if limit is None:
-        return data, 0
-    keep = [i for i, w in enumerate(data.words) if len(w) <= limit]
-    first = None if data.first is None else [data.first[i] for i in keep]
-    return Encoded([data.words[i] for i in keep], [data.tags[i] for i in keep], first), len(data.words) - len(keep)
+def encoded_examples(examples: Iterable[Example], vocab: Vocab | SubwordTokenizer, labels: Labels, lowercase: bool,
+                     limit: int | None, refuse: bool = False) -> Iterator[dict | None]:
+    """Each sentence's ``{"words", "tags"[, "first"]}`` ids, streamed; a sentence of more than ``limit`` tokens
+    (None: no limit) is None (left out), or with ``refuse`` an error naming its file:line."""
+    for chunk in chunks(examples):
+        data = encode_examples(chunk, vocab, labels, lowercase)
+        for i, ex in enumerate(chunk):
+            if refuse:
+                check_lengths(data.words[i:i + 1], limit, lambda _: f"{ex.path}:{ex.line} (a sentence)")
+            elif limit is not None and len(data.words[i]) > limit:
+                yield None
+                continue
+            yield {"words": data.words[i], "tags": data.tags[i],
+                   **({} if data.first is None else {"first": data.first[i]})}
+
+
+def split_data(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[Example]], vocab: Vocab | SubwordTokenizer,
+               labels: Labels, dist: Dist = Dist(), refuse: bool = False) -> dict[str, tuple[Encoded, dict]]:
+    """Splits (store name -> examples) encoded into the run's token stores (RUN/data/NAME.*, reused while their
+    files are the same) and memory-mapped, with the stores' records (``dropped``: sentences left out as too
+    long)."""
+    limit = max_len(cfg)
+    bounds = {"words": len(vocab), "tags": len(labels)}
+    if isinstance(vocab, SubwordTokenizer):
+        bounds["first"] = limit or 1 << 31  # positions of first sub-words, below the sentence's length
+    stores = split_stores(cfg, run_dir, views, bounds,
+                          lambda examples: encoded_examples(examples, vocab, labels, cfg.data.lowercase, limit, refuse),
+                          dist)
+    return {name: (Encoded(store["words"], store["tags"], store.get("first")), record)
+            for name, (store, record) in stores.items()}
 
 
 def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
@@ -143,10 +183,18 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     d = cfg.data
     pretrained = isinstance(cfg.model, PretrainedTaggerConfig)
     if dist.main and not (run_dir / LABELS).exists():
-        if not pretrained:
-            Vocab.build((words(ex.tokens, d.lowercase) for ex in examples["train"]), min_freq=d.min_freq,
-                        max_size=d.max_size or None).save(run_dir / VOCAB)
-        Labels.build((tag for ex in examples["train"] for tag in ex.tags), first=("O",)).save(run_dir / LABELS)
+        tags: set[str] = set()  # the training tags, gathered on the vocabulary's pass over the split
+
+        def train_words() -> Iterator[list[str]]:
+            for ex in examples["train"]:
+                tags.update(ex.tags)
+                yield words(ex.tokens, d.lowercase)
+
+        if pretrained:
+            collections.deque(train_words(), maxlen=0)
+        else:
+            Vocab.build(train_words(), min_freq=d.min_freq, max_size=d.max_size or None).save(run_dir / VOCAB)
+        Labels.build(tags, first=("O",)).save(run_dir / LABELS)
     dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
     labels = Labels.load(run_dir / LABELS)
     if pretrained:
@@ -155,11 +203,12 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
         vocab = Vocab.load(run_dir / VOCAB)
         model = build_model(cfg, len(vocab), len(labels))
     data = {}
-    for split, exs in examples.items():
-        data[split], dropped = fit_length(encode_examples(exs, vocab, labels, d.lowercase), max_len(cfg))
-        if dropped:
-            log(f"{split}: left out {dropped} of {len(exs)} sentences longer than model.max_len={max_len(cfg)}")
-    if not data["train"].words:
+    for split, (data[split], record) in split_data(cfg, run_dir, examples, vocab, labels, dist).items():
+        exs = examples[split]
+        if record["dropped"]:
+            log(f"{split}: left out {record['dropped']} of {len(exs)} sentences longer than "
+                f"model.max_len={max_len(cfg)}")
+    if not len(data["train"].words):
         raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
     return model, vocab, labels, data
 
@@ -192,10 +241,10 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
     """(sum of token NLL, real tokens, {sentence index: predicted tag ids}) over length-sorted batches (all
     of them, or ``max_batches`` spread evenly); ``data.tags`` may be empty lists (prediction: no loss)."""
     total, count, predicted = 0.0, 0, {}
-    for index in sorted_batches([len(w) for w in data.words], batch_size, max_batches):
+    for index in sorted_batches(lengths_of(data.words), batch_size, max_batches):
         ids, mask, tags, scored = (t.to(device) for t in collate(data, index))
         logits = model(ids, mask)  # batch, seq, labels
-        if data.tags[index[0]]:
+        if len(data.tags[index[0]]):
             s, c = nll_sum(logits, tags, scored)
             total, count = total + float(s), count + c
         best, scored = logits.argmax(dim=-1).cpu(), scored.cpu()  # batch, seq
@@ -215,8 +264,8 @@ class TagTask:
                  label_smoothing: float = 0.0):
         self.label_smoothing = label_smoothing
         self.model, self.train, self.valid, self.labels = model, train, valid, labels
-        self.train_tokens = sum(len(t) for t in train.tags)  # tokens (words) per epoch
-        self.lengths = torch.tensor([len(w) for w in train.words])  # sentences
+        self.train_tokens = int(lengths_of(train.tags).sum())  # tokens (words) per epoch
+        self.lengths = torch.from_numpy(lengths_of(train.words))  # sentences
         self.eval_batch_size = eval_batch_size
 
     def train_batch(self, generator: torch.Generator, n: int) -> Batch:
@@ -234,7 +283,7 @@ class TagTask:
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         """Token NLL and entity F1 over the validation sentences scored (all, or ``max_batches`` batches)."""
-        if not self.valid.words:
+        if not len(self.valid.words):
             return {"loss": math.nan}
         total, count, predicted = run_tagger(model, self.valid, device, self.eval_batch_size, max_batches)
         names = self.labels.names
@@ -295,11 +344,12 @@ class SequenceTagger(Labeller):
         for ex in examples:
             for i, tag in enumerate(ex.tags):
                 self.labels.id(tag, ex.where(i))  # a tag the model never saw: error naming its line
-        predicted = self._run([list(ex.tokens) for ex in examples],
-                              lambda i: f"{examples[i].path}:{examples[i].line} (a sentence)")
+        data, _ = split_data(self.config, self.run_dir, {f"eval-{split}": examples}, self.tokenizer, self.labels,
+                             refuse=True)[f"eval-{split}"]  # too long: error naming its line
+        predicted = run_tagger(self.model, data, self.device)[2]
         names = self.labels.names
-        return entity_f1([list(ex.tags) for ex in examples],
-                         [[names[t] for t in predicted[i]] for i in range(len(examples))])
+        return entity_f1([[names[t] for t in data.tags[i]] for i in range(len(data.tags))],
+                         [[names[t] for t in predicted[i]] for i in range(len(data.tags))])
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SequenceTagger:

@@ -1,4 +1,4 @@
-"""What the tagging and classification tasks share: where each split's examples come from, the label
+"""What the tagging and classification tasks share (and translation, the token stores): where each split's examples come from, the label
 vocabulary, length-sorted batches of token-id sequences, and the trained model as ``seqlab.load`` returns it
 (:class:`Labeller`).
 
@@ -6,6 +6,9 @@ Splits (DESIGN.md "Config conventions"): ``data.train`` (with ``data.valid`` / `
 override ``data.source``; a split that is not named is cut from the training file by ``data.split``
 (contiguous, in file order, by example counts). ``data.source`` is a dataset name of the task's table (its
 cached split files; downloaded when missing) or the path of one file to cut by ``data.split``.
+The readers are streamed views (:class:`seqlab.data.streamed.Streamed`): ``read_splits`` cuts them by example
+counts without holding them, and :func:`split_stores` (used by translation too) encodes the splits once into the
+run's indexed token stores (``RUN/data``, :mod:`seqlab.data.indexed`) that batches gather from.
 
 Training batches are drawn with the data generator only, as the translation task does: a pool of
 ``POOL_BATCHES * n`` random example indices, sorted by length, of which a random run of ``n`` consecutive
@@ -15,11 +18,14 @@ Evaluation batches are length-sorted runs over the whole split (or ``max_batches
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -27,19 +33,22 @@ from seqlab import checkpoint
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data import download
 from seqlab.data.batching import spread_batches
+from seqlab.data.indexed import IndexedArrays, SplitWriter, reused_split
 from seqlab.data.sources import EMBEDDED
+from seqlab.data.streamed import Streamed
 from seqlab.errors import SeqlabError
 from seqlab.io import read_json, write_json_atomic
 from seqlab.models import finetune
 from seqlab.models.sentence import SentenceEncoder
 from seqlab.text.tokenizers import Tokenizer
 from seqlab.text.vocab import Vocab
-from seqlab.devices import resolve_device
+from seqlab.devices import Dist, resolve_device
 
 T = TypeVar("T")
 SPLITS = ("train", "valid", "test")
 POOL_BATCHES = 16  # training batches are cut from length-sorted pools of this many batches
 PREDICT_BATCH = 64  # sentences run together at prediction and evaluation
+DATA_DIR = "data"  # RUN/data: the splits' indexed token stores
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -104,6 +113,35 @@ def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[s
     return examples
 
 
+def split_stores(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[T]], bounds: dict[str, int],
+                 encode: Callable[[Iterable[T]], Iterable[dict | None]],
+                 dist: Dist = Dist()) -> dict[str, tuple[dict[str, IndexedArrays], dict]]:
+    """The fields ``bounds`` names of each split of ``views`` (store name -> examples), encoded once into
+    ``RUN/data/NAME.FIELD.bin/.idx`` by ``encode(examples)`` (one ``{field: ids}`` per example, None to leave it
+    out) and memory-mapped, with their records (``examples`` kept, ``dropped``); reused while the source files,
+    the range and the settings are the same (``--resume``). Splits cut from one file are encoded in one pass
+    over it, in file order. Rank 0 writes them; the other ranks map them once it has."""
+    directory = run_dir / DATA_DIR
+    keys = {name: {"examples": view.key, "data": dataclasses.asdict(cfg.data), "max_len": max_len(cfg)}
+            for name, view in views.items()}
+    if dist.main:
+        todo = [name for name in views if reused_split(directory, name, keys[name], bounds) is None]
+        groups: dict[int, list[str]] = {}  # views of one stream (slices of one file's examples) go together
+        for name in todo:
+            groups.setdefault(id(views[name].read), []).append(name)
+        for names in groups.values():
+            start, stop = min(views[n].start for n in names), max(views[n].stop for n in names)
+            with contextlib.ExitStack() as stack:
+                writers = [(views[n], stack.enter_context(SplitWriter(directory, n, keys[n], bounds)))
+                           for n in names]
+                for i, example in enumerate(encode(views[names[0]].span(start, stop)), start=start):
+                    for view, writer in writers:
+                        if view.start <= i < view.stop:
+                            writer.append(example)
+    dist.barrier()
+    return {name: reused_split(directory, name, keys[name], bounds) for name in views}
+
+
 def max_len(cfg: RunConfig) -> int | None:
     """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
     return getattr(cfg.model, "max_len", None)
@@ -165,8 +203,9 @@ def sample_batch(lengths: Tensor, n: int, generator: torch.Generator) -> list[in
 
 
 def sorted_batches(lengths: Sequence[int], batch_size: int, max_batches: int | None = None) -> list[list[int]]:
-    """Example indices in length-sorted batches; with ``max_batches``, that many spread evenly over them."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    """Example indices in length-sorted batches (ties in index order); with ``max_batches``, that many spread
+    evenly over them."""
+    order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable").tolist()
     return spread_batches(order, batch_size, max_batches)
 
 

@@ -5,7 +5,12 @@ Examples (ids from :mod:`seqlab.data.parallel`'s tokenizers):
     source      x_1 .. x_m <eos>        (the <eos> marks the end for the encoder)
     decoder in  <sos> y_1 .. y_n        targets  y_1 .. y_n <eos>   (seed 004: <sos> and <eos>)
 Sentence pairs whose source (with <eos>) or target (with <sos>/<eos>) exceeds ``model.max_len`` are
-left out of training and validation, and the number left out is logged. At prediction a source longer
+left out of training and validation, and the number left out is logged. The train and valid pairs are
+streamed from the files (:func:`seqlab.data.parallel.stream_parallel`) into indexed token stores in the run
+directory (``RUN/data/{train,valid}.{src,tgt}.bin/.idx``, :mod:`seqlab.data.indexed`, reused on ``--resume``)
+and batches gather from their memory maps: memory is the index, not the text. ``evaluate`` encodes the
+sources of the split it scores into ``RUN/data/eval-SPLIT.src`` the same way (the references, text, are
+streamed from the files for BLEU). At prediction a source longer
 than ``model.max_len`` is refused (never silently truncated), naming the line.
 
 Training batches are drawn with the data generator only: a pool of ``POOL_BATCHES * n`` random pair
@@ -22,10 +27,12 @@ the raw reference lines. Words not in a word/char vocabulary read as ``<unk>`` (
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -33,7 +40,9 @@ from seqlab import checkpoint
 from seqlab.beam import Hypothesis, translate_ids
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, spread_batches
-from seqlab.data.parallel import ParallelCorpus, encode_lines, joint_vocab, read_splits, train_tokenizers
+from seqlab.data.indexed import lengths_of
+from seqlab.data.parallel import Pairs, encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
+from seqlab.data.streamed import chunks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
@@ -41,6 +50,7 @@ from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
+from seqlab.tasks.text_batches import split_stores
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
@@ -59,10 +69,11 @@ DECODE_BATCH = 64  # sentences decoded together
 
 @dataclass
 class Examples:
-    """Encoded pairs: ``src[i]`` ends with <eos>; ``tgt[i]`` has neither <sos> nor <eos>."""
+    """Encoded pairs: ``src[i]`` ends with <eos>; ``tgt[i]`` has neither <sos> nor <eos>. Lists of id lists, or
+    the memory-mapped stores of a split (:class:`~seqlab.data.indexed.IndexedArrays`)."""
 
-    src: list[list[int]]
-    tgt: list[list[int]]
+    src: Sequence[Sequence[int]]
+    tgt: Sequence[Sequence[int]]
 
     def __len__(self) -> int:
         return len(self.src)
@@ -91,29 +102,34 @@ def load_tokenizers(run_dir: Path) -> tuple[Tokenizer, Tokenizer]:
     return src_tok, tgt_tok
 
 
-def encode_corpus(corpus: ParallelCorpus, src_tok: Tokenizer, tgt_tok: Tokenizer) -> Examples:
-    return Examples([ids + [src_tok.eos_id] for ids in encode_lines(src_tok, corpus.src)],
-                    encode_lines(tgt_tok, corpus.tgt))
-
-
-def fit_length(examples: Examples, max_len: int) -> tuple[Examples, int]:
-    """The pairs whose source (with <eos>) and decoder input (<sos> + target) fit in max_len; and how many did not."""
-    keep = [i for i, (s, t) in enumerate(zip(examples.src, examples.tgt)) if len(s) <= max_len and len(t) < max_len]
-    return Examples([examples.src[i] for i in keep], [examples.tgt[i] for i in keep]), len(examples) - len(keep)
+def encoded_pairs(pairs: Pairs, src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int) -> Iterator[dict | None]:
+    """Each pair's ``{"src": ids + [<eos>], "tgt": ids}``, or None when the source (with <eos>) or the decoder
+    input (<sos> + target) does not fit in max_len; streamed, a chunk of pairs at a time."""
+    for chunk in chunks(pairs):
+        sources = encode_lines(src_tok, [s for s, _ in chunk])
+        targets = encode_lines(tgt_tok, [t for _, t in chunk])
+        for s, t in zip(sources, targets):
+            s.append(src_tok.eos_id)
+            yield {"src": s, "tgt": t} if len(s) <= max_len and len(t) < max_len else None
 
 
 def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
-    """Tokenizers (learned once per run directory, then reloaded) and the encoded train/valid pairs."""
-    corpora = read_splits(cfg.data, ("train", "valid"))
+    """Tokenizers (learned once per run directory, then reloaded) and the encoded train/valid pairs, streamed from
+    the files into the run's token stores (RUN/data, reused on --resume) and memory-mapped."""
+    corpora = read_splits(cfg.data, ("train", "valid"), reader=stream_parallel)
     if dist.main and not (run_dir / TGT_TOKENIZER).exists():
         save_tokenizers(run_dir, *train_tokenizers(cfg.data, corpora["train"]))
     dist.barrier()  # rank 0 wrote the tokenizers; every rank reads the same files
     src_tok, tgt_tok = load_tokenizers(run_dir)
+    bounds = {"src": src_tok.vocab_size, "tgt": tgt_tok.vocab_size}
     examples = {}
-    for split, corpus in corpora.items():
-        examples[split], dropped = fit_length(encode_corpus(corpus, src_tok, tgt_tok), cfg.model.max_len)
-        if dropped:
-            log(f"{split}: left out {dropped} of {len(corpus)} pairs longer than model.max_len={cfg.model.max_len}")
+    stores = split_stores(cfg, run_dir, corpora, bounds,
+                          lambda pairs: encoded_pairs(pairs, src_tok, tgt_tok, cfg.model.max_len), dist)
+    for split, (store, record) in stores.items():
+        examples[split] = Examples(store["src"], store["tgt"])
+        if record["dropped"]:
+            log(f"{split}: left out {record['dropped']} of {len(corpora[split])} pairs longer than "
+                f"model.max_len={cfg.model.max_len}")
     if not len(examples["train"]):
         raise SeqlabError(f"no training pair fits in model.max_len={cfg.model.max_len}; raise model.max_len")
     return src_tok, tgt_tok, examples
@@ -121,8 +137,9 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
 
 def collate(examples: Examples, index: list[int], sos_id: int, eos_id: int, pad_id: int) -> Batch:
     src, src_mask = pad_batch([examples.src[i] for i in index], pad_id)  # batch, src
-    tgt_in, tgt_mask = pad_batch([[sos_id] + examples.tgt[i] for i in index], pad_id)  # batch, tgt
-    tgt_out, _ = pad_batch([examples.tgt[i] + [eos_id] for i in index], pad_id)  # batch, tgt
+    targets = [np.asarray(examples.tgt[i], dtype=np.int64) for i in index]
+    tgt_in, tgt_mask = pad_batch([np.concatenate(([sos_id], t)) for t in targets], pad_id)  # batch, tgt
+    tgt_out, _ = pad_batch([np.concatenate((t, [eos_id])) for t in targets], pad_id)  # batch, tgt
     return Batch(src, src_mask, tgt_in, tgt_out, tgt_mask)
 
 
@@ -147,8 +164,9 @@ class TranslateTask:
         self.model, self.train, self.valid = model, train, valid
         self.label_smoothing = label_smoothing
         self.special = dict(sos_id=tgt_tok.sos_id, eos_id=tgt_tok.eos_id, pad_id=tgt_tok.pad_id)
-        self.train_tokens = sum(len(t) + 1 for t in train.tgt)  # target tokens (with <eos>) per epoch
-        self.lengths = torch.tensor([max(len(s), len(t) + 1) for s, t in zip(train.src, train.tgt)])  # pairs
+        src_len, tgt_len = lengths_of(train.src), lengths_of(train.tgt)  # pairs
+        self.train_tokens = int((tgt_len + 1).sum())  # target tokens (with <eos>) per epoch
+        self.lengths = torch.from_numpy(np.maximum(src_len, tgt_len + 1))  # pairs
         self.eval_batch_size = eval_batch_size
 
     def train_batch(self, generator: torch.Generator, n: int) -> Batch:
@@ -179,7 +197,8 @@ def score_examples(model: nn.Module, examples: Examples, special: dict, batch_si
                    max_batches: int | None = None) -> tuple[float, int]:
     """(sum of target-token NLL, number of target tokens) under teacher forcing, in length-sorted batches;
     with ``max_batches``, that many batches spread evenly over the split."""
-    order = sorted(range(len(examples)), key=lambda i: (len(examples.tgt[i]), len(examples.src[i]), i))
+    src_len, tgt_len = lengths_of(examples.src), lengths_of(examples.tgt)  # pairs
+    order = np.lexsort((np.arange(len(examples)), src_len, tgt_len)).tolist()  # by target, source length, index
     batches = spread_batches(order, batch_size, max_batches)
     total, count = 0.0, 0
     for index in batches:
@@ -221,11 +240,12 @@ class Translator:
         self.run_dir, self.config, self.model, self.device = run_dir, cfg, model, device
         self.src_tok, self.tgt_tok = src_tok, tgt_tok
 
-    def encode_sources(self, lines: list[str], where: str = "input line") -> list[list[int]]:
-        """Source ids (with <eos>); a source longer than max_len is refused, naming its line."""
+    def encode_sources(self, lines: list[str], where: str = "input line", first: int = 1) -> list[list[int]]:
+        """Source ids (with <eos>); a source longer than max_len is refused, naming its line (the first one
+        ``first``)."""
         max_len = self.model.cfg.max_len
         ids = [i + [self.src_tok.eos_id] for i in encode_lines(self.src_tok, list(lines))]
-        for number, seq in enumerate(ids, start=1):
+        for number, seq in enumerate(ids, start=first):
             if len(seq) > max_len:
                 raise SeqlabError(f"{where} {number} has {len(seq)} tokens (with <eos>), more than model.max_len="
                                   f"{max_len}; split it into shorter sentences")
@@ -265,9 +285,24 @@ class Translator:
 
         if split not in ("valid", "test"):
             raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
-        corpus = read_splits(self.config.data, (split,))[split]
-        hyps = self.translate(corpus.src, beam, alpha, where=f"{split} sentence")
-        score = corpus_bleu([self.tgt_tok.decode(h.tokens) for h in hyps], [corpus.tgt])
+        pairs = read_splits(self.config.data, (split,), reader=stream_parallel)[split]
+        beam = DEFAULT_BEAM if beam is None else beam
+        if beam < 1:
+            raise SeqlabError(f"--beam must be >= 1 (1 = greedy), got {beam}")
+
+        def sources(pairs: Pairs) -> Iterator[dict]:  # a source too long for the model: an error naming it
+            done = 0
+            for chunk in chunks(pairs):
+                for ids in self.encode_sources([s for s, _ in chunk], f"{split} sentence", first=done + 1):
+                    yield {"src": ids}
+                done += len(chunk)
+
+        store, _ = split_stores(self.config, self.run_dir, {f"eval-{split}": pairs},
+                                {"src": self.src_tok.vocab_size}, sources)[f"eval-{split}"]
+        tok = self.tgt_tok
+        hyps = translate_ids(self.model, store["src"], sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
+                             beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
+        score = corpus_bleu([tok.decode(h.tokens) for h in hyps], [[t for _, t in pairs]])
         return {"bleu": score.score, "signature": score.signature}
 
     def _token_strings(self, tok: Tokenizer, ids: list[int]) -> list[str]:
