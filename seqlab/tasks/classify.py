@@ -23,7 +23,7 @@ Run directory: ``tokenizer.json`` (a pretrained run has ``pretrained.json`` and 
 ``labels.json``, the Trainer's checkpoint files; ``evaluate`` writes ``plots/confusion.png``. The splits are
 read as streamed views of the files and encoded sentence by sentence into indexed token stores,
 ``RUN/data/SPLIT.ids`` and ``SPLIT.label`` (:mod:`seqlab.data.indexed`; train and valid at training, reused on
-``--resume``; ``eval-test`` / ``eval-valid`` by ``evaluate``), read through memory maps: memory is the stores'
+``--resume``; ``evaluate`` encodes the split it scores into a temporary folder), read through memory maps: memory is the stores'
 index, not the text.
 """
 
@@ -54,6 +54,7 @@ from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
+    scratch_run_dir, \
     load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist
@@ -352,11 +353,12 @@ class SentenceClassifier(Labeller):
         examples = evaluation_split(self.config, split, read_data)
         for ex in examples:
             self.labels.id(ex.label, ex.where)  # a label the model never saw: error naming its line
-        data, _ = split_data(self.config, self.run_dir, {f"eval-{split}": examples}, self.tokenizer, self.labels,
-                             refuse=True)[f"eval-{split}"]  # no tokens or too long: error naming its line
-        probs = run_classifier(self.model, data, self.device)[2]
-        probs = [probs[i] for i in range(len(data.ids))]
-        gold = [self.labels.names[y] for y in data.labels]
+        with scratch_run_dir() as scratch:
+            data, _ = split_data(self.config, scratch, {f"eval-{split}": examples}, self.tokenizer, self.labels,
+                                 refuse=True)[f"eval-{split}"]  # no tokens or too long: error naming its line
+            probs = run_classifier(self.model, data, self.device)[2]
+            probs = [probs[i] for i in range(len(data.ids))]
+            gold = [self.labels.names[y] for y in data.labels]
         pred = [self.labels.names[int(np.argmax(p))] for p in probs]
         scores = classification_scores(gold, pred)
         _, counts = confusion_matrix(gold, pred, labels=self.labels.names)

@@ -18,7 +18,7 @@ Splits are read as streamed views of the files (:func:`read_examples`, :class:`s
 and encoded sentence by sentence into indexed token stores in the run directory (``RUN/data/SPLIT.words``,
 ``.tags`` and, fine-tuning, ``.first``; :mod:`seqlab.data.indexed`), which batches gather from through memory
 maps: memory is the stores' index, not the text. Training writes train and valid (reused on ``--resume``),
-``evaluate`` the split it scores (``eval-test``, ``eval-valid``).
+``evaluate`` encodes the split it scores into a temporary folder, removed afterwards.
 
 ``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.finetune`): the words are
 split into the encoder's WordPiece sub-words instead (``model.max_len`` counts those, [CLS] and [SEP]
@@ -54,6 +54,7 @@ from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
+    scratch_run_dir, \
     load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
@@ -344,12 +345,13 @@ class SequenceTagger(Labeller):
         for ex in examples:
             for i, tag in enumerate(ex.tags):
                 self.labels.id(tag, ex.where(i))  # a tag the model never saw: error naming its line
-        data, _ = split_data(self.config, self.run_dir, {f"eval-{split}": examples}, self.tokenizer, self.labels,
-                             refuse=True)[f"eval-{split}"]  # too long: error naming its line
-        predicted = run_tagger(self.model, data, self.device)[2]
-        names = self.labels.names
-        return entity_f1([[names[t] for t in data.tags[i]] for i in range(len(data.tags))],
-                         [[names[t] for t in predicted[i]] for i in range(len(data.tags))])
+        with scratch_run_dir() as scratch:
+            data, _ = split_data(self.config, scratch, {f"eval-{split}": examples}, self.tokenizer, self.labels,
+                                 refuse=True)[f"eval-{split}"]  # too long: error naming its line
+            predicted = run_tagger(self.model, data, self.device)[2]
+            names = self.labels.names
+            return entity_f1([[names[t] for t in data.tags[i]] for i in range(len(data.tags))],
+                             [[names[t] for t in predicted[i]] for i in range(len(data.tags))])
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SequenceTagger:

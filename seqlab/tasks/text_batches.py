@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -140,6 +141,15 @@ def split_stores(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[T]], b
                             writer.append(example)
     dist.barrier()
     return {name: reused_split(directory, name, keys[name], bounds) for name in views}
+
+
+@contextlib.contextmanager
+def scratch_run_dir() -> Iterator[Path]:
+    """A temporary folder standing in for the run directory while a split is evaluated: its token stores
+    (:func:`split_stores`) are written there and removed afterwards, never into the run (which readers do not
+    lock, and which may be read-only)."""
+    with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
+        yield Path(scratch)
 
 
 def max_len(cfg: RunConfig) -> int | None:

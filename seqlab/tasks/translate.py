@@ -9,7 +9,7 @@ left out of training and validation, and the number left out is logged. The trai
 streamed from the files (:func:`seqlab.data.parallel.stream_parallel`) into indexed token stores in the run
 directory (``RUN/data/{train,valid}.{src,tgt}.bin/.idx``, :mod:`seqlab.data.indexed`, reused on ``--resume``)
 and batches gather from their memory maps: memory is the index, not the text. ``evaluate`` encodes the
-sources of the split it scores into ``RUN/data/eval-SPLIT.src`` the same way (the references, text, are
+sources of the split it scores the same way into a temporary folder (the references, text, are
 streamed from the files for BLEU). At prediction a source longer
 than ``model.max_len`` is refused (never silently truncated), naming the line.
 
@@ -50,7 +50,7 @@ from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
-from seqlab.tasks.text_batches import split_stores
+from seqlab.tasks.text_batches import scratch_run_dir, split_stores
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
@@ -297,11 +297,12 @@ class Translator:
                     yield {"src": ids}
                 done += len(chunk)
 
-        store, _ = split_stores(self.config, self.run_dir, {f"eval-{split}": pairs},
-                                {"src": self.src_tok.vocab_size}, sources)[f"eval-{split}"]
         tok = self.tgt_tok
-        hyps = translate_ids(self.model, store["src"], sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
-                             beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
+        with scratch_run_dir() as scratch:
+            store, _ = split_stores(self.config, scratch, {f"eval-{split}": pairs},
+                                    {"src": self.src_tok.vocab_size}, sources)[f"eval-{split}"]
+            hyps = translate_ids(self.model, store["src"], sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
+                                 beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
         score = corpus_bleu([tok.decode(h.tokens) for h in hyps], [[t for _, t in pairs]])
         return {"bleu": score.score, "signature": score.signature}
 
