@@ -54,7 +54,7 @@ from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    scratch_run_dir, \
+    scratch_run_dir, stored_splits, \
     load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist
@@ -182,14 +182,8 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     else:
         tokenizer = load_tokenizer(run_dir / TOKENIZER)
         model = build_model(cfg, tokenizer.vocab_size, len(labels))
-    data = {}
-    for split, (data[split], record) in split_data(cfg, run_dir, examples, tokenizer, labels, dist).items():
-        exs = examples[split]
-        if record["dropped"]:
-            log(f"{split}: left out {record['dropped']} of {len(exs)} sentences with no tokens or more than "
-                f"model.max_len={max_len(cfg)}")
-    if not len(data["train"].ids):
-        raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
+    data = stored_splits(split_data(cfg, run_dir, examples, tokenizer, labels, dist), examples,
+                         f"with no tokens or more than model.max_len={max_len(cfg)}", cfg, log)
     return model, tokenizer, labels, data
 
 

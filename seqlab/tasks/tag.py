@@ -54,7 +54,7 @@ from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
 from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    scratch_run_dir, \
+    scratch_run_dir, stored_splits, \
     load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
@@ -203,14 +203,8 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     else:
         vocab = Vocab.load(run_dir / VOCAB)
         model = build_model(cfg, len(vocab), len(labels))
-    data = {}
-    for split, (data[split], record) in split_data(cfg, run_dir, examples, vocab, labels, dist).items():
-        exs = examples[split]
-        if record["dropped"]:
-            log(f"{split}: left out {record['dropped']} of {len(exs)} sentences longer than "
-                f"model.max_len={max_len(cfg)}")
-    if not len(data["train"].words):
-        raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
+    data = stored_splits(split_data(cfg, run_dir, examples, vocab, labels, dist), examples,
+                         f"longer than model.max_len={max_len(cfg)}", cfg, log)
     return model, vocab, labels, data
 
 

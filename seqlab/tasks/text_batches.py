@@ -152,6 +152,18 @@ def scratch_run_dir() -> Iterator[Path]:
         yield Path(scratch)
 
 
+def stored_splits(stores: dict[str, tuple[T, dict]], examples: dict, what: str, cfg: RunConfig, log) -> dict[str, T]:
+    """The encoded splits of :func:`split_stores`' results (name -> (encoded, record)), each split's sentences left
+    out logged (``what``: why they were left out); no training sentence left is an error."""
+    data = {}
+    for split, (data[split], record) in stores.items():
+        if record["dropped"]:
+            log(f"{split}: left out {record['dropped']} of {len(examples[split])} sentences {what}")
+    if not stores["train"][1]["examples"]:
+        raise SeqlabError(f"no training sentence fits in model.max_len={max_len(cfg)}; raise model.max_len")
+    return data
+
+
 def max_len(cfg: RunConfig) -> int | None:
     """The most tokens the model reads at once: the Transformer's max_len; None (no limit) for an RNN."""
     return getattr(cfg.model, "max_len", None)
