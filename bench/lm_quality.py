@@ -45,13 +45,18 @@ RUNS = {
 }
 
 
+def run_overrides(name: str, extra: list[str]) -> list[str]:
+    """The lm-char overrides of run ``name``: nanoGPT's data and model settings, then ``extra``."""
+    return [f'data.source="{SHARED}"', "data.split=[0.9, 0.1, 0.0]", "data.tokenizer=char",
+            "model.positions=\"learned\"", "model.norm=\"pre\"", *RUNS[name], *extra]
+
+
 def run_once(name: str, minutes: float, out: Path, seed: int, extra: list[str], resume: bool) -> dict:
     import seqlab
     from seqlab.tasks import resolve
 
-    overrides = [f'data.source="{SHARED}"', "data.split=[0.9, 0.1, 0.0]", "data.tokenizer=char",
-                 "model.positions=\"learned\"", "model.norm=\"pre\"", *RUNS[name], *extra, f"train.seed={seed}",
-                 f"train.max_minutes={minutes}", "train.progress=false"]
+    overrides = [*run_overrides(name, extra), f"train.seed={seed}", f"train.max_minutes={minutes}",
+                 "train.progress=false"]
     t = time.perf_counter()
     seqlab.train(resolve("lm-char", overrides), out, resume=resume, force=not resume,
                  log=lambda *a, **k: print(*a, file=sys.stderr))
@@ -96,9 +101,7 @@ def main():
     if args.fit and minutes and args.rows is None:
         from seqlab.commands.demo import fit_steps
 
-        probe = [f'data.source="{SHARED}"', "data.split=[0.9, 0.1, 0.0]", "data.tokenizer=char",
-                 "model.positions=\"learned\"", "model.norm=\"pre\"", *RUNS[args.run], *extra]
-        steps = fit_steps(probe, minutes, Path(args.out or f"runs/bench-{args.run}").resolve(),
+        steps = fit_steps(run_overrides(args.run, extra), minutes, Path(args.out or f"runs/bench-{args.run}").resolve(),
                           lambda *a, **k: print(*a, file=sys.stderr), probe_steps=16)
         extra.append(f"train.max_steps={steps}")
     seeds = [int(s) for s in args.seeds.split(",")]
