@@ -5,7 +5,9 @@ GELU, pre-LN, tied embeddings, dropout 0; batch 12 x 256; AdamW (fused where ava
 clipping on both sides. Each side is tried at its candidate settings (fp32 and bf16 autocast for both,
 SDPA vs explicit-matmul attention and torch.compile for ours); candidates are timed interleaved in
 shuffled rounds and the median step time of each is kept. MFU is against a bf16 matmul peak measured
-in the same run. Peak RSS of each side's best setting is measured in its own subprocess.
+in the same run (2048^3) and against the peak of the step's own GEMM shapes and layouts, each replayed alone
+(bench/gemm_share.py); the GEMM share of each best step and the largest other operators are printed too.
+Peak RSS of each side's best setting is measured in its own subprocess.
 
     .venv/bin/python bench/lm_throughput.py [--rounds 5] [--steps 4] [--compile]
 
@@ -28,6 +30,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from common import machine, median, run_json_subprocess, write_section  # noqa: E402
+from gemm_share import capture_gemms, layer_peak, other_ops  # noqa: E402
 
 B, T, V, L, H, D = 12, 256, 65, 6, 6, 384
 
@@ -140,27 +143,52 @@ def main():
     peak = median(peaks)
     n_params = steps[ours_best].n_params
     flops_per_token = 6 * n_params + 12 * L * H * (D // H) * T  # nanoGPT / PaLM appendix B estimate
+    shares = {name: capture_gemms(steps[name]) for name in (hf_best, ours_best)}
+    shape_peak = layer_peak(shares[ours_best])  # the layer shapes and layouts seqlab's best step runs
     mfu = {name: rate[name] * flops_per_token / peak for name in rate}
+    mfu_layers = {name: rate[name] * flops_per_token / shape_peak for name in rate}
+    others = {name: other_ops(steps[name]) for name in (hf_best, ours_best)}
     bench = str(Path(__file__).resolve().parent)
     rss = {name: run_json_subprocess(SIDE_CODE.format(bench=bench), json.dumps(list(specs[name])))["peak_rss_mib"]
            for name in (hf_best, ours_best)}
     ratio = rate[ours_best] / rate[hf_best]
-    rows = "\n".join(f"| {n} | {rate[n]:,.0f} | {rate[n] / rate[hf_best]:.2f} | {100 * mfu[n]:.1f}% |" for n in rate)
+    rows = "\n".join(f"| {n} | {rate[n]:,.0f} | {rate[n] / rate[hf_best]:.2f} | {100 * mfu[n]:.1f}% | "
+                     f"{100 * mfu_layers[n]:.1f}% |" for n in rate)
+
+    def share_line(name: str) -> str:
+        c = shares[name]
+        rest = ", ".join(f"{op} {1e3 * s:.0f}" for op, s in others[name])
+        return (f"- {name}: step {1e3 * c['step_s']:.0f} ms (timed GEMM by GEMM), of which GEMMs "
+                f"{1e3 * c['gemm_s']:.0f} ms (**{100 * c['gemm_s'] / c['step_s']:.0f} %**, at "
+                f"{c['gemm_flops'] / c['gemm_s'] / 1e9:.0f} GFLOP/s = {100 * c['gemm_flops'] / c['gemm_s'] / shape_peak:.0f} % "
+                f"of the layer-shape peak); the largest other operators, ms per step (profiler self time): {rest}.")
+
     write_section("lm_throughput", f"""## Training throughput: Transformer LM vs HF GPT-2 (bench/lm_throughput.py)
 
 6 layers, 6 heads, d_model 384, d_ff 1536, max_len 256, vocab 65, batch 12 x 256, AdamW (fused) +
 clipping; random init, identical config. Medians of {args.rounds} interleaved rounds x {args.steps} steps.
-MFU against a bf16 2048^3 matmul peak measured in the same run: {peak / 1e9:.0f} GFLOP/s.
+bf16 GEMM peaks measured in the same run: a 2048^3 matmul {peak / 1e9:.0f} GFLOP/s; the GEMMs of seqlab's best
+step (every shape and layout it runs, each replayed alone at its best) **{shape_peak / 1e9:.0f} GFLOP/s**.
+MFU = tokens/s x {flops_per_token / 1e6:.1f} MFLOP per token (6N + 12LHdT) over each peak.
 
-| candidate | tokens/s | vs HF best | MFU |
-|---|---|---|---|
+| candidate | tokens/s | vs HF best | MFU (2048^3) | MFU (layer shapes) |
+|---|---|---|---|---|
 {rows}
 
 **ratio (seqlab best / HF best) = {ratio:.2f}**. Peak RSS, each best setting alone in a subprocess:
-HF {rss[hf_best]:.0f} MiB, seqlab {rss[ours_best]:.0f} MiB.""")
+HF {rss[hf_best]:.0f} MiB, seqlab {rss[ours_best]:.0f} MiB.
+
+Where the time goes (each best step once more, every GEMM timed as it returns):
+{share_line(ours_best)}
+{share_line(hf_best)}""")
     print(json.dumps({"seqlab_tokens_per_s": round(rate[ours_best]), "hf_tokens_per_s": round(rate[hf_best]),
                       "ratio": round(ratio, 3), "seqlab_best": ours_best, "hf_best": hf_best,
                       "seqlab_mfu": round(mfu[ours_best], 4), "hf_mfu": round(mfu[hf_best], 4),
+                      "seqlab_mfu_layer_shapes": round(mfu_layers[ours_best], 4),
+                      "hf_mfu_layer_shapes": round(mfu_layers[hf_best], 4),
+                      "layer_shape_peak_gflops": round(shape_peak / 1e9), "matmul_peak_gflops": round(peak / 1e9),
+                      "seqlab_gemm_share": round(shares[ours_best]["gemm_s"] / shares[ours_best]["step_s"], 3),
+                      "hf_gemm_share": round(shares[hf_best]["gemm_s"] / shares[hf_best]["step_s"], 3),
                       "seqlab_peak_rss_mib": round(rss[ours_best]), "hf_peak_rss_mib": round(rss[hf_best]),
                       "machine": machine()}))
 
