@@ -343,7 +343,12 @@ MKL's GEMV and oneDNN's packed linear read them far below the memory's bandwidth
 with `freezing` hands exactly these products to oneDNN/MKL: that is what made it slow on this CPU. Inductor's
 streaming reduction reads the weights at about the probe's bandwidth, so the compiled step now uses it
 (seqlab.nn.gemv; on Intel CPUs the BLAS path stays, measured at 2x HF there). Attention over the 272 cached
-slots (1-row bmm, also reductions now), the layer norms and GELU are fused into the same few loops. The
+slots (1-row bmm, also reductions now) is fused into the same few loops. The products' inputs are computed
+once into a buffer of their own (`_computed` in seqlab.nn.gemv): left to itself, inductor inlined each
+product's producer into its loop, so the FFN's second product recomputed GELU's erf for every one of its 384
+outputs (590k erf per layer and token) and the others the layer norm; that halved the compiled step's speed
+(358 tokens/s before, the same tokens). Up to 8 rows stream the same way (each row reads the weights, from L3
+after the first), which beats the BLAS's 8-row GEMM here. The
 other lever is the thread count: with two OpenMP threads on two cores that other jobs share, each of the
 ~60 parallel ops per token waits whenever its partner thread is descheduled; with one thread that wait
 is gone, so seqlab decodes on one thread while the load average exceeds the core count.

@@ -26,11 +26,11 @@ import torch
 
 from seqlab.errors import SeqlabError
 
-# A product with at most this many rows (per batch entry of a bmm) is a streaming reduction. One row (batch-1
-# decoding; a bmm's one query per head at any batch) is where it wins: with 8 rows (8 sequences decoded together)
-# the BLAS reads each weight once for all 8 and was measured faster (compiled batch-8 step, AMD EPYC: 973 tokens/s
-# with 1 row here, 467 with 8 rows; HF 815).
-ROWS = 1
+# A product with at most this many rows (per batch entry of a bmm) is a streaming reduction: batch-1 decoding,
+# a bmm's one query per head at any batch, and up to 8 sequences decoded together (compiled batch-8 step, AMD
+# EPYC: 1,245-1,298 tokens/s with 8 rows here, 1,086 with the BLAS, HF 762). Each row streams the weights once
+# (from L3 after the first); at more rows the BLAS, which reads them once for all rows, takes over.
+ROWS = 8
 
 _aten = torch.ops.aten
 
@@ -39,18 +39,27 @@ def _few(rows) -> bool:
     return isinstance(rows, int) and rows <= ROWS  # static shapes only: a symbolic size keeps the BLAS
 
 
+def _computed(a):
+    """``a`` as a buffer of its own: without this inductor inlines a's producer (a layer norm, GELU, the
+    softmax) into the product's loop and recomputes it for every output, e.g. GELU's erf 384 times per hidden
+    unit in the FFN's second product (the compiled batch-1 step ran at half the speed it does with it)."""
+    from torch._inductor import inductor_prims  # noqa: F401  (registers prims.inductor_force_stride_order)
+
+    return torch.ops.prims.inductor_force_stride_order(a, a.stride())
+
+
 def _mm(a, b, out_dtype=None):
     """a (rows, in) @ b (in, out) -> (rows, out), as sum over in."""
     if out_dtype is not None or not _few(a.shape[0]):
         return NotImplemented
-    return (a[:, :, None] * b[None]).sum(1)  # rows, in, out -> rows, out
+    return (_computed(a)[:, :, None] * b[None]).sum(1)  # rows, in, out -> rows, out
 
 
 def _addmm(bias, a, b, out_dtype=None, beta=1, alpha=1):
     """bias + a (rows, in) @ b (in, out) -> (rows, out)."""
     if out_dtype is not None or beta != 1 or alpha != 1 or not _few(a.shape[0]):
         return NotImplemented
-    return (a[:, :, None] * b[None]).sum(1) + bias  # rows, out
+    return (_computed(a)[:, :, None] * b[None]).sum(1) + bias  # rows, out
 
 
 def _bmm(a, b, out_dtype=None):
