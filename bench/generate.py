@@ -16,7 +16,11 @@ can run them: MKL through F.linear, MKL on pre-transposed (in, out) weights (HF'
 packed linear, and inductor's streaming reduction (seqlab.nn.gemv). Peak RSS of each side is measured in
 its own subprocess.
 
-    .venv/bin/python bench/generate.py [--rounds 5] [--no-compile]
+Beside them, not counted in the ratios: the compiled batch-1 step with the linear layers' weights stored in
+bf16 or int8 (seqlab.nn.weight_only, ``seqlab generate --dtype``), and with ``--ppl-run RUN`` (a trained
+language-model run) that run's validation perplexity in each dtype.
+
+    .venv/bin/python bench/generate.py [--rounds 5] [--no-compile] [--ppl-run runs/NAME]
 
 Prints one JSON line last: ``ratio`` (seqlab best / HF best tokens/s at batch 1), ``bound_fraction``
 (seqlab's tokens/s over the bound), ``same_tokens``, ``ratio_batched``.
@@ -136,7 +140,8 @@ def at_threads(count: int, fn):
 def weight_bytes(model) -> int:
     """Bytes of the weights one batch-1 token reads: every parameter once, the position table one row."""
     table = model.embed.positions.table.weight
-    return sum(p.numel() * p.element_size() for p in model.parameters()) - (table.numel() - table.shape[1]) * 4
+    tensors = {id(t): t for t in [*model.parameters(), *model.buffers()]}  # buffers: bf16/int8 weights, scales
+    return sum(t.numel() * t.element_size() for t in tensors.values()) - (table.numel() - table.shape[1]) * 4
 
 
 def read_bandwidth(buffer: torch.Tensor, tries: int = 3) -> float:
@@ -211,10 +216,72 @@ print(json.dumps({{"peak_rss_mib": peak_rss_mib(), "tokens_per_s": g.NEW / dt}})
 """
 
 
+def low_precision_steps(ours, prompt, threads: int) -> dict:
+    """The compiled batch-1 step of a copy of ``ours`` with bf16 and with int8 linear weights."""
+    from seqlab.nn.weight_only import to_weight_only
+
+    steps = {}
+    for dtype in ("bf16", "int8"):
+        model = copy.deepcopy(ours)
+        to_weight_only(model, dtype)
+        run = lambda m=model: with_gemv("stream", lambda: ours_generate(m, prompt, True))  # noqa: E731
+        steps[f"seqlab: compiled step, {dtype} weights"] = at_threads(threads, run)
+        LOW_MODELS[f"seqlab: compiled step, {dtype} weights"] = model
+    return steps
+
+
+LOW_MODELS: dict = {}  # candidate name -> its model (for its weight bytes)
+
+
+def leading_agreement(tokens: list[int], reference: list[int]) -> int:
+    """How many leading tokens equal the reference's (greedy decoding diverges for good after one change)."""
+    n = 0
+    while n < min(len(tokens), len(reference)) and tokens[n] == reference[n]:
+        n += 1
+    return n
+
+
+def dtype_perplexity(run_dir: str) -> list[tuple[str, float, float]]:
+    """(dtype, validation loss, perplexity) of a trained LM run with its linear weights in each dtype."""
+    from seqlab import api
+    from seqlab.nn.weight_only import DTYPES
+
+    rows = []
+    for dtype in DTYPES:
+        lm = api.load(run_dir, device="cpu")
+        lm.use_weight_dtype(dtype)
+        r = lm.evaluate("valid")
+        rows.append((dtype, r["loss"], r["perplexity"]))
+    return rows
+
+
+def low_section(low, rate, agree, ours_best, hf_best, bw, ppl_run) -> str:
+    """The weight-only bf16/int8 table (beside the ratios, not in them) and the perplexity change."""
+    if not low:
+        return ""
+    lines = ["", "Weight-only low precision, batch 1 (`seqlab generate --dtype`; not in the ratios above: the "
+             "tokens may differ):", "",
+             "| candidate | tokens/s | vs HF best | vs seqlab fp32 | weight MB per token | % of its bound | "
+             "leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
+    for name in low:
+        nbytes = weight_bytes(LOW_MODELS[name])
+        lines.append(f"| {name} | {rate[name]:.0f} | {rate[name] / rate[hf_best]:.2f} | "
+                     f"{rate[name] / rate[ours_best]:.2f} | {nbytes / 1e6:.1f} | {rate[name] / (bw / nbytes):.0%} | "
+                     f"{agree[name]} of {NEW} |")
+    if ppl_run:
+        rows = dtype_perplexity(ppl_run)
+        base = rows[0][2]
+        lines += ["", f"Validation perplexity of the trained run `{ppl_run}` with its linear weights in each dtype:", "",
+                  "| dtype | valid loss | perplexity | change |", "|---|---|---|---|"]
+        lines += [f"| {d} | {loss:.4f} | {ppl:.4f} | {100 * (ppl / base - 1):+.2f} % |" for d, loss, ppl in rows]
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-compile", action="store_true", help="skip the compiled decode steps")
+    ap.add_argument("--ppl-run", default=None, help="a trained LM run: its validation perplexity per --dtype")
     args = ap.parse_args()
     load_start = os.getloadavg()[0]
     hf, ours, prompt = build()
@@ -230,7 +297,7 @@ def main():
         "hf: same 8 prompts, 1 thread": at_threads(1, lambda: hf_generate_batch(hf, prompts)),
         "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
     }
-    compile_s = {}
+    compile_s, low = {}, {}
     if not args.no_compile:
         blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
         stream = lambda: with_gemv("stream", lambda: ours_generate(ours, prompt, True))  # noqa: E731
@@ -242,17 +309,19 @@ def main():
             "seqlab: compiled step, one left-padded batch":
                 lambda: with_gemv("stream", lambda: ours_generate_batch(ours, prompts, True)),
         }
+        compiled.update(low_precision_steps(ours, prompt, threads))
         for name, fn in compiled.items():
             t = time.perf_counter()
             fn()  # the cold compile (one per thread count and batch shape)
             compile_s[name] = time.perf_counter() - t
-            (batched if "batch" in name else single)[name] = fn
+            (low if "weights" in name else batched if "batch" in name else single)[name] = fn
         print(f"compile (cold) {', '.join(f'{v:.0f} s' for v in compile_s.values())}", file=sys.stderr)
     reference, reference_batch = hf_generate(hf, prompt), hf_generate_batch(hf, prompts)
     same = {name: fn() == reference for name, fn in single.items()}
     same.update({name: fn() == reference_batch for name, fn in batched.items()})
+    agree = {name: leading_agreement(fn(), reference) for name, fn in low.items()}
     assert not set(single) & set(batched), "a candidate's name must say which table it belongs to"
-    candidates = {**single, **batched}
+    candidates = {**single, **batched, **low}
     times: dict[str, list[float]] = {name: [] for name in candidates}
     probe = torch.ones(PROBE_MIB * 2**20 // 4)  # fp32, 256 MiB
     bandwidth = []
@@ -268,7 +337,7 @@ def main():
             times[name].append(time.perf_counter() - t)
         print(f"round {r + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
     del probe
-    rate = {name: NEW / median(ts) for name, ts in times.items() if name in single}
+    rate = {name: NEW / median(ts) for name, ts in times.items() if name not in batched}
     rate.update({name: NEW * len(prompts) / median(ts) for name, ts in times.items() if name in batched})
     load_end = os.getloadavg()[0]
     gemvs = gemv_table(ours, args.rounds)
@@ -327,7 +396,7 @@ Batched, 8 prompts of {', '.join(map(str, BATCH_LENGTHS))} tokens, left-padded (
 {rows(batched, hf_batch)}
 
 **ratio_batched = {ratio_batched:.2f}**.
-
+{low_section(low, rate, agree, ours_best, hf_best, bw, args.ppl_run)}
 The 24 weight products of one token alone (one row, the layer shapes
 384x1152, 384x384, 384x1536, 1536x384, six layers; fp32 weights read per call / time):
 
@@ -361,6 +430,7 @@ compiles{compiles}.""")
                       "same_tokens": all(same.values()), "ratio_batched": round(ratio_batched, 3),
                       "seqlab_batched_tokens_per_s": round(rate[ours_batch], 1),
                       "hf_batched_tokens_per_s": round(rate[hf_batch], 1), "load": [load_start, load_end],
+                      **{f"{n.split(', ')[-1].split()[0]}_tokens_per_s": round(rate[n], 1) for n in low},
                       "seqlab_peak_rss_mib": round(rss["ours"]), "hf_peak_rss_mib": round(rss["hf"]),
                       "machine": machine()}))
 

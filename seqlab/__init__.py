@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     # decoding and metrics
     "generate": "seqlab.decode",
     "Sampling": "seqlab.decode",
+    "to_weight_only": "seqlab.nn.weight_only",
     "perplexity": "seqlab.metrics.lm",
     "from_pretrained": "seqlab.models.pretrained",
     "SentenceEncoder": "seqlab.models.sentence",

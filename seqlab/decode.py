@@ -34,6 +34,7 @@ import torch
 
 from seqlab.errors import SeqlabError
 from seqlab.nn import gemv
+from seqlab.nn.weight_only import has_weight_only
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,9 @@ def decode_step(model, compile: bool = False):
     step = _COMPILED_STEPS.get(model)
     if step is None:
         # C++ wrapper and frozen weights: less per-call overhead (weights are constants of the graph, so a
-        # model trained further after this call must be compiled again: it is, as a new model object)
-        options = {"cpp_wrapper": True, "freezing": True}
+        # model trained further after this call must be compiled again: it is, as a new model object). Not
+        # frozen with bf16/int8 weights: freezing would fold their conversion back into fp32 constants.
+        options = {"cpp_wrapper": True, "freezing": not has_weight_only(model)}
         if gemv.streaming():
             backend = functools.partial(gemv.backend, **options)
             step = torch.compile(model.step, dynamic=False, backend=backend)

@@ -17,6 +17,9 @@ def add(sub):
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the decode step (about 2x faster per token after a 10-40 s compile)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "int8"), default="fp32",
+                   help="weights of the linear layers: fp32 (default), bf16, or int8 with a scale per row; "
+                        "fewer bytes per token to read, faster with --compile (seqlab.nn.weight_only)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     add_last(p)
     p.set_defaults(run=run)
@@ -30,6 +33,7 @@ def run(args) -> int:
         from seqlab.errors import SeqlabError
 
         raise SeqlabError(f"{args.run_dir} is a {lm.config.task.kind} run; `seqlab generate` needs a language model")
+    lm.use_weight_dtype(args.dtype)
     text = lm.generate(args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                        top_k=args.top_k, top_p=args.top_p, seed=args.seed, compile=args.compile)
     print(args.prompt + text)

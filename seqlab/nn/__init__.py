@@ -1,5 +1,5 @@
 """Building blocks, each from its equations: masks (the one mask convention), attention
-(scaled dot-product, multi-head, KV cache), positions, feed-forward, norm placement, dropout.
+(scaled dot-product, multi-head, KV cache), positions, feed-forward, norm placement, dropout, weight-only bf16/int8 linear layers.
 
 Import from the modules (``seqlab.nn.attention`` ...) or from here.
 """
@@ -20,6 +20,7 @@ from seqlab.nn.feedforward import FeedForward
 from seqlab.nn.masks import causal_mask, causal_mask_at, combine, key_padding_to_attn, padding_mask
 from seqlab.nn.norm import Residual
 from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
+from seqlab.nn.weight_only import WeightOnlyLinear, to_weight_only
 
 __all__ = [
     "Attended",
@@ -31,6 +32,7 @@ __all__ = [
     "MultiHeadAttention",
     "Residual",
     "SinusoidalPositions",
+    "WeightOnlyLinear",
     "attention_equations",
     "attention_fused",
     "causal_mask",
@@ -41,4 +43,5 @@ __all__ = [
     "padding_mask",
     "set_attention_impl",
     "split_heads",
+    "to_weight_only",
 ]

@@ -39,6 +39,7 @@ from seqlab.models.gpt2 import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
+from seqlab.nn.weight_only import to_weight_only
 from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
@@ -475,6 +476,12 @@ class LanguageModel:
                        eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device, compile=compile)
         texts = [self.tokenizer.decode(t) for t in new]
         return texts[0] if isinstance(prompt, str) else texts
+
+    def use_weight_dtype(self, dtype: str) -> int:
+        """Store the model's linear-layer weights in ``dtype`` ("fp32", "bf16" or "int8"; seqlab.nn.weight_only)
+        from now on, for generation (fast with ``compile=True``) and evaluation; returns the layers converted.
+        Irreversible on this object: load the run again for fp32."""
+        return to_weight_only(self.model, dtype)
 
     def evaluate(self, split: str = "test", batch_size: int = 16) -> dict[str, float]:
         if split not in SPLITS:
