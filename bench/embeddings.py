@@ -129,7 +129,8 @@ def similarity_sets(directory: str, into: Path) -> dict[str, Path]:
 
 def speed(args) -> tuple[str, dict]:
     sentences = read_sentences(DATA / "corpora" / "shakespeare_complete.txt", args.max_words)
-    corpus = Corpus.build(sentences, min_freq=5)
+    store = tempfile.TemporaryDirectory()  # the streaming path of `seqlab train`: ids memory-mapped from disk
+    corpus = Corpus.stream(lambda: sentences, min_freq=5, directory=Path(store.name))
     warm_up()
     load = [os.getloadavg()[0]]
     runs = {(side, obj): [] for side in ("seqlab", "gensim") for obj in ("sgns", "hs")}
@@ -168,7 +169,8 @@ def speed(args) -> tuple[str, dict]:
                     f" | {ratio} | {med([x['cpu'] for x in rs]):,.0f} | {ws_cell} |")
     ws_glove = spearman(glove_kv, "wordsim353.tsv")
     md = ("## Word embeddings: skip-gram (NS, HS) vs gensim, and GloVe (bench/embeddings.py)\n\n"
-          f"Skip-gram on shakespeare_complete.txt ({corpus.raw_words:,} words, {len(corpus.words):,}-word vocabulary), "
+          f"Skip-gram on shakespeare_complete.txt ({corpus.raw_words:,} words, {len(corpus.words):,}-word vocabulary; "
+          "seqlab reads it as `seqlab train` does, from the memory-mapped store of `Corpus.stream`), "
           f"dim 100, window 5, min_count 5, sample 1e-3, {args.epochs} epochs, {args.threads} threads, "
           f"{args.rounds} interleaved rounds (medians; ratio = seqlab / gensim within a round). CPU: {cpu_line()}; "
           f"load average (1 min) at the start and after each round: {', '.join(f'{x:.1f}' for x in load)} "

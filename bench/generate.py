@@ -273,7 +273,7 @@ def low_section(low, rate, agree, ours_best, hf_best, bw, ppl_run) -> str:
         base = rows[0][2]
         lines += ["", f"Validation perplexity of the trained run `{ppl_run}` with its linear weights in each dtype:", "",
                   "| dtype | valid loss | perplexity | change |", "|---|---|---|---|"]
-        lines += [f"| {d} | {loss:.4f} | {ppl:.4f} | {100 * (ppl / base - 1):+.2f} % |" for d, loss, ppl in rows]
+        lines += [f"| {d} | {loss:.6f} | {ppl:.5f} | {100 * (ppl / base - 1):+.4f} % |" for d, loss, ppl in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -42,7 +42,9 @@ def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, 
     """The learning rate at position ``step`` of ``total`` (default ``max_steps``), for every family:
 
     - ``cosine`` (models trained by gradient steps): linear warm-up to ``lr`` over ``warmup_steps``, then cosine
-      decay to ``min_lr`` at ``total``;
+      decay to ``min_lr`` at ``total``; with ``train.schedule = "wsd"`` (warm-up, stable, decay) ``lr`` is held
+      after the warm-up and falls linearly to ``min_lr`` over the last ``decay_fraction`` of the steps after it:
+      a run cut short by a time budget has trained at the full rate, and the decay is a short final phase;
     - ``linear`` (word2vec, as the C tool and gensim: alpha falls to min_alpha over the run):
       ``lr - (lr - min_lr) · step / total``, never below ``min_lr``;
     - ``constant`` (GloVe, whose AdaGrad scales each weight's step itself): ``lr``.
@@ -55,5 +57,9 @@ def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, 
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     span = max(1, total - cfg.warmup_steps)
+    if cfg.schedule == "wsd":
+        decay = max(1.0, cfg.decay_fraction * span)  # steps of the final linear decay
+        progress = min(1.0, max(0.0, (step - (total - decay)) / decay))
+        return cfg.lr - (cfg.lr - cfg.min_lr) * progress
     progress = min(1.0, (step - cfg.warmup_steps) / span)
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)

@@ -41,9 +41,9 @@ from seqlab.optim import learning_rate, make_optimizer
 
 # The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
-                "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision", "compile", "device", "threads",
-                "eval_every", "eval_batches", "save_every", "log_every", "keep_best", "keep_last", "patience",
-                "progress")
+                "schedule", "decay_fraction", "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision",
+                "compile", "device", "threads", "eval_every", "eval_batches", "save_every", "log_every", "keep_best",
+                "keep_last", "patience", "progress")
 
 
 class TrainTask(Protocol):

@@ -78,6 +78,15 @@ def test_learning_rate_schedule():
     assert learning_rate(3, cfg, total=4, shape="linear") == pytest.approx(1.0 - 0.9 * 0.75)
     assert learning_rate(5, cfg, total=4, shape="linear") == pytest.approx(0.1)
     assert learning_rate(3, cfg, total=4, shape="constant") == pytest.approx(1.0)
+    # wsd: the same warm-up, lr held, then linear to min_lr over the last 20 % of the 100 steps after warm-up
+    wsd = TrainConfig(max_steps=110, warmup_steps=10, lr=1.0, min_lr=0.1, schedule="wsd", decay_fraction=0.2)
+    assert learning_rate(0, wsd) == pytest.approx(0.1) and learning_rate(9, wsd) == pytest.approx(1.0)
+    assert learning_rate(60, wsd) == learning_rate(90, wsd) == pytest.approx(1.0)
+    assert learning_rate(100, wsd) == pytest.approx(0.55) and learning_rate(110, wsd) == pytest.approx(0.1)
+    with pytest.raises(SeqlabError, match="train.schedule"):
+        TrainConfig(schedule="step")
+    with pytest.raises(SeqlabError, match=r"train.decay_fraction must be in \(0, 1\]"):
+        TrainConfig(schedule="wsd", decay_fraction=0.0)
 
 
 def test_train_writes_a_complete_run_directory(tmp_path, corpus):
