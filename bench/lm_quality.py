@@ -89,6 +89,8 @@ def main():
                     help="set train.max_steps to what fits the budget (a short probe of the step rate, as `seqlab "
                          "demo` does), so that the cosine schedule ends with the budget")
     ap.add_argument("--threads", type=int, default=0, help="train.threads (default 0: every core)")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="another override (repeatable), e.g. train.schedule=wsd")
     ap.add_argument("--label", default="", help="a suffix of the RESULTS.md section, so that variants keep their rows")
     ap.add_argument("--out", default=None)
     ap.add_argument("--resume", action="store_true")
@@ -97,7 +99,8 @@ def main():
     args = ap.parse_args()
     minutes = args.minutes if args.minutes is not None else (0.0 if args.run == "cpu" else 30.0)
     extra = ([f"model.dropout={args.dropout}"] if args.dropout is not None else []) + (
-        [f"model.bias={args.bias}"] if args.bias else []) + ([f"train.threads={args.threads}"] if args.threads else [])
+        [f"model.bias={args.bias}"] if args.bias else []) + ([f"train.threads={args.threads}"] if args.threads else []) + [
+        *args.set]
     if args.fit and minutes and args.rows is None:
         from seqlab.commands.demo import fit_steps
 
