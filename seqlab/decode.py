@@ -82,6 +82,11 @@ def next_token(logits: torch.Tensor, sampling: Sampling, generators: list[torch.
 _COMPILED_STEPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def forget_compiled(model) -> None:
+    """Drop ``model``'s compiled decode step (its modules changed, e.g. weight-only layers: compile it anew)."""
+    _COMPILED_STEPS.pop(model, None)
+
+
 def decode_step(model, compile: bool = False):
     """``f(ids, cache) -> logits``: one cached decoding step that also advances the cache.
 

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlab import api, cli
+from seqlab import api, cli, decode
 from seqlab.decode import Sampling, generate
 from seqlab.errors import SeqlabError
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
@@ -86,7 +86,10 @@ def test_generate_dtype_flag(serve_runs, capsys):
     runs, ids = serve_runs
     run = runs / ids["lm"].split("/")[1]
     lm = api.load(run, device="cpu")
-    lm.use_weight_dtype("int8")
+    assert lm.use_weight_dtype("fp32") == 0
+    decode._COMPILED_STEPS[lm.model] = object()  # as if compiled before: it held the fp32 layers
+    assert lm.use_weight_dtype("int8") == 2 * 4
+    assert lm.model not in decode._COMPILED_STEPS
     want = lm.generate("The ", max_new_tokens=20, temperature=0)
     assert cli.main(["generate", str(run), "--prompt", "The ", "--max-new-tokens", "20", "--temperature", "0",
                      "--device", "cpu", "--dtype", "int8"]) == 0

@@ -31,7 +31,7 @@ from seqlab.config import DataConfig, RunConfig
 from seqlab.data.batching import random_lm_batch, spread_batches
 from seqlab.data import prepare as prep
 from seqlab.data.sources import source_file, split_points
-from seqlab.decode import Sampling, generate
+from seqlab.decode import Sampling, forget_compiled, generate
 from seqlab.errors import SeqlabError, shown
 from seqlab.io import read_json, versions, write_json_atomic
 from seqlab.metrics.lm import nll_sum, perplexity
@@ -481,7 +481,10 @@ class LanguageModel:
         """Store the model's linear-layer weights in ``dtype`` ("fp32", "bf16" or "int8"; seqlab.nn.weight_only)
         from now on, for generation (fast with ``compile=True``) and evaluation; returns the layers converted.
         Irreversible on this object: load the run again for fp32."""
-        return to_weight_only(self.model, dtype)
+        converted = to_weight_only(self.model, dtype)
+        if converted:
+            forget_compiled(self.model)  # a step compiled before holds the fp32 layers (and froze them)
+        return converted
 
     def evaluate(self, split: str = "test", batch_size: int = 16) -> dict[str, float]:
         if split not in SPLITS:
