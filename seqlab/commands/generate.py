@@ -16,7 +16,7 @@ def add(sub):
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (1 = off)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--compile", action="store_true",
-                   help="torch.compile the decode step (about 2x faster per token after a 10-40 s compile)")
+                   help="torch.compile the decode step (2-4x faster per token, by CPU, after a 10-40 s compile)")
     p.add_argument("--dtype", choices=("fp32", "bf16", "int8"), default="fp32",
                    help="weights of the linear layers: fp32 (default), bf16, or int8 with a scale per row; "
                         "fewer bytes per token to read, faster with --compile (seqlab.nn.weight_only)")
