@@ -216,21 +216,19 @@ print(json.dumps({{"peak_rss_mib": peak_rss_mib(), "tokens_per_s": g.NEW / dt}})
 """
 
 
-def low_precision_steps(ours, prompt, threads: int) -> dict:
-    """The compiled batch-1 step of a copy of ``ours`` with bf16 and with int8 linear weights."""
+def low_precision_steps(ours, prompt, threads: int) -> tuple[dict, dict]:
+    """The compiled batch-1 step of a copy of ``ours`` with bf16 and with int8 linear weights:
+    ({name: step}, {name: (dtype, weight bytes one token reads)})."""
     from seqlab.nn.weight_only import to_weight_only
 
-    steps = {}
+    steps, info = {}, {}
     for dtype in ("bf16", "int8"):
         model = copy.deepcopy(ours)
         to_weight_only(model, dtype)
+        name = f"seqlab: compiled step, {dtype} weights"
         run = lambda m=model: with_gemv("stream", lambda: ours_generate(m, prompt, True))  # noqa: E731
-        steps[f"seqlab: compiled step, {dtype} weights"] = at_threads(threads, run)
-        LOW_MODELS[f"seqlab: compiled step, {dtype} weights"] = model
-    return steps
-
-
-LOW_MODELS: dict = {}  # candidate name -> its model (for its weight bytes)
+        steps[name], info[name] = at_threads(threads, run), (dtype, weight_bytes(model))
+    return steps, info
 
 
 def leading_agreement(tokens: list[int], reference: list[int]) -> int:
@@ -255,7 +253,7 @@ def dtype_perplexity(run_dir: str) -> list[tuple[str, float, float]]:
     return rows
 
 
-def low_section(low, rate, agree, ours_best, hf_best, bw, ppl_run) -> str:
+def low_section(low, info, rate, agree, ours_best, hf_best, bw, ppl_run) -> str:
     """The weight-only bf16/int8 table (beside the ratios, not in them) and the perplexity change."""
     if not low:
         return ""
@@ -264,7 +262,7 @@ def low_section(low, rate, agree, ours_best, hf_best, bw, ppl_run) -> str:
              "| candidate | tokens/s | vs HF best | vs seqlab fp32 | weight MB per token | % of its bound | "
              "leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
     for name in low:
-        nbytes = weight_bytes(LOW_MODELS[name])
+        nbytes = info[name][1]
         lines.append(f"| {name} | {rate[name]:.0f} | {rate[name] / rate[hf_best]:.2f} | "
                      f"{rate[name] / rate[ours_best]:.2f} | {nbytes / 1e6:.1f} | {rate[name] / (bw / nbytes):.0%} | "
                      f"{agree[name]} of {NEW} |")
@@ -297,7 +295,7 @@ def main():
         "hf: same 8 prompts, 1 thread": at_threads(1, lambda: hf_generate_batch(hf, prompts)),
         "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
     }
-    compile_s, low = {}, {}
+    compile_s, low, low_info = {}, {}, {}
     if not args.no_compile:
         blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
         stream = lambda: with_gemv("stream", lambda: ours_generate(ours, prompt, True))  # noqa: E731
@@ -309,12 +307,13 @@ def main():
             "seqlab: compiled step, one left-padded batch":
                 lambda: with_gemv("stream", lambda: ours_generate_batch(ours, prompts, True)),
         }
-        compiled.update(low_precision_steps(ours, prompt, threads))
+        low_steps, low_info = low_precision_steps(ours, prompt, threads)
+        compiled.update(low_steps)
         for name, fn in compiled.items():
             t = time.perf_counter()
             fn()  # the cold compile (one per thread count and batch shape)
             compile_s[name] = time.perf_counter() - t
-            (low if "weights" in name else batched if "batch" in name else single)[name] = fn
+            (low if name in low_info else batched if "batch" in name else single)[name] = fn
         print(f"compile (cold) {', '.join(f'{v:.0f} s' for v in compile_s.values())}", file=sys.stderr)
     reference, reference_batch = hf_generate(hf, prompt), hf_generate_batch(hf, prompts)
     same = {name: fn() == reference for name, fn in single.items()}
@@ -396,7 +395,7 @@ Batched, 8 prompts of {', '.join(map(str, BATCH_LENGTHS))} tokens, left-padded (
 {rows(batched, hf_batch)}
 
 **ratio_batched = {ratio_batched:.2f}**.
-{low_section(low, rate, agree, ours_best, hf_best, bw, args.ppl_run)}
+{low_section(low, low_info, rate, agree, ours_best, hf_best, bw, args.ppl_run)}
 The 24 weight products of one token alone (one row, the layer shapes
 384x1152, 384x384, 384x1536, 1536x384, six layers; fp32 weights read per call / time):
 
@@ -430,7 +429,7 @@ compiles{compiles}.""")
                       "same_tokens": all(same.values()), "ratio_batched": round(ratio_batched, 3),
                       "seqlab_batched_tokens_per_s": round(rate[ours_batch], 1),
                       "hf_batched_tokens_per_s": round(rate[hf_batch], 1), "load": [load_start, load_end],
-                      **{f"{n.split(', ')[-1].split()[0]}_tokens_per_s": round(rate[n], 1) for n in low},
+                      **{f"{low_info[n][0]}_tokens_per_s": round(rate[n], 1) for n in low},
                       "seqlab_peak_rss_mib": round(rss["ours"]), "hf_peak_rss_mib": round(rss["hf"]),
                       "machine": machine()}))
 

@@ -87,7 +87,7 @@ def main():
     ap.add_argument("--bias", choices=("true", "false"), default=None, help="model.bias (default: true)")
     ap.add_argument("--fit", action="store_true",
                     help="set train.max_steps to what fits the budget (a short probe of the step rate, as `seqlab "
-                         "demo` does), so that the cosine schedule ends with the budget")
+                         "demo` does), so that the learning-rate schedule ends with the budget")
     ap.add_argument("--threads", type=int, default=0, help="train.threads (default 0: every core)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="another override (repeatable), e.g. train.schedule=wsd")

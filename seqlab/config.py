@@ -94,7 +94,7 @@ class TrainConfig:
     batch_size: int = 32  # sequences per optimiser step (global, over all processes and accumulation)
     grad_accum: int = 1  # micro-batches per optimiser step (batch_size must be divisible by it)
     lr: float = 1e-3  # peak learning rate after warm-up
-    min_lr: float = 1e-4  # learning rate at the end of the cosine decay
+    min_lr: float = 1e-4  # learning rate at the end of the decay (cosine or wsd)
     warmup_steps: int = 100  # linear warm-up from 0 to lr
     schedule: str = "cosine"  # after warm-up: cosine decay to min_lr, or wsd (lr held, then linear decay at the end)
     decay_fraction: float = 0.2  # wsd: the share of max_steps (after warm-up) over which lr falls to min_lr

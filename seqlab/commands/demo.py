@@ -99,8 +99,8 @@ def run(args) -> int:
 
 def fit_steps(overrides: list[str], minutes: float, out, log, probe_steps: int = PROBE_STEPS) -> int:
     """How many steps fit in ``minutes`` on this machine: a short run of the same model (``probe_steps`` steps,
-    the first quarter left out as start-up) measures the step rate, so the cosine schedule ends (the learning
-    rate annealed) when the time budget does, on any CPU."""
+    the first quarter left out as start-up) measures the step rate, so the learning-rate schedule ends (the rate
+    decayed to min_lr) when the time budget does, on any CPU."""
     import shutil
     import tempfile
     from pathlib import Path

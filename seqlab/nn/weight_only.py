@@ -32,7 +32,6 @@ class WeightOnlyLinear(nn.Module):
         super().__init__()
         if dtype not in ("bf16", "int8"):
             raise SeqlabError(f"weight-only dtype must be bf16 or int8, got {dtype!r}")
-        self.dtype_name = dtype
         weight = linear.weight.detach().float()  # out, in
         if dtype == "bf16":
             self.register_buffer("weight", weight.to(torch.bfloat16))
@@ -54,7 +53,7 @@ class WeightOnlyLinear(nn.Module):
 
     def extra_repr(self) -> str:
         out_features, in_features = self.weight.shape
-        return f"in_features={in_features}, out_features={out_features}, weight={self.dtype_name}"
+        return f"in_features={in_features}, out_features={out_features}, weight={self.weight.dtype}"
 
 
 def to_weight_only(model: nn.Module, dtype: str) -> int:
