@@ -1,21 +1,29 @@
 """Shared helpers for the benchmarks in bench/: timing, peak memory, and bench/RESULTS.md sections.
 
-Each benchmark owns one section of bench/RESULTS.md between ``<!-- NAME:start -->`` and
-``<!-- NAME:end -->`` markers and rewrites only that section, so benchmarks run in any order.
-Every benchmark prints one JSON line last, with ``ratio`` = seqlab's figure over the peer's,
-oriented so that above 1 means seqlab is better (DESIGN.md).
+Each benchmark owns one section of bench/RESULTS.md between ``<!-- NAME:start bench/SCRIPT.py -->`` and
+``<!-- NAME:end -->`` markers and rewrites only that section, whole (its text included), so benchmarks run in
+any order and nothing in RESULTS.md is typed by hand (tests/test_results.py checks the markers).
+Every comparing benchmark prints one JSON line last, with ``peer_best`` (the winning peer candidate, named
+with its configuration) and ``ratio`` = seqlab's best over the peer's best, oriented so that above 1 means
+seqlab is better (DESIGN.md). ``interleaved`` times candidates in shuffled rounds with a discarded warm-up;
+``verdict`` picks each side's best and forms the ratio.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
+import inspect
 import json
 import os
 import platform
+import random
+import re
 import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -48,20 +56,75 @@ def cpu_line() -> str:
     return f"{model}, {os.cpu_count()} cores; {isa}"
 
 
-def write_section(name: str, markdown: str) -> None:
-    """Replace the section ``name`` of bench/RESULTS.md with ``markdown`` (atomic write)."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+def _caller_script() -> str:
+    """The bench script that called ``write_section``, relative to the repository (``bench/generate.py``)."""
+    here = Path(__file__).resolve()
+    for frame in inspect.stack()[2:]:
+        path = Path(frame.filename).resolve()
+        if path != here and path.parent == here.parent:
+            return f"bench/{path.name}"
+    return f"bench/{Path(sys.argv[0]).name}"
+
+
+def section_pattern(name: str) -> re.Pattern:
+    """The whole block of section ``name``: its start marker (naming its script, or none in old files) to its end."""
+    return re.compile(rf"<!-- {re.escape(name)}:start(?: [^ >]+)? -->.*?<!-- {re.escape(name)}:end -->", re.S)
+
+
+def write_section(name: str, markdown: str, script: str | None = None) -> None:
+    """Replace the section ``name`` of bench/RESULTS.md with ``markdown`` (atomic write).
+
+    The start marker names the script that wrote it (``script``, by default the calling bench file), so a
+    reader, and tests/test_results.py, can tell which script owns every figure.
+    """
+    script = script or _caller_script()
+    block = (f"<!-- {name}:start {script} -->\n{markdown.rstrip()}\n\n"
+             f"_Recorded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}._\n<!-- {name}:end -->")
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
-    block = f"{start}\n{markdown.rstrip()}\n\n_Recorded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}._\n{end}"
-    if start in text and end in text:
-        before, rest = text.split(start, 1)
-        _, after = rest.split(end, 1)
-        text = before + block + after
+    pattern = section_pattern(name)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text, count=1)
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     tmp = RESULTS.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, RESULTS)
+
+
+def interleaved(candidates: dict[str, Callable[[], float | None]], rounds: int, warmup: int = 1,
+                seed: int = 0, collect: bool = True) -> dict[str, list[float]]:
+    """Time every candidate once per round, in a freshly shuffled order each round; discard the warm-up rounds.
+
+    A candidate returns the figure it measured itself (e.g. the seconds of its timed part), or None to be
+    timed by the wall clock around the call. ``gc.collect()`` runs before each call (outside the timing)
+    so no side pays for the other's garbage. Returns each candidate's kept figures (``rounds`` of them).
+    """
+    order = list(candidates)
+    rng = random.Random(seed)
+    kept: dict[str, list[float]] = {name: [] for name in order}
+    for r in range(warmup + rounds):
+        rng.shuffle(order)
+        for name in order:
+            if collect:
+                gc.collect()
+            t0 = time.perf_counter()
+            figure = candidates[name]()
+            seconds = time.perf_counter() - t0 if figure is None else figure
+            if r >= warmup:
+                kept[name].append(seconds)
+    return kept
+
+
+def verdict(ours: dict[str, float], peers: dict[str, float], higher_is_better: bool = True) -> dict:
+    """Each side's best candidate and ``ratio`` = seqlab best / peer best (above 1: seqlab better).
+
+    ``ours`` and ``peers`` map a candidate's name, which names its configuration, to its median figure.
+    """
+    pick = max if higher_is_better else min
+    ours_best, peer_best = pick(ours, key=ours.get), pick(peers, key=peers.get)
+    ratio = ours[ours_best] / peers[peer_best] if higher_is_better else peers[peer_best] / ours[ours_best]
+    return {"seqlab_best": ours_best, "seqlab_value": ours[ours_best], "peer_best": peer_best,
+            "peer_value": peers[peer_best], "ratio": round(ratio, 3)}
 
 
 def peak_rss_mib() -> float:
