@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+# SEQLAB_BENCH_RESULTS=FILE sends a trial run's sections elsewhere (smoke runs must not overwrite real figures)
+RESULTS = Path(os.environ.get("SEQLAB_BENCH_RESULTS") or Path(__file__).resolve().parent / "RESULTS.md")
 HEADER = "# Benchmark results\n\nEach section is rewritten by the benchmark named in its heading. Figures within one\nsection come from one run; never compare figures across sections or runs (this machine's speed\nswings by about 25% from minute to minute).\n"
 
 
