@@ -1,27 +1,49 @@
 """Training throughput of the Transformer LM: seqlab vs Hugging Face GPT-2, same config, same run.
 
 The nanoGPT Shakespeare-char model: 6 layers, 6 heads, d_model 384, d_ff 1536, max_len 256, vocab 65,
-GELU, pre-LN, tied embeddings, dropout 0; batch 12 x 256; AdamW (fused where available) and gradient
-clipping on both sides. Each side is tried at its candidate settings (fp32 and bf16 autocast for both,
-SDPA vs explicit-matmul attention and torch.compile for ours); candidates are timed interleaved in
-shuffled rounds and the median step time of each is kept. MFU is against a bf16 matmul peak measured
-in the same run (2048^3) and against the peak of the step's own GEMM shapes and layouts, each replayed alone
-(bench/gemm_share.py); the GEMM share of each best step and the largest other operators are printed too.
-Peak RSS of each side's best setting is measured in its own subprocess.
+exact GELU, pre-LN, tied embeddings, dropout 0; batch 12 x 256. One step = forward, cross-entropy (fp32
+logits), backward, gradient clipping, AdamW (fused); figures are tokens/s of whole steps.
 
-    .venv/bin/python bench/lm_throughput.py [--rounds 5] [--steps 4] [--compile]
+Both sides get the same axes (candidates, each named by its configuration):
+- attention: HF's ``attn_implementation`` "sdpa" and "eager"; seqlab's ``impl`` "fused" (SDPA) and
+  "equations" (explicit matmuls, seqlab/nn/attention.py);
+- compile: eager, or ``torch.compile`` of the model (the same scope on both sides: the loss, backward call and
+  optimizer stay eager); ``--no-compile`` drops the compiled candidates of both sides;
+- precision: fp32, or bf16 autocast (HF's documented CPU training precision, "bf16=True, use_cpu=True");
+- HF always runs with ``use_cache=False`` (in its config and in each forward call): training needs no KV cache.
+Every candidate is built from the same seed; its first step (for a compiled candidate: the cold compile, in
+an inductor cache made fresh for this run) is timed apart and its loss kept, and the first-step losses of
+one side and precision are checked to agree (same weights, same batch). Then all candidates run interleaved in
+shuffled rounds, warm-up round discarded (bench/common.py ``interleaved``), ``--steps`` steps per call; the
+median of each is kept. Compile seconds = the first step's time minus the candidate's median step. Threads
+are pinned (``--threads``, the same for every candidate). ``ratio`` = seqlab's best / HF's best over all
+candidates; the fp32-only and bf16-only best ratios are reported too. Target: ratio >= 1.1.
 
-Prints one JSON line last: tokens/s of both sides' best, ``ratio`` = seqlab / HF, and MFU.
+Extras: MFU against a bf16 2048^3 matmul timed as one more interleaved candidate, and (unless
+``--no-profile`` and the target is met) against the peak of the step's own GEMM shapes and layouts, each
+replayed alone (bench/gemm_share.py), with the GEMM share and the largest other operators of each side's
+best eager step (the timing mode and the profiler see aten ops, not compiled kernels); peak RSS of each
+side's best candidate in its own subprocess (``--no-rss`` skips it).
+
+    .venv/bin/python bench/lm_throughput.py [--rounds 5] [--steps 1] [--threads N] [--no-compile]
+                                            [--no-profile] [--no-rss] [--tiny]
+
+``--tiny`` (a 1-layer model on 2 x 32 tokens) is for smoke runs only. Prints one JSON line last: ``peer_best``,
+``ratio``, the fp32-only and bf16-only ratios, every candidate's median tokens/s, compile seconds, MFU.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
-import random
+import os
+import shutil
 import sys
+import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,49 +51,97 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from common import machine, median, run_json_subprocess, write_section  # noqa: E402
+from common import interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
 from gemm_share import capture_gemms, layer_peak, other_ops  # noqa: E402
 
-B, T, V, L, H, D = 12, 256, 65, 6, 6, 384
+TARGET = 1.1  # seqlab's best training throughput over HF's best
+PEER_DOCS = ("Transformers docs: \"CPU\" (bf16 mixed precision with PyTorch AMP for CPU training, "
+             "https://huggingface.co/docs/transformers/cpu), \"Attention backends\" (`attn_implementation`, "
+             "https://huggingface.co/docs/transformers/attention_interface) and \"torch.compile\" "
+             "(https://huggingface.co/docs/transformers/perf_torch_compile)")
+PEAK = "bf16 matmul 2048^3 (MFU yardstick)"  # the extra interleaved candidate
+LOSS_TOL = {"fp32": 1e-3, "bf16": 5e-2}  # first-step losses of one side and precision agree within this
 
 
-def hf_model():
+@dataclass(frozen=True)
+class Shape:
+    batch: int = 12
+    seq: int = 256
+    vocab: int = 65
+    layers: int = 6
+    heads: int = 6
+    d_model: int = 384
+
+
+TINY = Shape(batch=2, seq=32, layers=1, heads=2, d_model=32)
+ATTENTION = {"hf": ("sdpa", "eager"), "seqlab": ("fused", "equations")}
+ATTENTION_NAMES = {"sdpa": "SDPA attention", "eager": "eager attention", "fused": "SDPA attention (impl fused)",
+                   "equations": "explicit attention (impl equations)"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    side: str  # "hf" or "seqlab"
+    attention: str  # HF's attn_implementation or seqlab's attention impl
+    compiled: bool  # torch.compile of the model
+    precision: str  # "fp32" or "bf16" (autocast)
+
+    @property
+    def name(self) -> str:
+        model = "HF GPT2LMHeadModel" if self.side == "hf" else "seqlab TransformerLM"
+        parts = [model, ATTENTION_NAMES[self.attention], "torch.compile" if self.compiled else "no compile",
+                 "bf16 autocast" if self.precision == "bf16" else "fp32"]
+        return ", ".join(parts + (["use_cache=False"] if self.side == "hf" else []))
+
+
+def candidates(compile: bool) -> list[Candidate]:
+    """Every combination of the axes, the same for both sides."""
+    return [Candidate(side, attention, compiled, precision)
+            for side in ATTENTION for attention, compiled, precision in
+            itertools.product(ATTENTION[side], (False, True) if compile else (False,), ("fp32", "bf16"))]
+
+
+def hf_model(shape: Shape, attention: str):
     import transformers
 
-    cfg = transformers.GPT2Config(vocab_size=V, n_positions=T, n_embd=D, n_layer=L, n_head=H, n_inner=4 * D,
+    cfg = transformers.GPT2Config(vocab_size=shape.vocab, n_positions=shape.seq, n_embd=shape.d_model,
+                                  n_layer=shape.layers, n_head=shape.heads, n_inner=4 * shape.d_model,
                                   activation_function="gelu", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                                  attn_implementation="sdpa")
+                                  attn_implementation=attention, use_cache=False, bos_token_id=0, eos_token_id=0)
     torch.manual_seed(0)
     return transformers.GPT2LMHeadModel(cfg)
 
 
-def ours_model():
+def ours_model(shape: Shape, attention: str):
     from seqlab.models.transformer import TransformerLM, TransformerLMConfig
+    from seqlab.nn.attention import set_attention_impl
 
     torch.manual_seed(0)
-    return TransformerLM(TransformerLMConfig(vocab_size=V, n_layers=L, n_heads=H, d_model=D, d_ff=4 * D, max_len=T,
-                                             dropout=0.0, norm="pre", positions="learned", activation="gelu"))
+    model = TransformerLM(TransformerLMConfig(
+        vocab_size=shape.vocab, n_layers=shape.layers, n_heads=shape.heads, d_model=shape.d_model,
+        d_ff=4 * shape.d_model, max_len=shape.seq, dropout=0.0, norm="pre", positions="learned", activation="gelu"))
+    set_attention_impl(model, attention)
+    return model
 
 
-def make_step(side: str, precision: str, attention: str = "fused", compile: bool = False):
-    """A closure running one training step (forward, loss, backward, clip, AdamW) of one candidate."""
-    model = hf_model() if side == "hf" else ours_model()
+def make_step(cand: Candidate, shape: Shape):
+    """A closure running one training step (forward, loss, backward, clip, AdamW) of one candidate;
+    it returns the loss."""
+    model = hf_model(shape, cand.attention) if cand.side == "hf" else ours_model(shape, cand.attention)
     model.train()
-    if side == "ours":
-        from seqlab.nn.attention import set_attention_impl
-
-        set_attention_impl(model, attention)
-    forward = torch.compile(model) if compile else model
+    forward = torch.compile(model) if cand.compiled else model
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
     g = torch.Generator().manual_seed(1)
-    x = torch.randint(0, V, (B, T), generator=g)
-    y = torch.randint(0, V, (B, T), generator=g)
-    amp = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext()
+    x = torch.randint(0, shape.vocab, (shape.batch, shape.seq), generator=g)
+    y = torch.randint(0, shape.vocab, (shape.batch, shape.seq), generator=g)
 
-    def step():
+    def logits():
+        return forward(input_ids=x, use_cache=False).logits if cand.side == "hf" else forward(x)
+
+    def step() -> float:
+        amp = torch.autocast("cpu", dtype=torch.bfloat16) if cand.precision == "bf16" else contextlib.nullcontext()
         with amp:
-            logits = forward(x).logits if side == "hf" else forward(x)
-            loss = F.cross_entropy(logits.reshape(-1, V).float(), y.reshape(-1))
+            loss = F.cross_entropy(logits().reshape(-1, shape.vocab).float(), y.reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -82,117 +152,231 @@ def make_step(side: str, precision: str, attention: str = "fused", compile: bool
     return step
 
 
-def matmul_peak(dtype=torch.bfloat16, n=2048, reps=10) -> float:
+def repeat(step, n: int):
+    """A candidate for ``interleaved``: ``n`` steps, timed by the wall clock (returns None)."""
+    def run():
+        for _ in range(n):
+            step()
+    return run
+
+
+def matmul_peak_s(dtype=torch.bfloat16, n=2048, reps=5) -> float:
+    """The best seconds of one n^3 matmul (an interleaved candidate returning its own figure)."""
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     a @ b
-    times = []
+    best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
         a @ b
-        times.append(time.perf_counter() - t)
-    return 2 * n ** 3 / min(times)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def first_steps(cands: list[Candidate], shape: Shape) -> tuple[dict, dict, dict]:
+    """Build every candidate and run its first step (the compile, for a compiled one): steps, first-step
+    seconds and first-step losses by name."""
+    steps, first_s, first_loss = {}, {}, {}
+    for cand in cands:
+        steps[cand.name] = make_step(cand, shape)
+        t = time.perf_counter()
+        first_loss[cand.name] = steps[cand.name]()
+        first_s[cand.name] = time.perf_counter() - t
+        print(f"first step {first_s[cand.name]:.1f} s, loss {first_loss[cand.name]:.5f}: {cand.name}", file=sys.stderr)
+    return steps, first_s, first_loss
+
+
+def loss_check(cands: list[Candidate], first_loss: dict) -> tuple[bool, str]:
+    """Do the first-step losses of each side and precision agree (same init, same batch)? (ok, one line)."""
+    ok, parts = True, []
+    for side, precision in itertools.product(ATTENTION, LOSS_TOL):
+        losses = [first_loss[c.name] for c in cands if c.side == side and c.precision == precision]
+        spread = max(losses) - min(losses)
+        ok &= spread <= LOSS_TOL[precision]
+        parts.append(f"{'HF' if side == 'hf' else 'seqlab'} {precision} {min(losses):.4f}-{max(losses):.4f} "
+                     f"(spread {spread:.1e}, tolerance {LOSS_TOL[precision]:.0e})")
+    return ok, "; ".join(parts)
+
+
+def best_ratio(rate: dict, cands: list[Candidate], keep=lambda c: True) -> dict:
+    """verdict() over the candidates ``keep`` accepts (seqlab vs HF, tokens/s)."""
+    ours = {c.name: rate[c.name] for c in cands if c.side == "seqlab" and keep(c)}
+    peers = {c.name: rate[c.name] for c in cands if c.side == "hf" and keep(c)}
+    return verdict(ours, peers)
 
 
 SIDE_CODE = """
 import json, sys
 sys.path.insert(0, {bench!r})
+import torch
 import lm_throughput as b
 from common import peak_rss_mib
-step = b.make_step(*json.loads(sys.argv[1]))
+args = json.loads(sys.argv[1])
+torch.set_num_threads(args["threads"])
+step = b.make_step(b.Candidate(**args["candidate"]), b.Shape(**args["shape"]))
 for _ in range(3):
     step()
 print(json.dumps({{"peak_rss_mib": peak_rss_mib()}}))
 """
 
 
+def peak_rss(cand: Candidate, shape: Shape, threads: int) -> float:
+    """Peak RSS (MiB) of a fresh process building ``cand`` and running 3 steps (compile included)."""
+    bench = str(Path(__file__).resolve().parent)
+    arg = json.dumps({"candidate": asdict(cand), "shape": asdict(shape), "threads": threads})
+    return run_json_subprocess(SIDE_CODE.format(bench=bench), arg)["peak_rss_mib"]
+
+
+def profile(steps: dict, cands: list[Candidate], rate: dict) -> dict:
+    """GEMM share and largest other operators of each side's best eager candidate, and the layer-shape peak."""
+    eager = {side: max((c.name for c in cands if c.side == side and not c.compiled), key=rate.get)
+             for side in ATTENTION}
+    shares = {side: capture_gemms(steps[name]) for side, name in eager.items()}
+    others = {side: other_ops(steps[name]) for side, name in eager.items()}
+    return {"eager": eager, "shares": shares, "others": others, "shape_peak": layer_peak(shares["seqlab"])}
+
+
+def share_line(prof: dict, side: str) -> str:
+    c, shape_peak = prof["shares"][side], prof["shape_peak"]
+    rest = ", ".join(f"{op} {1e3 * s:.0f}" for op, s in prof["others"][side])
+    return (f"- {prof['eager'][side]}: step {1e3 * c['step_s']:.0f} ms (timed GEMM by GEMM), of which GEMMs "
+            f"{1e3 * c['gemm_s']:.0f} ms (**{100 * c['gemm_s'] / c['step_s']:.0f} %**, at "
+            f"{c['gemm_flops'] / c['gemm_s'] / 1e9:.0f} GFLOP/s = {100 * c['gemm_flops'] / c['gemm_s'] / shape_peak:.0f} % "
+            f"of the layer-shape peak); the largest other operators, ms per step (profiler self time): {rest}.")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=4, help="timed steps per candidate per round")
-    ap.add_argument("--compile", action="store_true", help="also try torch.compile for ours (slow to compile)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed rounds (one more warm-up round is discarded)")
+    ap.add_argument("--steps", type=int, default=1, help="training steps per candidate per round")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads, the same for every candidate")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                    help="torch.compile candidates on both sides (--no-compile: eager only, both sides)")
+    ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
+                    help="GEMM share, other operators and layer-shape MFU (always run when the target is missed)")
+    ap.add_argument("--rss", action=argparse.BooleanOptionalAction, default=True,
+                    help="peak RSS of each side's best candidate, each in its own subprocess")
+    ap.add_argument("--tiny", action="store_true", help="a 1-layer model on 2 x 32 tokens: smoke runs only")
     args = ap.parse_args()
-    specs = {
-        "hf: SDPA, fp32": ("hf", "fp32"),
-        "hf: SDPA, bf16 autocast": ("hf", "bf16"),
-        "seqlab: SDPA, fp32": ("ours", "fp32", "fused"),
-        "seqlab: SDPA, bf16 autocast": ("ours", "bf16", "fused"),
-        "seqlab: explicit attention, bf16 autocast": ("ours", "bf16", "equations"),
-    }
-    if args.compile:
-        specs["seqlab: explicit attention, bf16 autocast, compiled"] = ("ours", "bf16", "equations", True)
-    steps = {name: make_step(*spec) for name, spec in specs.items()}
-    for name, fn in steps.items():  # warm-up (and compile)
-        t = time.perf_counter()
-        fn()
-        fn()
-        print(f"warm-up {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    peaks = []
-    for r in range(args.rounds):
-        peaks.append(matmul_peak())
-        order = list(steps)
-        random.Random(r).shuffle(order)
-        for name in order:
-            t = time.perf_counter()
-            for _ in range(args.steps):
-                steps[name]()
-            times[name].append((time.perf_counter() - t) / args.steps)
-    rate = {name: B * T / median(ts) for name, ts in times.items()}
-    hf_best = max((n for n in rate if n.startswith("hf")), key=rate.get)
-    ours_best = max((n for n in rate if n.startswith("seqlab")), key=rate.get)
-    peak = median(peaks)
-    n_params = steps[ours_best].n_params
-    flops_per_token = 6 * n_params + 12 * L * H * (D // H) * T  # nanoGPT / PaLM appendix B estimate
-    # the breakdown runs eagerly (a dispatch mode and the profiler see aten ops): seqlab's best eager candidate
-    ours_eager = max((n for n in rate if n.startswith("seqlab") and "compiled" not in n), key=rate.get)
-    shares = {name: capture_gemms(steps[name]) for name in (hf_best, ours_eager)}
-    shape_peak = layer_peak(shares[ours_eager])  # the layer shapes and layouts seqlab's best eager step runs
-    mfu = {name: rate[name] * flops_per_token / peak for name in rate}
-    mfu_layers = {name: rate[name] * flops_per_token / shape_peak for name in rate}
-    others = {name: other_ops(steps[name]) for name in (hf_best, ours_eager)}
-    bench = str(Path(__file__).resolve().parent)
-    rss = {name: run_json_subprocess(SIDE_CODE.format(bench=bench), json.dumps(list(specs[name])))["peak_rss_mib"]
-           for name in (hf_best, ours_best)}
-    ratio = rate[ours_best] / rate[hf_best]
-    rows = "\n".join(f"| {n} | {rate[n]:,.0f} | {rate[n] / rate[hf_best]:.2f} | {100 * mfu[n]:.1f}% | "
-                     f"{100 * mfu_layers[n]:.1f}% |" for n in rate)
+    start = time.perf_counter()
+    shape = TINY if args.tiny else Shape()
+    torch.set_num_threads(args.threads)
+    # compile seconds are cold compiles: a fresh inductor cache for this run (the RSS subprocesses reuse it)
+    cache_dir = tempfile.mkdtemp(prefix="lm_throughput-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+    try:
+        report(args, shape, start)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
 
-    def share_line(name: str) -> str:
-        c = shares[name]
-        rest = ", ".join(f"{op} {1e3 * s:.0f}" for op, s in others[name])
-        return (f"- {name}: step {1e3 * c['step_s']:.0f} ms (timed GEMM by GEMM), of which GEMMs "
-                f"{1e3 * c['gemm_s']:.0f} ms (**{100 * c['gemm_s'] / c['step_s']:.0f} %**, at "
-                f"{c['gemm_flops'] / c['gemm_s'] / 1e9:.0f} GFLOP/s = {100 * c['gemm_flops'] / c['gemm_s'] / shape_peak:.0f} % "
-                f"of the layer-shape peak); the largest other operators, ms per step (profiler self time): {rest}.")
 
-    write_section("lm_throughput", f"""## Training throughput: Transformer LM vs HF GPT-2 (bench/lm_throughput.py)
+def report(args, shape: Shape, start: float) -> None:
+    cands = candidates(args.compile)
+    steps, first_s, first_loss = first_steps(cands, shape)
+    losses_ok, losses_line = loss_check(cands, first_loss)
+    if not losses_ok:
+        print(f"WARNING: first-step losses disagree: {losses_line}", file=sys.stderr)
+    timed = {name: repeat(step, args.steps) for name, step in steps.items()}
+    timed[PEAK] = matmul_peak_s
+    kept = interleaved(timed, rounds=args.rounds, warmup=1)
+    tokens = shape.batch * shape.seq
+    step_s = {c.name: median(kept[c.name]) / args.steps for c in cands}
+    rate = {name: tokens / s for name, s in step_s.items()}
+    compile_s = {c.name: first_s[c.name] - step_s[c.name] for c in cands if c.compiled}
+    overall = best_ratio(rate, cands)
+    by_precision = {p: best_ratio(rate, cands, lambda c, p=p: c.precision == p) for p in ("fp32", "bf16")}
+    met = overall["ratio"] >= TARGET
+    peak = 2 * 2048 ** 3 / median(kept[PEAK])
+    n_params = steps[overall["seqlab_best"]].n_params
+    sh = shape
+    flops_per_token = 6 * n_params + 12 * sh.layers * sh.d_model * sh.seq  # nanoGPT / PaLM appendix B: 6N + 12LHdT
+    mfu = {name: r * flops_per_token / peak for name, r in rate.items()}
+    prof = profile(steps, cands, rate) if args.profile or not met else None
+    mfu_layers = {name: r * flops_per_token / prof["shape_peak"] for name, r in rate.items()} if prof else {}
+    rss = ({side: peak_rss(next(c for c in cands if c.name == overall[f"{side}_best"]), shape, args.threads)
+            for side in ("seqlab", "peer")} if args.rss else {})
+    wall_s = time.perf_counter() - start
+    write_section("lm_throughput", section(args, shape, cands, rate, compile_s, overall, by_precision, met, peak,
+                                           flops_per_token, mfu, mfu_layers, prof, rss, losses_ok, losses_line))
+    print(json.dumps({
+        "peer_best": overall["peer_best"], "seqlab_best": overall["seqlab_best"], "ratio": overall["ratio"],
+        "target": TARGET, "target_met": met,
+        "ratio_fp32": by_precision["fp32"]["ratio"], "ratio_bf16": by_precision["bf16"]["ratio"],
+        "peer_best_fp32": by_precision["fp32"]["peer_best"], "peer_best_bf16": by_precision["bf16"]["peer_best"],
+        "seqlab_best_fp32": by_precision["fp32"]["seqlab_best"],
+        "seqlab_best_bf16": by_precision["bf16"]["seqlab_best"],
+        "tokens_per_s": {name: round(r) for name, r in rate.items()},
+        "compile_s": {name: round(s, 1) for name, s in compile_s.items()},
+        "first_step_losses_agree": losses_ok,
+        "seqlab_mfu": round(mfu[overall["seqlab_best"]], 4), "hf_mfu": round(mfu[overall["peer_best"]], 4),
+        "matmul_peak_gflops": round(peak / 1e9),
+        **({"layer_shape_peak_gflops": round(prof["shape_peak"] / 1e9),
+            "seqlab_gemm_share": round(prof["shares"]["seqlab"]["gemm_s"] / prof["shares"]["seqlab"]["step_s"], 3),
+            "hf_gemm_share": round(prof["shares"]["hf"]["gemm_s"] / prof["shares"]["hf"]["step_s"], 3)}
+           if prof else {}),
+        **({"seqlab_peak_rss_mib": round(rss["seqlab"]), "hf_peak_rss_mib": round(rss["peer"])} if rss else {}),
+        "rounds": args.rounds, "steps": args.steps, "threads": args.threads, "tiny": args.tiny,
+        "wall_s": round(wall_s), "machine": machine()}))
 
-6 layers, 6 heads, d_model 384, d_ff 1536, max_len 256, vocab 65, batch 12 x 256, AdamW (fused) +
-clipping; random init, identical config. Medians of {args.rounds} interleaved rounds x {args.steps} steps.
-bf16 GEMM peaks measured in the same run: a 2048^3 matmul {peak / 1e9:.0f} GFLOP/s; the GEMMs of seqlab's best
-eager step (every shape and layout it runs, each replayed alone at its best) **{shape_peak / 1e9:.0f} GFLOP/s**.
-MFU = tokens/s x {flops_per_token / 1e6:.1f} MFLOP per token (6N + 12LHdT) over each peak.
 
-| candidate | tokens/s | vs HF best | MFU (2048^3) | MFU (layer shapes) |
-|---|---|---|---|---|
-{rows}
+def section(args, shape, cands, rate, compile_s, overall, by_precision, met, peak, flops_per_token, mfu,
+            mfu_layers, prof, rss, losses_ok, losses_line) -> str:
+    """The whole RESULTS.md section: heading, method, table, ratios, target, compile, memory, profile."""
+    hf_best = overall["peer_value"]
+    order = sorted(cands, key=lambda c: (c.side != "seqlab", -rate[c.name]))
 
-**ratio (seqlab best / HF best) = {ratio:.2f}**. Peak RSS, each best setting alone in a subprocess:
-HF {rss[hf_best]:.0f} MiB, seqlab {rss[ours_best]:.0f} MiB.
+    def row(c: Candidate) -> str:
+        cells = [c.name, f"{rate[c.name]:,.0f}", f"{rate[c.name] / hf_best:.2f}", f"{100 * mfu[c.name]:.1f}%"]
+        cells += [f"{100 * mfu_layers[c.name]:.1f}%"] if prof else []
+        cells += [f"{compile_s[c.name]:.0f}" if c.compiled else "-"]
+        return "| " + " | ".join(cells) + " |"
 
-Where the time goes (each side's best eager step once more, every GEMM timed as it returns):
-{share_line(ours_eager)}
-{share_line(hf_best)}""")
-    print(json.dumps({"seqlab_tokens_per_s": round(rate[ours_best]), "hf_tokens_per_s": round(rate[hf_best]),
-                      "ratio": round(ratio, 3), "seqlab_best": ours_best, "hf_best": hf_best,
-                      "seqlab_mfu": round(mfu[ours_best], 4), "hf_mfu": round(mfu[hf_best], 4),
-                      "seqlab_mfu_layer_shapes": round(mfu_layers[ours_best], 4),
-                      "hf_mfu_layer_shapes": round(mfu_layers[hf_best], 4),
-                      "layer_shape_peak_gflops": round(shape_peak / 1e9), "matmul_peak_gflops": round(peak / 1e9),
-                      "seqlab_gemm_share": round(shares[ours_eager]["gemm_s"] / shares[ours_eager]["step_s"], 3),
-                      "hf_gemm_share": round(shares[hf_best]["gemm_s"] / shares[hf_best]["step_s"], 3),
-                      "seqlab_peak_rss_mib": round(rss[ours_best]), "hf_peak_rss_mib": round(rss[hf_best]),
-                      "machine": machine()}))
+    head = "| candidate | tokens/s | vs HF best | MFU (2048^3) |" + (" MFU (layer shapes) |" if prof else "") + \
+        " compile s |\n|---|---|---|---|" + ("---|" if prof else "") + "---|"
+    precision_lines = "\n".join(
+        f"- {p} only: **{v['ratio']:.2f}** ({v['seqlab_best']}: {v['seqlab_value']:,.0f} vs {v['peer_best']}: "
+        f"{v['peer_value']:,.0f} tokens/s)" for p, v in by_precision.items())
+    size = ("**tiny smoke size (1 layer, d_model 32, batch 2 x 32): not a result**" if args.tiny else
+            "6 layers, 6 heads, d_model 384, d_ff 1536, max_len 256, vocab 65, batch 12 x 256")
+    axes = ("each run eagerly and with `torch.compile(model)` (the same compile scope on both sides: the loss, "
+            "backward call and optimizer stay eager)" if args.compile else
+            "each run eagerly only (`--no-compile`, on both sides)")
+    text = f"""## Training throughput: Transformer LM vs HF GPT-2 (bench/lm_throughput.py)
+
+{size}; exact GELU, pre-LN, tied embeddings, dropout 0; one step = forward, cross-entropy on fp32 logits,
+backward, gradient clipping, AdamW (fused); random init from the same seed, identical config on both sides.
+Candidates on both sides: two attention implementations (HF `attn_implementation` "sdpa" and "eager"; seqlab
+`impl` "fused" = SDPA and "equations" = explicit matmuls), {axes}, each in fp32 and
+under bf16 autocast; HF with `use_cache=False` in its config and forward. The HF configuration follows
+{PEER_DOCS}.
+{args.threads} torch threads for every candidate. Timing: {args.rounds} interleaved rounds in shuffled order,
+one more warm-up round discarded, {args.steps} step(s) per candidate per round; tokens/s of the median step.
+Compile s = a compiled candidate's first step (cold compile, fresh inductor cache) minus its median step, not in
+tokens/s. MFU = tokens/s x {flops_per_token / 1e6:.1f} MFLOP per token (6N + 12LHdT) over a bf16 2048^3 matmul
+timed as one more interleaved candidate ({peak / 1e9:.0f} GFLOP/s)""" + (
+        f""" and over the GEMMs of seqlab's best eager step (every shape and
+layout it runs, each replayed alone at its best: **{prof['shape_peak'] / 1e9:.0f} GFLOP/s**)""" if prof else "") + f""".
+
+{head}
+""" + "\n".join(row(c) for c in order) + f"""
+
+**ratio (seqlab best / HF best, every candidate of both sides) = {overall['ratio']:.2f}**: {overall['seqlab_best']}
+({overall['seqlab_value']:,.0f} tokens/s) vs {overall['peer_best']} ({hf_best:,.0f} tokens/s). With one precision
+allowed to both:
+{precision_lines}
+
+**Target: training throughput >= {TARGET}x HF's best: {'met' if met else 'missed'}** ({overall['ratio']:.2f}x).
+
+First-step losses (same weights, same batch) {'agree' if losses_ok else '**DISAGREE**'} within each side and
+precision: {losses_line}."""
+    if rss:
+        text += (f"\n\nPeak RSS, each side's best candidate alone in a subprocess (3 steps, compile included): "
+                 f"HF {rss['peer']:.0f} MiB, seqlab {rss['seqlab']:.0f} MiB.")
+    if prof:
+        why = "" if met else " This is the evidence for the missed target."
+        text += (f"\n\nWhere the time goes (each side's best eager candidate, a few more steps, every GEMM timed as "
+                 f"it returns; the compiled steps cannot be seen this way).{why}\n"
+                 f"{share_line(prof, 'seqlab')}\n{share_line(prof, 'hf')}")
+    return text
 
 
 if __name__ == "__main__":

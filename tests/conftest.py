@@ -1,4 +1,8 @@
-"""Shared fixtures. Tests that need ../shared/data skip with a clear reason when it is absent."""
+"""Shared fixtures. Tests that need ../shared/data skip with a clear reason when it is absent.
+
+Under CI (``CI=true``, set by .ci/run) nothing that a parity test compares against may be missing: a reference
+library that ``pytest.importorskip`` cannot import, or absent shared datasets, fail the test with the name
+instead of skipping it, so a broken install can never turn the parity suite green."""
 
 from __future__ import annotations
 
@@ -10,13 +14,28 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SEQLAB_SHARED_DATA", ROOT.parent / "shared" / "data"))
+UNDER_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _importorskip_strict(modname: str, *args, **kwargs):
+    """``pytest.importorskip`` that fails, naming the module, where skipping would hide a missing reference."""
+    try:
+        return _importorskip(modname, *args, **kwargs)
+    except pytest.skip.Exception as e:
+        pytest.fail(f"CI=true: the reference library {modname!r} is missing ({e}); `make test` installs the "
+                    "test extras: pip install -e '.[test,export,serve]'", pytrace=False)
+
+
+_importorskip = pytest.importorskip
+if UNDER_CI:
+    pytest.importorskip = _importorskip_strict
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The folder of real public datasets (../shared/data); skips the test when it is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"needs the shared datasets at {SHARED_DATA} (set SEQLAB_SHARED_DATA to point elsewhere)")
+        (pytest.fail if UNDER_CI else pytest.skip)(f"needs the shared datasets at {SHARED_DATA} (set SEQLAB_SHARED_DATA to point elsewhere)")
     return SHARED_DATA
 
 

@@ -80,7 +80,8 @@ def test_streamed_corpus_on_disk_equals_the_in_memory_reference(case, tmp_path):
     want = reference_corpus(sentences, min_freq, max_size)
     assert_same_corpus(want, Corpus.build(sentences, min_freq, max_size))
     on_disk = Corpus.stream(lambda: iter(sentences), min_freq, max_size, tmp_path / "corpus")
-    assert isinstance(on_disk.ids.base, object) and on_disk.maps  # memory-mapped ...
+    assert on_disk.ids.base.obj is on_disk.maps[0]  # memory-mapped: the ids are a view of the file's mapping ...
+    assert on_disk.maps[0].size() == (tmp_path / "corpus" / "ids.bin").stat().st_size
     assert on_disk.ids.flags.writeable  # ... writable (copy-on-write), as the numba kernels' signatures take it
     assert sorted(p.name for p in (tmp_path / "corpus").iterdir()) == ["ids.bin", "sentence_starts.bin"]
     assert_same_corpus(want, on_disk)

@@ -257,11 +257,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
 def test_two_nodes_match_one_process(tmp_path, corpus):
     """Two torchrun "nodes" (c10d rendezvous on loopback, one process each) train lm-char from the corpus: rank 0
     prepares the data in the run directory while rank 1 waits for it, and the loss curve equals the
-    single-process one for the same global batch (within 1e-5, as the single-node DDP test)."""
+    single-process one for the same global batch (within 1e-5, as the single-node DDP test). CI runs it: README
+    advertises multi-node torchrun."""
     cfg = resolve("lm-char", [*TINY, f'data.source="{corpus}"', "train.max_steps=5", "train.log_every=1",
                               "train.batch_size=8", "model.max_len=32"])
     path = tmp_path / "run.toml"

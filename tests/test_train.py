@@ -112,6 +112,30 @@ def test_train_writes_a_complete_run_directory(tmp_path, corpus):
                                       "train.eval_every=3", "train.keep_best=true"]), run, resume=True)
 
 
+def test_compiled_training_step_equals_eager(tmp_path, corpus):
+    """``train.compile = true`` (torch.compile of the model, as bench/lm_throughput.py times it) trains the same
+    run as eager: every logged train loss within 1e-4 (inductor reorders fp32 sums; measured about 1e-6), the
+    same validation steps, and weights within 1e-4 after 6 AdamW steps. CI runs it: README advertises it."""
+    from torch._dynamo.utils import counters
+
+    rows = {}
+    for compiled in (False, True):
+        counters.clear()
+        run = api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6", "train.log_every=1",
+                                            "train.eval_every=3", f"train.compile={str(compiled).lower()}"]),
+                        tmp_path / f"compile-{compiled}", log=lambda *a, **k: None)
+        rows[compiled] = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        rows[compiled, "weights"] = load_file(run / "model.safetensors")
+        assert (counters["stats"]["unique_graphs"] > 0) == compiled  # it did compile, and only when asked
+    train = {c: [(r["step"], r["loss"]) for r in rows[c] if r["split"] == "train"] for c in (False, True)}
+    assert [s for s, _ in train[True]] == [s for s, _ in train[False]] == list(range(1, 7))
+    assert max(abs(a - b) for (_, a), (_, b) in zip(train[False], train[True])) <= 1e-4
+    assert [r["step"] for r in rows[True] if r["split"] == "valid"] == [3, 6]
+    eager, compiled = rows[False, "weights"], rows[True, "weights"]
+    assert eager.keys() == compiled.keys()
+    assert max((eager[k] - compiled[k]).abs().max().item() for k in eager) <= 1e-4
+
+
 def test_resume_after_sigkill_is_bit_identical(tmp_path, corpus):
     steps = 40
     cfg = config_file(tmp_path, corpus, steps, ["train.save_every=4", "train.eval_every=10",

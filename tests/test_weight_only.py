@@ -71,15 +71,16 @@ def test_low_precision_logits_stay_close_to_fp32(dtype):
     assert 0 < (a - b).abs().max().item() < {"bf16": 0.02, "int8": 0.05}[dtype]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])
 def test_compiled_decoding_of_low_precision_weights_equals_eager(dtype):
-    """Compiled without freezing, the conversion fused into the products: the same tokens as eager."""
+    """Compiled without freezing, the conversion fused into the products: the same tokens as eager, at batch 1
+    and in a left-padded batch of 8 (CI runs it: `seqlab generate --compile --dtype` advertises it)."""
     model = tiny_lm()
     to_weight_only(model, dtype)
-    prompts = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2]]
-    eager = generate(model, prompts, 25, Sampling(0))
-    assert generate(model, prompts, 25, Sampling(0), compile=True) == eager
+    batch = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2], [3, 1], [9, 8, 7], [4, 4, 4], [10], [6, 2, 8, 1, 7]]
+    for prompts in (batch[:1], batch):
+        eager = generate(model, prompts, 25, Sampling(0))
+        assert generate(model, prompts, 25, Sampling(0), compile=True) == eager
 
 
 def test_generate_dtype_flag(serve_runs, capsys):
