@@ -92,6 +92,15 @@ def write_section(name: str, markdown: str, script: str | None = None) -> None:
     os.replace(tmp, RESULTS)
 
 
+def read_section(name: str) -> str | None:
+    """The text of section ``name`` of bench/RESULTS.md (markers excluded), or None when it was never written.
+
+    Benches that cite another bench's figure read it from here, so no figure is typed in twice."""
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
+    found = section_pattern(name).search(text)
+    return found.group(0).split("\n", 1)[1].rsplit("\n", 1)[0] if found else None
+
+
 def interleaved(candidates: dict[str, Callable[[], float | None]], rounds: int, warmup: int = 1,
                 seed: int = 0, collect: bool = True) -> dict[str, list[float]]:
     """Time every candidate once per round, in a freshly shuffled order each round; discard the warm-up rounds.

@@ -13,9 +13,9 @@
 ``--steps`` replaces the preset's ``train.max_steps`` (the learning-rate schedule follows it); ``--minutes``
 is a hard wall-clock stop (``train.max_minutes``); ``--limit N`` keeps the first N examples of the valid and test
 splits and the first 10 N training examples (so that training has every label; for smoke runs, in scratch
-files). Training minutes include data preparation and periodic validation. ``--baseline-f1`` /
-``--baseline-accuracy`` put the from-scratch BiLSTM's figures (bench/ner.py, bench/sentiment.py) beside the
-fine-tuned ones. Results go to bench/RESULTS.md (section ``finetune``); the last
+files). Training minutes include data preparation and periodic validation. The from-scratch BiLSTM's figures
+beside the fine-tuned ones are read from the sections bench/ner.py and bench/sentiment.py wrote (``ner-lstm``,
+``sentiment``), never typed in. Results go to bench/RESULTS.md (section ``finetune``); the last
 line printed is JSON with ``ratio`` = the worst of (figure / target) over the tasks run (above 1: targets met).
 """
 
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import write_section  # noqa: E402
+from bench.common import read_section, write_section  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 # task -> (preset, data folder under --data, train, valid, test files, metric, target)
@@ -81,10 +81,23 @@ def run_task(task: str, args, scratch: Path) -> dict:
     started = time.perf_counter()
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
     eval_seconds = time.perf_counter() - started
-    baseline = args.baseline_f1 if task == "ner" else args.baseline_accuracy
+    baseline = bilstm_baseline(task)
     return {"task": task, "preset": preset, "steps": steps, "train_minutes": round(train_minutes, 2),
             "eval_seconds": round(eval_seconds, 1), "metric": metric, "value": scores[metric], "target": target,
             "bilstm": baseline, "scores": {k: v for k, v in scores.items() if k != "per_type"}}
+
+
+def bilstm_baseline(task: str) -> float | None:
+    """The from-scratch BiLSTM's test figure as recorded in RESULTS.md: the bold F1 of section ``ner-lstm``, or the
+    bold accuracy of the ``sst2-lstm`` row of section ``sentiment``; None when that section is missing."""
+    import re
+
+    section = read_section("ner-lstm" if task == "ner" else "sentiment")
+    if section is None:
+        return None
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "**" in line
+            and (task == "ner" or line.startswith("| sst2-lstm "))]
+    return float(re.search(r"\*\*([0-9.]+)\*\*", rows[0]).group(1)) if rows else None
 
 
 def markdown(rows: list[dict], args) -> str:
@@ -116,8 +129,6 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--set", action="append", default=[], help="extra config override, e.g. train.lr=1e-4")
     parser.add_argument("--data", type=Path, default=DATA, help="folder with conll2003/ and sst2/")
     parser.add_argument("--out", type=Path, default=None, help="folder for the run directories (default runs/)")
-    parser.add_argument("--baseline-f1", type=float, default=None, help="from-scratch BiLSTM CoNLL test F1")
-    parser.add_argument("--baseline-accuracy", type=float, default=None, help="from-scratch BiLSTM SST-2 accuracy")
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
     args = parser.parse_args(argv)
 
