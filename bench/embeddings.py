@@ -68,7 +68,8 @@ PARITY_NOTE = (
     "random state: after one epoch of about 2,000 pair updates every weight is within 2e-4 of gensim's Cython "
     "(the test's tolerance). It also checks the vocabulary tables (word order, counts, subsampling thresholds, "
     "noise table, Huffman paths) bit-identical to gensim's and the effective word count within 1.5 %.")
-TARGET = ("Target: seqlab's whole command >= 1.0x gensim's best (corpus_file) for SGNS and HS at 100 MB of text "
+TARGET = ("Target: seqlab's whole command >= 1.0x gensim's best candidate (corpus_file, or LineSentence where "
+          "faster) for SGNS and HS at 100 MB of text "
           "(judged by bench/scale.py `--sizes 100`; the ratios here, at the small corpora, are reported beside it, "
           "start-up weighing more), and the quality of seqlab's vectors on every set within gensim's seed spread.")
 

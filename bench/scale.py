@@ -370,8 +370,8 @@ def w2v_lines(wv: list[dict], s: Settings, metrics: list[str], result: dict) -> 
         # vocabulary-driven growth is fewer MiB there); the MiB are printed beside it
         "target_w2v_growth_le_1.5x_gensim": grow_s / peak(small, "seqlab")
         <= 1.5 * max(grow_p / peak(small, "peer"), 0.0) or grow_s <= 0})
-    target = ("Target: seqlab's whole command >= 1.0x gensim's best mode (corpus_file) for SGNS and HS at 100 MB "
-              "of text, and its vectors' quality within gensim's seed spread. This run: "
+    target = ("Target: seqlab's whole command >= 1.0x gensim's best candidate (corpus_file, or LineSentence where "
+              "faster) for SGNS and HS at 100 MB of text, and its vectors' quality within gensim's seed spread. This run: "
               + (f"{'met' if met else 'not met'} (SGNS {big['objectives']['sgns']['whole']['ratio']:.2f}x, HS "
                  f"{big['objectives']['hs']['whole']['ratio']:.2f}x at {big['mb']:,.0f} MB)" if at_100 else
                  f"not judged (the largest size here is {big['mb']:,.0f} MB; run `--sizes 100`)")
