@@ -371,7 +371,8 @@ def w2v_lines(wv: list[dict], s: Settings, metrics: list[str], result: dict) -> 
         "target_w2v_growth_le_1.5x_gensim": grow_s / peak(small, "seqlab")
         <= 1.5 * max(grow_p / peak(small, "peer"), 0.0) or grow_s <= 0})
     target = ("Target: seqlab's whole command >= 1.0x gensim's best candidate (corpus_file, or LineSentence where "
-              "faster) for SGNS and HS at 100 MB of text, and its vectors' quality within gensim's seed spread. This run: "
+              "faster) for SGNS and HS at 100 MB of text, and its vectors' quality within gensim's seed spread. "
+              "This run: "
               + (f"{'met' if met else 'not met'} (SGNS {big['objectives']['sgns']['whole']['ratio']:.2f}x, HS "
                  f"{big['objectives']['hs']['whole']['ratio']:.2f}x at {big['mb']:,.0f} MB)" if at_100 else
                  f"not judged (the largest size here is {big['mb']:,.0f} MB; run `--sizes 100`)")
@@ -406,7 +407,8 @@ def main() -> None:
     args = ap.parse_args()
     parts = args.parts.split(",")
     s = Settings(epochs=args.epochs, threads=args.threads)
-    sets = {"WordSim353": SHARED / "embeddings" / "wordsim353.tsv", "SimLex-999": SHARED / "embeddings" / "simlex999.txt"}
+    sets = {"WordSim353": SHARED / "embeddings" / "wordsim353.tsv",
+            "SimLex-999": SHARED / "embeddings" / "simlex999.txt"}
     metrics = list(sets)
     load = os.getloadavg()
     runs = from_logs(args.rows) if args.rows else {}

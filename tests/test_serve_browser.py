@@ -195,8 +195,19 @@ def test_classification_page_shows_probability_bars(page, server, shots):
     want = api(page, server, "runs/sentiment/predict", {"lines": ["the cat runs"]})["predictions"][0]
     expect(page.locator("#label")).to_have_text(f"{want['label']} ({want['probability']:.4f})")
     expect(page.locator("#probabilities .bars path")).to_have_count(2)
+    held = []  # hold the eval request until the page has shown that it is busy
+    page.route("**/eval", lambda route: held.append(route))
     page.click("#eval-button")
+    expect(page.locator("#eval-out")).to_have_attribute("aria-busy", "true")
+    expect(page.locator("#eval-button")).to_be_disabled()
+    expect(page.locator("#eval-button")).to_have_text("Evaluating…")
+    page.wait_for_function("() => true")  # let the route handler run
+    while not held:
+        page.wait_for_timeout(20)
+    held[0].continue_()
     expect(page.locator("#eval-out")).to_contain_text("accuracy")
+    expect(page.locator("#eval-out")).not_to_have_attribute("aria-busy", "true")
+    expect(page.locator("#eval-button")).to_be_enabled()
     shoot(page, shots, "classify")
 
 

@@ -11,13 +11,15 @@ def add(sub):
                    description="Serves every run under the given folders (default: runs): pages per task "
                                "(streaming generation, attention, translation alignments, entities, label "
                                "probabilities, embedding maps, forecasts) and the JSON API documented at /docs. "
-                               "Binds to 127.0.0.1; any other --host needs --token. Needs the serve extra: "
-                               "pip install 'seqlab[serve]'.")
+                               "Binds to 127.0.0.1 and answers this machine only. Any other --host serves "
+                               "other machines with a token: --token T, or one generated and printed in the "
+                               "URL to open. Needs the serve extra: pip install 'seqlab[serve]'.")
     p.add_argument("roots", nargs="*", metavar="RUNS_DIR|RUN", help="folders of runs, or run directories (default: runs)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--token", default=None, help="required with a --host other than 127.0.0.1: clients send "
-                                                  "`Authorization: Bearer TOKEN` or open a page once with ?token=TOKEN")
+    p.add_argument("--token", default=None, help="clients send `Authorization: Bearer TOKEN` or open a page once "
+                                                  "with ?token=TOKEN (default with a --host other than 127.0.0.1: "
+                                                  "a generated token, printed in the URL)")
     p.add_argument("--cache", type=int, default=4, metavar="N", help="models kept loaded (least recently used beyond N)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.set_defaults(run=run)
@@ -32,9 +34,11 @@ def run(args) -> int:
 
     if any(importlib.util.find_spec(name) is None for name in EXTRA):
         raise SeqlabError("seqlab serve needs the serve extra: pip install 'seqlab[serve]'")
-    if args.host not in LOOPBACK and not args.token:
-        raise SeqlabError(f"--host {args.host} makes the runs reachable from other machines; give --token TOKEN "
-                          "too (clients send `Authorization: Bearer TOKEN`), or keep --host 127.0.0.1")
+    token = args.token
+    if args.host not in LOOPBACK and not token:
+        import secrets
+
+        token = secrets.token_urlsafe(18)  # other machines can reach the runs: never without a token
     if not 0 <= args.port <= 65535:
         raise SeqlabError(f"--port must be in 0..65535, got {args.port}")
     if args.cache < 1:
@@ -42,14 +46,17 @@ def run(args) -> int:
     roots = args.roots or ["runs"]
     from seqlab.serve.app import create_app
 
-    app = create_app(roots, token=args.token, cache_size=args.cache, device=args.device)
+    app = create_app(roots, token=token, cache_size=args.cache, device=args.device)
     sock = bind(args.host, args.port)
     import uvicorn
 
     host, port = sock.getsockname()[:2]
+    if host in ("0.0.0.0", "::"):  # every address of this machine: show its name
+        host = socket.gethostname()
     shown = f"[{host}]" if ":" in host else host
     n = len(app.state.index.ids())
-    print(f"seqlab serve: http://{shown}:{port}/ ({n} run{'s' * (n != 1)} under {', '.join(roots)}; "
+    query = f"?token={token}" if token and not args.token else ""  # a token the user gave is theirs to keep
+    print(f"seqlab serve: http://{shown}:{port}/{query} ({n} run{'s' * (n != 1)} under {', '.join(roots)}; "
           f"API at /docs; Ctrl-C stops)", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[sock])

@@ -8,11 +8,17 @@ and :class:`~seqlab.serve.cache.ModelCache` (loaded once per committed checkpoin
 - 422: input out of bounds (the limits below) or that the model cannot take (an unknown word, a sentence longer
   than ``model.max_len``, an operation the run's task does not have);
 - 409: the run cannot be read (a missing or damaged file, no checkpoint yet): the message names the file;
-- 401: a token is required and was not given.
+- 401: a token is required and was not given;
+- 403: without a token, a client that is not this machine, or a ``Host`` that is not a loopback name.
 
-Access: without a token only the loopback names are accepted as ``Host`` (a web page elsewhere cannot reach the
-API through DNS rebinding); with one, every request carries it (``Authorization: Bearer T``, or ``?token=T``
-once, which sets a cookie).
+Access is enforced by the app itself, whatever server runs it:
+
+- without a token it answers loopback clients only (127.0.0.0/8, ::1): any other client address gets 403. The
+  ``Host`` header must also be a loopback name, so that a web page elsewhere cannot reach the API through DNS
+  rebinding (that check guards the browser, it is not authentication);
+- with a token, every request carries it, as ``Authorization: Bearer T`` or in the ``seqlab_token`` cookie
+  (HttpOnly, SameSite=Strict). A page opened with ``?token=T`` sets the cookie and redirects (303) to the same
+  URL without the token, so the token stays out of logs and history.
 """
 
 from __future__ import annotations
@@ -20,16 +26,19 @@ from __future__ import annotations
 import asyncio
 import collections
 import hmac
+import ipaddress
 import json
 import threading
 import time
 from importlib import resources
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import (FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response,
+                               StreamingResponse)
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -143,20 +152,28 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
     @app.middleware("http")
     async def access(request: Request, call_next):
         if token is None:
+            client = request.client.host if request.client else ""
+            if not is_loopback(client):
+                return JSONResponse({"detail": f"client {client or 'unknown'} refused: seqlab serve without --token "
+                                               "answers this machine only; start it with --token TOKEN to serve "
+                                               "others"}, status_code=403)
             header = request.headers.get("host") or ""
             host = header[:header.find("]") + 1] if header.startswith("[") else header.rsplit(":", 1)[0]
             if host not in LOOPBACK:
                 return JSONResponse({"detail": f"host {host!r} refused: seqlab serve without --token answers "
                                                "127.0.0.1 and localhost only"}, status_code=403)
             return await call_next(request)
-        given = _bearer(request) or request.cookies.get(COOKIE) or request.query_params.get("token") or ""
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return JSONResponse({"detail": "a token is required: send `Authorization: Bearer TOKEN`, or open "
-                                           "the page once with ?token=TOKEN"}, status_code=401)
-        response = await call_next(request)
-        if request.query_params.get("token"):
+        query = request.query_params.get("token")
+        if query is not None and request.method in ("GET", "HEAD") and _same(query, token):
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            target = request.url.path + ("?" + urlencode(rest) if rest else "")
+            response = RedirectResponse(target, status_code=303)  # the token leaves the URL: logs, history
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
-        return response
+            return response
+        if not _same(_bearer(request) or request.cookies.get(COOKIE) or "", token):
+            return JSONResponse({"detail": "a token is required: send `Authorization: Bearer TOKEN`, or open "
+                                           "a page once with ?token=TOKEN"}, status_code=401)
+        return await call_next(request)
 
     @app.exception_handler(NotFound)
     async def not_found(request, e):
@@ -374,6 +391,20 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
+
+def is_loopback(address: str) -> bool:
+    """Whether a client address is this machine: 127.0.0.0/8, ::1, or IPv4-mapped loopback."""
+    try:
+        ip = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or bool(mapped and mapped.is_loopback)
+
+
+def _same(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
+
 
 def _bearer(request: Request) -> str | None:
     value = request.headers.get("authorization") or ""

@@ -82,9 +82,9 @@ def translate(tr, text: str, beam: int) -> dict:
     "source_tokens", "target_tokens", "weights": [head][target][source]}``."""
     if not text.strip():
         raise SeqlabError("the source text is empty; give a sentence to translate")
-    result = tr.predict([text], beam=beam)[0]
-    src, tgt, weights = tr.attention(text, beam=beam)
-    return {**result, "source_tokens": src, "target_tokens": tgt,
+    hyp = tr.translate([text], beam)[0]  # one beam search: its hypothesis is also the one the weights show
+    src, tgt, weights = tr.attention(text, hypothesis=hyp)
+    return {**tr.result(text, hyp), "source_tokens": src, "target_tokens": tgt,
             "weights": np.round(weights.numpy(), 5).tolist()}  # (heads or 1, tgt, src)
 
 

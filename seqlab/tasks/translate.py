@@ -273,8 +273,11 @@ class Translator:
         if lines is None:
             raise SeqlabError("translation reads source sentences from stdin, one per line; --steps is for forecasting")
         hyps = self.translate(lines, beam)
-        return [{"source": line, "translation": self.tgt_tok.decode(h.tokens), "score": h.score}
-                for line, h in zip(lines, hyps)]
+        return [self.result(line, h) for line, h in zip(lines, hyps)]
+
+    def result(self, line: str, hyp: Hypothesis) -> dict:
+        """``{"source", "translation", "score"}`` of one hypothesis (score: normalised log-prob)."""
+        return {"source": line, "translation": self.tgt_tok.decode(hyp.tokens), "score": hyp.score}
 
     def format_prediction(self, result: dict) -> str:
         return result["translation"]
@@ -310,8 +313,12 @@ class Translator:
         return ["<eos>" if i == tok.eos_id else tok.decode([i]) for i in ids]
 
     @torch.no_grad()
-    def attention(self, text: str, beam: int | None = None) -> tuple[list[str], list[str], Tensor]:
+    def attention(self, text: str, beam: int | None = None,
+                  hypothesis: Hypothesis | None = None) -> tuple[list[str], list[str], Tensor]:
         """Translate ``text`` and return (source tokens, output tokens, weights (heads or 1, tgt, src)).
+
+        ``hypothesis``: the translation of ``text`` already found by ``translate`` (the beam search is not run
+        again).
 
         Row i of the weights is the attention of the step that produced output token i (the last one is
         <eos> when the translation finished); column j is source token j (the last is <eos>).
@@ -321,7 +328,7 @@ class Translator:
         if not text.strip():
             raise SeqlabError("--text is empty; give a source sentence")
         src_ids = self.encode_sources([text], where="--text line")[0]
-        hyp = self.translate([text], beam)[0]
+        hyp = hypothesis if hypothesis is not None else self.translate([text], beam)[0]
         out_ids = hyp.tokens + ([self.tgt_tok.eos_id] if hyp.finished else [])
         src = torch.tensor([src_ids], device=self.device)  # 1, src
         tgt_in = torch.tensor([[self.tgt_tok.sos_id] + out_ids[:-1]], device=self.device)  # 1, tgt

@@ -134,13 +134,16 @@ function evalBlock() {
   const err = errorBox();
   const split = el("select", {id: "eval-split"}, el("option", {value: "test", text: "test"}), el("option", {value: "valid", text: "valid"}));
   const button = el("button", {id: "eval-button", text: "Evaluate", on: {click: async () => {
-    button.disabled = true; err.textContent = ""; out.textContent = "evaluating…";
+    // busy while the split is scored (seconds to minutes): the button says so and cannot start a second run
+    button.disabled = true; button.textContent = "Evaluating…"; out.setAttribute("aria-busy", "true");
+    out.classList.add("busy"); err.textContent = ""; out.textContent = `evaluating the ${split.value} split…`;
     try {
       const j = await api(apiUrl(RUN.id, "eval"), {split: split.value, last: useLast()});
       out.replaceChildren(el("table", {}, Object.entries(j).filter(([k, v]) => typeof v !== "object" || v === null)
         .map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: fmt(v)})))));
     } catch (e) { out.textContent = ""; showError(err, e); }
-    button.disabled = false;
+    button.disabled = false; button.textContent = "Evaluate"; out.removeAttribute("aria-busy");
+    out.classList.remove("busy");
   }}});
   return section("Evaluate (seqlab eval)", "eval-section", el("div", {class: "row"}, field("split", split), button), err, out);
 }
