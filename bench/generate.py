@@ -3,27 +3,44 @@
 Batch 1: a 16-token prompt, 256 new tokens, max_len 272 on both sides; the 6-layer, 6-head, 384-dim GPT
 (vocab 65, GELU, pre-LN, tied embeddings). Batched: 8 prompts of 3-16 tokens, left-padded, 256 new tokens
 each (HF with its attention mask). HF's weights are random; ours are copied from them (seqlab.models.gpt2),
-so both must produce the same tokens: the benchmark checks it, row by row. Candidates are timed interleaved
-in shuffled rounds; each figure is a median. (HF's static cache is not a candidate: transformers compiles
-the forward for it, and without compile the notes measured it within 3% of the dynamic cache.)
+so both must produce the same tokens: the benchmark checks it, row by row. HF's EOS id (50256) lies outside
+the 65-token vocabulary (asserted), so neither side can stop early and no ``min_new_tokens`` is needed.
+
+HF runs in each of its configurations: eager with its dynamic cache, and its documented fastest recipe,
+"Static kv-cache and torch.compile" (https://huggingface.co/docs/transformers/main/llm_optims):
+``generation_config.cache_implementation = "static"`` and ``model.forward = torch.compile(model.forward,
+fullgraph=True)``, at batch 1 and for the left-padded batch of 8 (each its own model copy, so its static
+cache is never re-made). The docs' ``mode="reduce-overhead"`` means CUDA graphs, which inductor skips for CPU
+tensors, so on the CPU the default mode is the one that applies; ``dynamic=False`` keeps every graph
+specialised (the shapes never change within a decode). Every compiled candidate (both sides) makes one cold
+call before the timing: its compile, reported apart, never in a timed figure. Candidates are timed with
+bench/common.py's ``interleaved`` (shuffled rounds, a discarded warm-up round), all at the same torch thread
+count (seqlab's ``decode_threads()`` held to it); each figure is a median.
 
 The physical bound of batch-1 decoding: every token reads every weight once (fp32; the position table
-only one row), so tokens/s <= read bandwidth / weight bytes. The bandwidth is measured in every round, at
-1 and the default thread count (the faster counts): torch sums over a 256 MiB tensor (> 4x this CPU's L3).
+only one row), so tokens/s <= read bandwidth / weight bytes. Where the weights fit in this CPU's L3 (its size
+read from sysfs or lscpu), they are read from L3, so the probe reads a buffer of about their size (one that
+fits in L3): the L3 bound. Else it reads a DRAM-sized buffer (256 MiB, at least 4x the L3): the DRAM bound.
+The probe runs once in every round, at 1 and the candidates' thread count (the faster counts).
 
 The GEMV table times the model's 24 weight products alone (one token, the layer shapes), each way torch
 can run them: MKL through F.linear, MKL on pre-transposed (in, out) weights (HF's Conv1D layout), oneDNN's
 packed linear, and inductor's streaming reduction (seqlab.nn.gemv). Peak RSS of each side is measured in
 its own subprocess.
 
-Beside them, not counted in the ratios: the compiled batch-1 step with the linear layers' weights stored in
-bf16 or int8 (seqlab.nn.weight_only, ``seqlab generate --dtype``), and with ``--ppl-run RUN`` (a trained
-language-model run) that run's validation perplexity in each dtype.
+Beside them, batch 1 with low-precision weights, each against HF in the same dtype: seqlab's compiled step
+with the linear layers' weights stored in bf16 or int8 (seqlab.nn.weight_only, ``seqlab generate --dtype``)
+vs HF's model in torch.bfloat16 (eager, and static cache + compile), and vs torchao's weight-only int8 where it
+converts GPT-2's layers here (``hf_int8``; with torchao 0.18 it does not: ``NO_INT8_PEER``).
+With ``--ppl-run RUN`` (a trained language-model run), that run's validation perplexity in each dtype.
 
-    .venv/bin/python bench/generate.py [--rounds 5] [--no-compile] [--ppl-run runs/NAME]
+    .venv/bin/python bench/generate.py [--rounds 5] [--threads N] [--no-compile] [--ppl-run runs/NAME]
+    SEQLAB_BENCH_RESULTS=/tmp/x.md .venv/bin/python bench/generate.py --quick   # smoke run, a few minutes
 
-Prints one JSON line last: ``ratio`` (seqlab best / HF best tokens/s at batch 1), ``bound_fraction``
-(seqlab's tokens/s over the bound), ``same_tokens``, ``ratio_batched``.
+Prints one JSON line last: ``peer_best`` / ``ratio`` (seqlab best / HF best tokens/s at batch 1),
+``peer_best_batched`` / ``ratio_batched``, ``medians_tokens_per_s`` (every candidate), ``bound_fraction``
+(seqlab's batch-1 tokens/s over the bound), ``bound_kind`` ("L3" or "DRAM"), ``same_tokens``,
+``low_precision`` (each dtype's ratio against its same-dtype HF peer, or why there is none), ``targets_met``.
 """
 
 from __future__ import annotations
@@ -34,6 +51,7 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,11 +62,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from common import cpu_line, machine, median, run_json_subprocess, write_section  # noqa: E402
+from common import cpu_line, interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
 
 PROMPT, NEW, MAX_LEN = 16, 256, 272
+QUICK_NEW = 32  # --quick: new tokens per call
 BATCH_LENGTHS = (16, 3, 11, 7, 14, 5, 9, 12)  # the batched case's prompt lengths (longest + NEW - 1 <= MAX_LEN)
-PROBE_MIB = 256
+PROBE_MIB = 256  # the DRAM probe's least size
+TARGET_RATIO, TARGET_BOUND = 1.3, 0.85  # over HF's best (batch 1 and 8); of the DRAM bound (batch 1, weights > L3)
+HF_DOCS = "https://huggingface.co/docs/transformers/main/llm_optims"  # "Static kv-cache and torch.compile"
+NO_INT8_PEER = ("no peer: torchao's weight-only int8 (`quantize_(model, Int8WeightOnlyConfig())`, also what HF's "
+                "`TorchAoConfig` applies) converts `nn.Linear` layers only, i.e. just GPT-2's 65x384 output head; "
+                "its 24 weight products are transformers' `Conv1D` (addmm on (in, out) weights), and with them "
+                "selected too, torchao's `Int8Tensor` fails on them")
 
 
 def build(side: str = "both"):
@@ -69,15 +94,33 @@ def build(side: str = "both"):
     return hf, ours, prompt
 
 
+def assert_eos_unreachable(hf) -> int:
+    """HF's EOS id(s) lie outside the vocabulary, so greedy decoding never stops early: returns the id."""
+    eos = hf.generation_config.eos_token_id
+    ids = [i for i in (eos if isinstance(eos, list) else [eos]) if i is not None]
+    assert all(i >= hf.config.vocab_size for i in ids), f"EOS {ids} inside the {hf.config.vocab_size}-token vocab"
+    return ids[0] if ids else None
+
+
 def batch_prompts() -> list[list[int]]:
     g = torch.Generator().manual_seed(2)
     return [torch.randint(0, 65, (n,), generator=g).tolist() for n in BATCH_LENGTHS]
 
 
-def hf_generate(hf, prompt, cache_implementation=None):
-    kw = {"cache_implementation": cache_implementation} if cache_implementation else {}
+def hf_static_compiled(hf, dtype: torch.dtype | None = None, copied: bool = False):
+    """A copy of ``hf`` (in ``dtype``; ``copied``: ``hf`` itself) set up by HF's documented recipe: static cache
+    + compiled forward."""
+    model = hf if copied else copy.deepcopy(hf)
+    if dtype is not None:
+        model = model.to(dtype)
+    model.generation_config.cache_implementation = "static"
+    model.forward = torch.compile(model.forward, fullgraph=True, dynamic=False)
+    return model
+
+
+def hf_generate(hf, prompt):
     with torch.inference_mode():
-        out = hf.generate(prompt, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False, pad_token_id=0, **kw)
+        out = hf.generate(prompt, max_new_tokens=NEW, do_sample=False, pad_token_id=0)
     return out[0, PROMPT:].tolist()
 
 
@@ -87,8 +130,7 @@ def hf_generate_batch(hf, prompts):
     ids = torch.tensor([[0] * (longest - len(p)) + p for p in prompts])  # batch, longest
     mask = torch.tensor([[0] * (longest - len(p)) + [1] * len(p) for p in prompts])  # batch, longest
     with torch.inference_mode():
-        out = hf.generate(ids, attention_mask=mask, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False,
-                          pad_token_id=0)
+        out = hf.generate(ids, attention_mask=mask, max_new_tokens=NEW, do_sample=False, pad_token_id=0)
     return out[:, longest:].tolist()
 
 
@@ -137,6 +179,13 @@ def at_threads(count: int, fn):
     return run
 
 
+def wall_timed(fn):
+    """``fn`` for ``interleaved``: its result dropped, so the call is timed by the wall clock."""
+    def run():
+        fn()
+    return run
+
+
 def weight_bytes(model) -> int:
     """Bytes of the weights one batch-1 token reads: every parameter once, the position table one row."""
     table = model.embed.positions.table.weight
@@ -144,15 +193,48 @@ def weight_bytes(model) -> int:
     return sum(t.numel() * t.element_size() for t in tensors.values()) - (table.numel() - table.shape[1]) * 4
 
 
-def read_bandwidth(buffer: torch.Tensor, tries: int = 3) -> float:
-    """Bytes/s of the fastest of ``tries`` full reads of ``buffer`` (flat sum, and row sums of 4 KiB rows)."""
+def l3_bytes() -> tuple[int | None, str]:
+    """(size of the L3 cache cpu0 sits on, where it was read): sysfs, else lscpu's L3 line; None where neither
+    tells."""
+    units = {"": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20,
+             "G": 2**30, "GB": 2**30, "GIB": 2**30}
+
+    def parse(text: str) -> int | None:
+        m = re.match(r"\s*([\d.]+)\s*([KMG]?i?B?)", text, re.I)
+        return int(float(m.group(1)) * units[m.group(2).upper()]) if m and m.group(2).upper() in units else None
+
+    sysfs = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
+    try:
+        return parse(sysfs.read_text()), str(sysfs)
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, "neither sysfs nor lscpu"
+    line = next((s for s in out.splitlines() if s.startswith("L3 cache:")), None)
+    return (parse(line.split(":", 1)[1]), "lscpu") if line else (None, "neither sysfs nor lscpu")
+
+
+def probe_buffer(nbytes: int, l3: int | None) -> tuple[str, torch.Tensor]:
+    """("L3" or "DRAM", the fp32 buffer the bandwidth probe reads): about the weights' size, capped at 3/4 of
+    the L3, where the weights (``nbytes``) fit in the L3; else 256 MiB or 4x the L3, whichever is more."""
+    if l3 is not None and nbytes <= l3:
+        kind, size = "L3", min(nbytes, l3 * 3 // 4)
+    else:
+        kind, size = "DRAM", max(PROBE_MIB * 2**20, 4 * (l3 or 0))
+    return kind, torch.ones(size // 4096 * 1024)  # whole 4 KiB rows (read_seconds views it so)
+
+
+def read_seconds(buffer: torch.Tensor, tries: int = 3) -> float:
+    """Seconds of the fastest of ``tries`` full reads of ``buffer`` (flat sum, and row sums of 4 KiB rows)."""
     best = float("inf")
     for _ in range(tries):
         for read in (lambda: buffer.sum(), lambda: buffer.view(-1, 1024).sum(1)):
             t = time.perf_counter()
             read()
             best = min(best, time.perf_counter() - t)
-    return buffer.numel() * buffer.element_size() / best
+    return best
 
 
 def gemv_table(ours, rounds: int) -> list[tuple[str, float, float]]:
@@ -216,19 +298,129 @@ print(json.dumps({{"peak_rss_mib": peak_rss_mib(), "tokens_per_s": g.NEW / dt}})
 """
 
 
-def low_precision_steps(ours, prompt, threads: int) -> tuple[dict, dict]:
-    """The compiled batch-1 step of a copy of ``ours`` with bf16 and with int8 linear weights:
-    ({name: step}, {name: (dtype, weight bytes one token reads)})."""
+def peak_rss(ours, compile: bool) -> dict[str, float]:
+    """Peak RSS (MiB) of each side generating alone in its own subprocess."""
+    import dataclasses
+    import tempfile
+
+    from safetensors.torch import save_model
+
+    bench = str(Path(__file__).resolve().parent)
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = str(Path(tmp) / "ours.safetensors")
+        save_model(ours, weights)
+        cfg_json = json.dumps(dataclasses.asdict(ours.cfg))
+        return {side: run_json_subprocess(SIDE_CODE.format(bench=bench, compile=compile), side, weights,
+                                          cfg_json)["peak_rss_mib"] for side in ("hf", "ours")}
+
+
+HF_EAGER = "eager, dynamic cache"
+HF_STATIC = "static cache + torch.compile(forward, fullgraph=True)"
+
+
+def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool) -> tuple[dict, set]:
+    """fp32, batch 1: ({name: call returning the 256 tokens}, the names that compile on their first call)."""
+    fns = {
+        f"hf: generate, SDPA, fp32, {HF_EAGER}": lambda: hf_generate(hf, prompt),
+        "seqlab: eager, preallocated KV cache": lambda: ours_generate(ours, prompt),
+    }
+    if not compile:
+        return fns, set()
+    static = hf_static_compiled(hf)
+    compiled = {
+        f"hf: generate, SDPA, fp32, {HF_STATIC}": lambda: hf_generate(static, prompt),
+        "seqlab: compiled step, streaming reductions":
+            lambda: with_gemv("stream", lambda: ours_generate(ours, prompt, True)),
+    }
+    if blas_row:
+        blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
+        compiled["seqlab: compiled step, BLAS products (the default before)"] = \
+            lambda: with_gemv("blas", lambda: ours_generate(blas, prompt, True))
+    return {**fns, **compiled}, set(compiled)
+
+
+def batched_candidates(hf, ours, prompts, compile: bool) -> tuple[dict, set]:
+    """fp32, the 8 left-padded prompts: ({name: call returning the 8 token lists}, the compiling names)."""
+    fns = {
+        f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}": lambda: hf_generate_batch(hf, prompts),
+        "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
+    }
+    if not compile:
+        return fns, set()
+    static = hf_static_compiled(hf)  # its own copy: a static cache made for batch 8, never re-made for batch 1
+    compiled = {
+        f"hf: generate, 8 left-padded prompts, attention mask, {HF_STATIC}": lambda: hf_generate_batch(static, prompts),
+        "seqlab: compiled step, one left-padded batch":
+            lambda: with_gemv("stream", lambda: ours_generate_batch(ours, prompts, True)),
+    }
+    return {**fns, **compiled}, set(compiled)
+
+
+def hf_weight_bytes(model) -> int:
+    """Bytes of HF's weights one batch-1 token reads (each tensor once, the position table one row)."""
+    table = model.transformer.wpe.weight
+    tensors = {id(t): t for t in model.parameters()}
+    unread = (table.numel() - table.shape[1]) * table.element_size()
+    return sum(t.numel() * t.element_size() for t in tensors.values()) - unread
+
+
+def low_candidates(hf, ours, prompt) -> tuple[dict, set, dict, str | None]:
+    """Batch 1 in low precision: seqlab's compiled step with bf16 and int8 linear weights, and HF's model in
+    torch.bfloat16 and, where torchao can, with int8 weights (eager, and static cache + compile). ({name: call},
+    compiling names, {name: (dtype, weight bytes one token reads)}, why HF has no int8 row or None)."""
     from seqlab.nn.weight_only import to_weight_only
 
-    steps, info = {}, {}
+    fns, info = {}, {}
     for dtype in ("bf16", "int8"):
         model = copy.deepcopy(ours)
         to_weight_only(model, dtype)
-        name = f"seqlab: compiled step, {dtype} weights"
-        run = lambda m=model: with_gemv("stream", lambda: ours_generate(m, prompt, True))  # noqa: E731
-        steps[name], info[name] = at_threads(threads, run), (dtype, weight_bytes(model))
-    return steps, info
+        name = f"seqlab: compiled step, {dtype} weights (fp32 activations)"
+        fns[name] = lambda m=model: with_gemv("stream", lambda: ours_generate(m, prompt, True))
+        info[name] = (dtype, weight_bytes(model))
+    eager, static = copy.deepcopy(hf).to(torch.bfloat16), hf_static_compiled(hf, torch.bfloat16)
+    hf_eager_name, hf_static_name = f"hf: generate, bf16 model, {HF_EAGER}", f"hf: generate, bf16 model, {HF_STATIC}"
+    fns[hf_eager_name], info[hf_eager_name] = lambda: hf_generate(eager, prompt), ("bf16", hf_weight_bytes(eager))
+    fns[hf_static_name], info[hf_static_name] = lambda: hf_generate(static, prompt), ("bf16", hf_weight_bytes(static))
+    eager_names = {hf_eager_name}
+    int8, no_int8 = hf_int8(hf)
+    if int8 is not None:
+        int8_static = hf_static_compiled(hf_int8(hf)[0], copied=True)
+        names = f"hf: generate, torchao int8 weights, {HF_EAGER}", f"hf: generate, torchao int8 weights, {HF_STATIC}"
+        fns[names[0]], fns[names[1]] = lambda: hf_generate(int8, prompt), lambda: hf_generate(int8_static, prompt)
+        info[names[0]] = info[names[1]] = ("int8", None)
+        eager_names.add(names[0])
+    return fns, set(fns) - eager_names, info, no_int8
+
+
+def hf_int8(hf):
+    """(a copy of ``hf`` with torchao's weight-only int8 on its 24 weight products, None) where torchao can do it
+    here, else (None, why not). The products are GPT-2's ``Conv1D`` layers; the tied output head stays fp32, as
+    in seqlab's int8 rows."""
+    try:
+        from torchao.quantization import Int8WeightOnlyConfig, quantize_
+        from transformers.pytorch_utils import Conv1D
+    except ImportError as e:
+        return None, f"no peer: torchao is not installed ({e})"
+    model = copy.deepcopy(hf)
+    try:
+        quantize_(model, Int8WeightOnlyConfig(), filter_fn=lambda module, fqn: isinstance(module, Conv1D))
+        with torch.inference_mode():
+            model(torch.zeros(1, 2, dtype=torch.long))
+    except Exception as e:  # noqa: BLE001 (any failure means: no int8 peer, and the section says why)
+        first = str(e).splitlines()[0].split(", types=")[0][:200]
+        return None, f"{NO_INT8_PEER} ({type(e).__name__}: {first})"
+    return model, None
+
+
+def cold_calls(fns: dict, names: set) -> dict[str, float]:
+    """Seconds of each compiling candidate's first call (its compile): made here, kept out of the timing."""
+    seconds = {}
+    for name in (n for n in fns if n in names):
+        t = time.perf_counter()
+        fns[name]()
+        seconds[name] = time.perf_counter() - t
+        print(f"cold call (compile) {seconds[name]:.0f} s: {name}", file=sys.stderr)
+    return seconds
 
 
 def leading_agreement(tokens: list[int], reference: list[int]) -> int:
@@ -253,19 +445,47 @@ def dtype_perplexity(run_dir: str) -> list[tuple[str, float, float]]:
     return rows
 
 
-def low_section(low, info, rate, agree, ours_best, hf_best, bw, ppl_run) -> str:
-    """The weight-only bf16/int8 table (beside the ratios, not in them) and the perplexity change."""
+def low_verdicts(low: dict, info: dict, rate: dict, no_int8: str | None) -> dict:
+    """Per dtype: seqlab's best low-precision row against HF's best in the same dtype (or why there is none)."""
+    out = {}
+    for dtype in ("bf16", "int8"):
+        ours = {n: rate[n] for n in low if n.startswith("seqlab") and info[n][0] == dtype}
+        peers = {n: rate[n] for n in low if n.startswith("hf") and info[n][0] == dtype}
+        if not ours:
+            continue
+        if peers:
+            out[dtype] = verdict(ours, peers)
+        else:
+            best = max(ours, key=ours.get)
+            out[dtype] = {"seqlab_best": best, "seqlab_value": ours[best], "peer_best": None, "peer_value": None,
+                          "ratio": None, "no_peer": no_int8 if dtype == "int8" else "no HF row in this dtype"}
+    return out
+
+
+def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -> str:
+    """The low-precision batch-1 table, each row against HF's best in the same dtype, and the perplexity change."""
     if not low:
         return ""
-    lines = ["", "Weight-only low precision, batch 1 (`seqlab generate --dtype`; not in the ratios above: the "
-             "tokens may differ):", "",
-             "| candidate | tokens/s | vs HF best | vs seqlab fp32 | weight MB per token | % of its bound | "
-             "leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
+    lines = ["", "Low precision, batch 1, each against HF's best in the same dtype (seqlab: weight-only, "
+             "`seqlab generate --dtype`, activations in fp32; HF: the whole model in torch.bfloat16, eager and "
+             "with its static cache + compile recipe). Not in the fp32 ratios above; the tokens may differ from "
+             "fp32's:",
+             "", "| candidate | tokens/s | vs same-dtype HF best | vs seqlab fp32 best | weight MB per token | "
+             "% of its bound | leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
     for name in low:
-        nbytes = info[name][1]
-        lines.append(f"| {name} | {rate[name]:.0f} | {rate[name] / rate[hf_best]:.2f} | "
-                     f"{rate[name] / rate[ours_best]:.2f} | {nbytes / 1e6:.1f} | {rate[name] / (bw / nbytes):.0%} | "
+        dtype, nbytes = info[name]
+        peer = verdicts.get(dtype, {}).get("peer_best")
+        vs_peer = f"{rate[name] / rate[peer]:.2f}" if peer else "no peer"
+        lines.append(f"| {name} | {rate[name]:.0f} | {vs_peer} | {rate[name] / rate[ours_fp32_best]:.2f} | "
+                     f"{f'{nbytes / 1e6:.1f} | {rate[name] / (bw / nbytes):.0%}' if nbytes else '- | -'} | "
                      f"{agree[name]} of {NEW} |")
+    for dtype, v in verdicts.items():
+        lines.append("")
+        if v["peer_best"]:
+            lines.append(f"**{dtype}: seqlab best / same-dtype HF best = {v['seqlab_value'] / v['peer_value']:.2f}** "
+                         f"({v['seqlab_best']} over {v['peer_best']}).")
+        else:
+            lines.append(f"**{dtype}: {v['no_peer']}.**")
     if ppl_run:
         rows = dtype_perplexity(ppl_run)
         base = rows[0][2]
@@ -275,163 +495,199 @@ def low_section(low, info, rate, agree, ours_best, hf_best, bw, ppl_run) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main():
+def target_lines(ratio, ratio_batched, fraction, kind, met) -> str:
+    """The section's target statement and whether this run met it."""
+    word = {True: "**met**", False: "**not met**"}
+    dram = (f" or {TARGET_BOUND:.0%} of the measured DRAM bound (allowed here: the weights exceed the L3)"
+            if kind == "DRAM" else " (the weights fit in the L3, so the DRAM-bound alternative does not apply)")
+    return (f"Targets: batch 1 >= {TARGET_RATIO}x HF's best{dram}: this run {ratio:.2f}x, {fraction:.0%} of the "
+            f"{kind} bound: {word[met['batch1']]}. Batch 8 >= {TARGET_RATIO}x HF's best: this run "
+            f"{ratio_batched:.2f}x: {word[met['batch8']]}.")
+
+
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--no-compile", action="store_true", help="skip the compiled decode steps")
+    ap.add_argument("--rounds", type=int, default=None, help="timed rounds after the discarded warm-up "
+                    "(default 5; 1 with --quick)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads of every candidate, both sides "
+                    "(default: torch's count)")
+    ap.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_NEW} new tokens, 1 round, no BLAS row, "
+                    "no GEMV table, no RSS subprocesses (figures not for RESULTS.md)")
+    ap.add_argument("--no-compile", action="store_true", help="skip every compiled candidate (both sides)")
     ap.add_argument("--ppl-run", default=None, help="a trained LM run: its validation perplexity per --dtype")
     args = ap.parse_args()
-    load_start = os.getloadavg()[0]
+    args.rounds = args.rounds or (1 if args.quick else 5)
+    args.threads = args.threads or torch.get_num_threads()
+    return args
+
+
+def main():
+    global NEW
+    args = parse_args()
+    if args.quick:
+        NEW = QUICK_NEW
+    # every compiled HF copy (fp32 batch 1 and 8, bf16) adds prefill and decode graphs to GPT2LMHeadModel.forward's
+    # code object: above the default limit (8), fullgraph=True would fail instead of compiling them
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 32)
+    threads, load_start = args.threads, os.getloadavg()[0]
     hf, ours, prompt = build()
+    eos = assert_eos_unreachable(hf)
     prompts = batch_prompts()
-    threads = torch.get_num_threads()
-    single = {
-        f"hf: generate, SDPA, fp32, dynamic cache, {threads} threads": lambda: hf_generate(hf, prompt),
-        "hf: same, 1 thread": at_threads(1, lambda: hf_generate(hf, prompt)),
-        "seqlab: eager, preallocated KV cache": lambda: ours_generate(ours, prompt),
-    }
-    batched = {
-        f"hf: generate, 8 left-padded prompts, attention mask, {threads} threads": lambda: hf_generate_batch(hf, prompts),
-        "hf: same 8 prompts, 1 thread": at_threads(1, lambda: hf_generate_batch(hf, prompts)),
-        "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
-    }
-    compile_s, low, low_info = {}, {}, {}
-    if not args.no_compile:
-        blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
-        stream = lambda: with_gemv("stream", lambda: ours_generate(ours, prompt, True))  # noqa: E731
-        compiled = {
-            f"seqlab: compiled step, streaming reductions, {threads} threads": at_threads(threads, stream),
-            "seqlab: compiled step, streaming reductions, 1 thread": at_threads(1, stream),
-            "seqlab: compiled step, BLAS products (the default before)":
-                lambda: with_gemv("blas", lambda: ours_generate(blas, prompt, True)),
-            "seqlab: compiled step, one left-padded batch":
-                lambda: with_gemv("stream", lambda: ours_generate_batch(ours, prompts, True)),
-        }
-        low_steps, low_info = low_precision_steps(ours, prompt, threads)
-        compiled.update(low_steps)
-        for name, fn in compiled.items():
-            t = time.perf_counter()
-            fn()  # the cold compile (one per thread count and batch shape)
-            compile_s[name] = time.perf_counter() - t
-            (low if name in low_info else batched if "batch" in name else single)[name] = fn
-        print(f"compile (cold) {', '.join(f'{v:.0f} s' for v in compile_s.values())}", file=sys.stderr)
-    reference, reference_batch = hf_generate(hf, prompt), hf_generate_batch(hf, prompts)
-    same = {name: fn() == reference for name, fn in single.items()}
-    same.update({name: fn() == reference_batch for name, fn in batched.items()})
-    agree = {name: leading_agreement(fn(), reference) for name, fn in low.items()}
+    compile = not args.no_compile
+    single, compiling = batch1_candidates(hf, ours, prompt, compile, blas_row=not args.quick)
+    batched, compiling_b = batched_candidates(hf, ours, prompts, compile)
+    low, compiling_l, low_info, no_int8 = low_candidates(hf, ours, prompt) if compile else ({}, set(), {}, None)
     assert not set(single) & set(batched), "a candidate's name must say which table it belongs to"
-    candidates = {**single, **batched, **low}
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    probe = torch.ones(PROBE_MIB * 2**20 // 4)  # fp32, 256 MiB
-    bandwidth = []
-    for r in range(args.rounds):
-        order = list(candidates) + ["probe"]
-        random.Random(r).shuffle(order)
-        for name in order:
-            if name == "probe":
-                bandwidth.append(max(at_threads(n, lambda: read_bandwidth(probe))() for n in {1, threads}))
-                continue
-            t = time.perf_counter()
-            candidates[name]()
-            times[name].append(time.perf_counter() - t)
-        print(f"round {r + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+    candidates = {name: at_threads(threads, fn) for name, fn in {**single, **batched, **low}.items()}
+    compile_s = cold_calls(candidates, compiling | compiling_b | compiling_l)
+
+    outputs = {name: fn() for name, fn in candidates.items()}  # the correctness pass (also a warm call)
+    reference = outputs[f"hf: generate, SDPA, fp32, {HF_EAGER}"]
+    reference_batch = outputs[f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}"]
+    for name, out in outputs.items():  # no EOS can stop either side: every row has all its tokens
+        assert all(len(row) == NEW for row in (out if name in batched else [out])), f"{name}: not {NEW} tokens a row"
+    same = {name: outputs[name] == reference for name in single}
+    same.update({name: outputs[name] == reference_batch for name in batched})
+    agree = {name: leading_agreement(outputs[name], reference) for name in low}
+
+    nbytes, (l3, l3_source) = weight_bytes(ours), l3_bytes()
+    bound_kind, probe = probe_buffer(nbytes, l3)
+    timed = {name: wall_timed(fn) for name, fn in candidates.items()}
+    timed["probe"] = lambda: min(at_threads(n, lambda: read_seconds(probe))() for n in sorted({1, threads}))
+    times = interleaved(timed, args.rounds, warmup=1)
+    bw = probe.numel() * probe.element_size() / median(times.pop("probe"))
+    probe_mib = probe.numel() * probe.element_size() / 2**20
     del probe
-    rate = {name: NEW / median(ts) for name, ts in times.items() if name not in batched}
-    rate.update({name: NEW * len(prompts) / median(ts) for name, ts in times.items() if name in batched})
+    rate = {name: NEW * (len(prompts) if name in batched else 1) / median(ts) for name, ts in times.items()}
     load_end = os.getloadavg()[0]
-    gemvs = gemv_table(ours, args.rounds)
 
-    def best(names, side):
-        return max((n for n in names if n.startswith(side)), key=rate.get)
+    def sides(names):
+        seqlab = {n: rate[n] for n in names if n.startswith("seqlab")}
+        return seqlab, {n: rate[n] for n in names if n.startswith("hf")}
 
-    hf_best, ours_best = best(single, "hf"), best(single, "seqlab")
-    hf_batch, ours_batch = best(batched, "hf"), best(batched, "seqlab")
-    ratio, ratio_batched = rate[ours_best] / rate[hf_best], rate[ours_batch] / rate[hf_batch]
-    bw = median(bandwidth)
-    nbytes = weight_bytes(ours)
+    v1, vb = verdict(*sides(single)), verdict(*sides(batched))
+    ratio, ratio_batched = v1["ratio"], vb["ratio"]
+    low_v = low_verdicts(low, low_info, rate, no_int8)
     bound = bw / nbytes
-    bench = str(Path(__file__).resolve().parent)
-    import dataclasses
-    import tempfile
+    fraction = v1["seqlab_value"] / bound
+    met = {"batch1": ratio >= TARGET_RATIO or (bound_kind == "DRAM" and fraction >= TARGET_BOUND),
+           "batch8": ratio_batched >= TARGET_RATIO}
+    gemvs = [] if args.quick else at_threads(threads, lambda: gemv_table(ours, args.rounds))()
+    rss = {} if args.quick else peak_rss(ours, compile)
 
-    from safetensors.torch import save_model
-
-    with tempfile.TemporaryDirectory() as tmp:
-        weights = str(Path(tmp) / "ours.safetensors")
-        save_model(ours, weights)
-        cfg_json = json.dumps(dataclasses.asdict(ours.cfg))
-        rss = {side: run_json_subprocess(SIDE_CODE.format(bench=bench, compile=not args.no_compile), side, weights,
-                                         cfg_json)["peak_rss_mib"] for side in ("hf", "ours")}
-
-    def rows(names, base):
-        return "\n".join(f"| {n} | {rate[n]:.0f} | {rate[n] / rate[base]:.2f} | {'yes' if same[n] else 'NO'} |"
-                         for n in names)
-
-    gemv_rows = "\n".join(f"| {name} | {ms:.2f} | {gbs:.1f} |" for name, ms, gbs in gemvs)
-    compiles = "".join(f"; {n.split(': ')[1]} {s:.0f} s" for n, s in compile_s.items())
+    section = render(args, threads, load_start, load_end, single, batched, low, low_info, rate, same, agree, v1, vb,
+                     low_v, bw, nbytes, l3, l3_source, bound_kind, probe_mib, fraction, met, gemvs, rss, compile_s,
+                     eos)
     slug = re.sub(r"[^a-z0-9]+", "-", cpu_line().split(",")[0].lower()).strip("-")
-    write_section(f"generate-{slug}", f"""## Generation on {cpu_line().split(';')[0]}: greedy, 256 new tokens (bench/generate.py)
+    if args.quick and not os.environ.get("SEQLAB_BENCH_RESULTS"):
+        print("--quick without SEQLAB_BENCH_RESULTS: section not written (smoke figures stay out of RESULTS.md)",
+              file=sys.stderr)
+    else:
+        write_section(f"generate-{slug}", section)
+    print(json.dumps({
+        "seqlab_best": v1["seqlab_best"], "peer_best": v1["peer_best"], "ratio": round(ratio, 3),
+        "seqlab_best_batched": vb["seqlab_best"], "peer_best_batched": vb["peer_best"],
+        "ratio_batched": round(ratio_batched, 3),
+        "medians_tokens_per_s": {name: round(r, 1) for name, r in rate.items()},
+        "bound_kind": bound_kind, "bound_tokens_per_s": round(bound, 1), "bound_fraction": round(fraction, 3),
+        "read_gb_per_s": round(bw / 1e9, 2), "l3_mib": round(l3 / 2**20, 1) if l3 else None,
+        "l3_source": l3_source,
+        "weight_mb": round(nbytes / 1e6, 2), "same_tokens": all(same.values()),
+        "low_precision": {d: {"seqlab_best": v["seqlab_best"], "seqlab_tokens_per_s": round(v["seqlab_value"], 1),
+                              "peer_best": v["peer_best"], "ratio": v["ratio"], **({"no_peer": v["no_peer"]}
+                                                                                    if "no_peer" in v else {})}
+                          for d, v in low_v.items()},
+        "targets_met": met, "compile_s": {name: round(s, 1) for name, s in compile_s.items()},
+        "threads": threads, "rounds": args.rounds, "new_tokens": NEW, "quick": args.quick,
+        "load": [load_start, load_end],
+        **({"seqlab_peak_rss_mib": round(rss["ours"]), "hf_peak_rss_mib": round(rss["hf"])} if rss else {}),
+        "machine": machine()}))
 
-6 layers, 6 heads, d_model 384, vocab 65, max_len 272; the same weights on both sides. Rows without a thread
-count run HF at torch's {threads} threads and seqlab at its `decode_threads()` (1 while the load average
-exceeds the core count). Medians of {args.rounds} interleaved, shuffled rounds. Load average (other
-jobs on these {os.cpu_count()} cores): {load_start:.1f} at the start, {load_end:.1f} at the end.
 
-Batch 1, a 16-token prompt:
+def render(args, threads, load_start, load_end, single, batched, low, low_info, rate, same, agree, v1, vb, low_v,
+           bw, nbytes, l3, l3_source, bound_kind, probe_mib, fraction, met, gemvs, rss, compile_s, eos) -> str:
+    """The whole RESULTS.md section: set-up, peer configuration, tables, bound, targets."""
+    def rows(names, base):
+        return "\n".join(f"| {n} | {rate[n]:.0f} | {rate[n] / rate[base]:.2f} | {'yes' if same[n] else 'NO'} | "
+                         f"{f'{compile_s[n]:.0f}' if n in compile_s else '-'} |" for n in names)
 
-| candidate | tokens/s | vs HF best | same 256 tokens as HF |
-|---|---|---|---|
-{rows(single, hf_best)}
-
-**ratio (seqlab best / HF best) = {ratio:.2f}**. Bound: {nbytes / 1e6:.1f} MB of fp32 weights per token over
-{bw / 1e9:.1f} GB/s read bandwidth (median of the rounds' probes, each the faster of 1 and {threads} threads
-over {PROBE_MIB} MiB) =
-{bound:.0f} tokens/s; seqlab's best is **{rate[ours_best] / bound:.0%} of the bound** (HF's {rate[hf_best] / bound:.0%}).
-
-Batched, 8 prompts of {', '.join(map(str, BATCH_LENGTHS))} tokens, left-padded (tokens/s = 8 x 256 / time):
-
-| candidate | tokens/s | vs HF | same tokens as HF, every row |
-|---|---|---|---|
-{rows(batched, hf_batch)}
-
-**ratio_batched = {ratio_batched:.2f}**.
-{low_section(low, low_info, rate, agree, ours_best, hf_best, bw, args.ppl_run)}
+    cold = "; ".join(f"{n.split(': ', 1)[1]} {s:.0f} s" for n, s in compile_s.items() if n in low)
+    quick = (f"\n_Smoke run (`--quick`): {NEW} new tokens, {args.rounds} round; not a benchmark figure._\n"
+             if args.quick else "")
+    l3_text = f"{l3 / 2**20:.0f} MiB" if l3 else "unknown"
+    fits = "fit in" if bound_kind == "L3" else "exceed"
+    probe_text = ("about the weights' size, capped at 3/4 of the L3, so it stays in the L3" if bound_kind == "L3"
+                  else f"at least {PROBE_MIB} MiB and 4x the L3, so it streams from DRAM")
+    gemv_text = "" if not gemvs else f"""
 The 24 weight products of one token alone (one row, the layer shapes
 384x1152, 384x384, 384x1536, 1536x384, six layers; fp32 weights read per call / time):
 
 | way | ms per token | GB/s |
 |---|---|---|
-{gemv_rows}
+{chr(10).join(f"| {name} | {ms:.2f} | {gbs:.1f} |" for name, ms, gbs in gemvs)}
+"""
+    rss_text = (f"\nPeak RSS, each side alone in a subprocess (eager HF, seqlab's compiled step): "
+                f"HF {rss['hf']:.0f} MiB, seqlab {rss['ours']:.0f} MiB." if rss else "")
+    return f"""## Generation on {cpu_line().split(';')[0]}: greedy, {NEW} new tokens (bench/generate.py)
+{quick}
+6 layers, 6 heads, d_model 384, vocab 65, max_len 272; the same weights on both sides. Every candidate, on
+both sides, runs at {threads} torch thread{'s' * (threads > 1)} (seqlab's `decode_threads()` held to the same
+count). Medians of {args.rounds} interleaved, shuffled round{'s' * (args.rounds > 1)} after a discarded warm-up round
+(bench/common.py `interleaved`). Each compiled candidate made one cold call before the rounds (its compile):
+its seconds are in the last column, in no timed figure. Load average (other jobs on these {os.cpu_count()}
+cores): {load_start:.1f} at the start, {load_end:.1f} at the end.
 
-What the profile shows (torch.profiler, one eager decode step, and the table above): the 24 weight products
+HF's configurations: eager with its dynamic cache, and the recipe of HF's docs "Optimizing inference", section
+"Static kv-cache and torch.compile" ({HF_DOCS}): `model.generation_config.cache_implementation = "static"` and
+`model.forward = torch.compile(model.forward, fullgraph=True, dynamic=False)`. The docs' `mode="reduce-overhead"`
+is CUDA graphs, which inductor skips for CPU tensors, so the default mode is what applies on the CPU;
+`dynamic=False` keeps each graph specialised (a decode's shapes never change). SDPA attention; batch 1 and the
+batch of 8 each have their own compiled copy, so neither's static cache is re-made. No `min_new_tokens`: HF's
+EOS id ({eos}) lies outside the 65-token vocabulary (asserted), so neither side can stop early; every row was
+checked to hold all {NEW} tokens.
+
+Batch 1, a 16-token prompt:
+
+| candidate | tokens/s | vs HF best | same {NEW} tokens as HF eager | cold first call (compile), s |
+|---|---|---|---|---|
+{rows(single, v1["peer_best"])}
+
+**ratio (seqlab best / HF best) = {v1["ratio"]:.2f}** ({v1["seqlab_best"]} over {v1["peer_best"]}).
+
+Bound: this CPU's L3 is {l3_text} (read from {l3_source}); the {nbytes / 1e6:.1f} MB of fp32 weights
+one token reads {fits} it, so the **{bound_kind} bound** applies. Its read bandwidth, probed in every round over
+{probe_mib:.0f} MiB ({probe_text}; the faster of 1 and {threads} threads, median of the rounds):
+{bw / 1e9:.1f} GB/s, so {bw / nbytes:.0f} tokens/s; seqlab's best is **{fraction:.0%} of the {bound_kind} bound**
+(HF's best {v1["peer_value"] / (bw / nbytes):.0%}).
+
+Batched, 8 prompts of {', '.join(map(str, BATCH_LENGTHS))} tokens, left-padded (tokens/s = 8 x {NEW} / time):
+
+| candidate | tokens/s | vs HF best | same tokens as HF eager, every row | cold first call (compile), s |
+|---|---|---|---|---|
+{rows(batched, vb["peer_best"])}
+
+**ratio_batched = {vb["ratio"]:.2f}** ({vb["seqlab_best"]} over {vb["peer_best"]}).
+{low_section(low, low_info, rate, agree, v1["seqlab_best"], low_v, bw, args.ppl_run)}
+{target_lines(v1["ratio"], vb["ratio"], fraction, bound_kind, met)}
+{gemv_text}
+What the profile shows (torch.profiler, one eager decode step, and the GEMV table): the 24 weight products
 are three quarters of a step's CPU time, for HF and for seqlab, and they are memory-bound (each reads its
-weight once per token; 42 MB of them do not fit this CPU's 32 MiB L3, while the Xeon's 300 MiB L3 holds them).
-MKL's GEMV and oneDNN's packed linear read them far below the memory's bandwidth here (MKL faster on HF's
-(in, out) layout than on our (out, in) layout: why eager seqlab trails HF), and the compiled step
-with `freezing` hands exactly these products to oneDNN/MKL: that is what made it slow on this CPU. Inductor's
-streaming reduction reads the weights at about the probe's bandwidth, so the compiled step now uses it
-(seqlab.nn.gemv; on Intel CPUs the BLAS path stays, measured at 2x HF there). Attention over the 272 cached
-slots (1-row bmm, also reductions now) is fused into the same few loops. The products' inputs are computed
-once into a buffer of their own (`_computed` in seqlab.nn.gemv): left to itself, inductor inlined each
-product's producer into its loop, so the FFN's second product recomputed GELU's erf for every one of its 384
-outputs (590k erf per layer and token) and the others the layer norm; that halved the compiled step's speed
-(358 tokens/s before, the same tokens). Up to 8 rows stream the same way (each row reads the weights, from L3
-after the first), which beats the BLAS's 8-row GEMM here. The
-other lever is the thread count: with two OpenMP threads on two cores that other jobs share, each of the
-~60 parallel ops per token waits whenever its partner thread is descheduled; with one thread that wait
-is gone, so seqlab decodes on one thread while the load average exceeds the core count.
-
-Peak RSS, each side alone in a subprocess: HF {rss['hf']:.0f} MiB, seqlab {rss['ours']:.0f} MiB. Cold
-compiles{compiles}.""")
-    print(json.dumps({"seqlab_tokens_per_s": round(rate[ours_best], 1), "hf_tokens_per_s": round(rate[hf_best], 1),
-                      "ratio": round(ratio, 3), "bound_tokens_per_s": round(bound, 1),
-                      "bound_fraction": round(rate[ours_best] / bound, 3), "read_gb_per_s": round(bw / 1e9, 2),
-                      "same_tokens": all(same.values()), "ratio_batched": round(ratio_batched, 3),
-                      "seqlab_batched_tokens_per_s": round(rate[ours_batch], 1),
-                      "hf_batched_tokens_per_s": round(rate[hf_batch], 1), "load": [load_start, load_end],
-                      **{f"{low_info[n][0]}_tokens_per_s": round(rate[n], 1) for n in low},
-                      "seqlab_peak_rss_mib": round(rss["ours"]), "hf_peak_rss_mib": round(rss["hf"]),
-                      "machine": machine()}))
+weight once per token; here {nbytes / 1e6:.0f} MB of them {fits} the {l3_text} L3). MKL's GEMV and oneDNN's
+packed linear read them far below the memory's bandwidth on the AMD EPYC (MKL faster on HF's (in, out) layout
+than on our (out, in) layout: why eager seqlab trails HF), and the compiled step with `freezing` hands exactly
+these products to oneDNN/MKL. Inductor's streaming reduction reads the weights at about the probe's bandwidth,
+so the compiled step uses it (seqlab.nn.gemv; on Intel CPUs the BLAS path stays). Attention over the 272 cached
+slots (1-row bmm, also reductions) is fused into the same few loops. The products' inputs are computed once
+into a buffer of their own (`_computed` in seqlab.nn.gemv): left to itself, inductor inlined each product's
+producer into its loop, so the FFN's second product recomputed GELU's erf for every one of its 384 outputs
+(590k erf per layer and token) and the others the layer norm. Up to 8 rows stream the same way (each row reads
+the weights, from L3 after the first), which beats the BLAS's 8-row GEMM there. On two cores that other jobs
+share, each of the ~60 parallel ops per token waits whenever its partner thread is descheduled, so seqlab's
+`decode_threads()` decodes on one thread while the load average exceeds the core count; here both sides are
+held to {threads} thread{'s' * (threads > 1)} instead.
+{rss_text}
+Cold first calls of the low-precision rows (compile included): {cold or "none"}.
+"""
 
 
 if __name__ == "__main__":
