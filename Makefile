@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # and any other version or a bare range pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: demo test install install-test bench clean
+.PHONY: demo test install install-test install-bench bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,20 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(BIN)/pip install -q -e '.[test,export,serve]'
 	touch $@
 
+$(VENV)/.installed-bench: $(VENV)/.installed-test pyproject.toml
+	$(BIN)/pip install -q -e '.[test,export,serve,bench]'
+	touch $@
+
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+install-bench: $(VENV)/.installed-bench
+
+# The comparing benchmarks, each against its peer at its best documented configuration (bench/README.md), one
+# after another (never two at once, nor beside a training job): about an hour on 2 idle cores. Each rewrites
+# its own section of bench/RESULTS.md.
+BENCHES := generate lm_throughput embeddings scale bleu encoder recurrent cli_startup dropout forecast onnx
+bench: $(VENV)/.installed-bench
+	set -e; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py; done
 
 demo: $(VENV)/.installed
 	$(BIN)/seqlab demo
