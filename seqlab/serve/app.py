@@ -32,14 +32,12 @@ import threading
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Literal
 from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import (FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response,
                                StreamingResponse)
-from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seqlab import __version__
@@ -47,15 +45,8 @@ from seqlab.errors import SeqlabError
 from seqlab.serve import operations as ops
 from seqlab.serve.cache import ModelCache
 from seqlab.serve.runs import NotFound, RunIndex
-
-# ---- input limits (422 beyond them) ----------------------------------------------------------------------
-MAX_TEXT = 2000  # characters of a prompt, sentence or word
-MAX_LINES = 64  # lines of one predict request
-MAX_NEW_TOKENS = 1000
-MAX_BEAM = 16
-MAX_MAP_WORDS = 1000
-MAX_K = 100  # neighbours / analogy answers
-MAX_STEPS = 1000  # forecast horizon
+from seqlab.serve.schemas import (AnalogyIn, EvalIn, ForecastIn, GenerateIn, MapIn, NeighborsIn, PredictIn,
+                                  SimilarityIn, TextIn, TranslateIn, check_lines)
 
 STREAM_POLL_S = 0.01  # how often a token stream sends what has been generated
 
@@ -66,75 +57,6 @@ STATIC = resources.files("seqlab.serve") / "static"
 
 class RunError(SeqlabError):
     """The run cannot be read (409)."""
-
-
-# ---- request bodies --------------------------------------------------------------------------------------
-
-Text = Field(min_length=1, max_length=MAX_TEXT)
-
-
-class Checkpoint(BaseModel):
-    last: bool = Field(False, description="read the final checkpoint instead of the best one (`--last`)")
-
-
-class GenerateIn(Checkpoint):
-    prompt: str = Text
-    max_new_tokens: int = Field(200, ge=0, le=MAX_NEW_TOKENS)
-    temperature: float = Field(1.0, ge=0, le=100, description="0 = greedy")
-    top_k: int = Field(0, ge=0, le=1_000_000, description="0 = off")
-    top_p: float = Field(1.0, gt=0, le=1, description="1 = off")
-    seed: int | None = Field(None, ge=0, le=2**63 - 1)
-
-
-class TextIn(Checkpoint):
-    text: str = Text
-
-
-class TranslateIn(TextIn):
-    beam: int = Field(5, ge=1, le=MAX_BEAM)
-
-
-class PredictIn(Checkpoint):
-    lines: list[str] = Field(min_length=1, max_length=MAX_LINES)
-    beam: int | None = Field(None, ge=1, le=MAX_BEAM)
-
-
-class EvalIn(Checkpoint):
-    split: Literal["valid", "test"] = "test"
-
-
-class ForecastIn(Checkpoint):
-    steps: int = Field(12, ge=1, le=MAX_STEPS)
-
-
-class NeighborsIn(BaseModel):
-    word: str = Field(min_length=1, max_length=200)
-    k: int = Field(10, ge=1, le=MAX_K)
-
-
-class AnalogyIn(BaseModel):
-    a: str = Field(min_length=1, max_length=200)
-    b: str = Field(min_length=1, max_length=200)
-    c: str = Field(min_length=1, max_length=200)
-    k: int = Field(10, ge=1, le=MAX_K)
-
-
-class MapIn(BaseModel):
-    words: int = Field(200, ge=3, le=MAX_MAP_WORDS)
-    method: Literal["pca", "tsne"] = "pca"
-
-
-class SimilarityIn(BaseModel):
-    a: str = Text
-    b: str = Text
-
-
-def _check_lines(lines: list[str]) -> list[str]:
-    for i, line in enumerate(lines, start=1):
-        if len(line) > MAX_TEXT:
-            raise RequestValidationError([{"loc": ("body", "lines", i - 1), "type": "string_too_long",
-                                           "msg": f"line {i} has {len(line)} characters, more than {MAX_TEXT}"}])
-    return lines
 
 
 # ---- the application -------------------------------------------------------------------------------------
@@ -346,7 +268,7 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
     def api_predict(run_id: str, body: PredictIn):
         obj = _of_kind(loaded(run_id, body.last), run_id, ("tag", "classify", "translate"),
                        "predict takes lines for tag, classify and translate runs (forecast: /forecast)")
-        return {"predictions": ops.predict(obj, _check_lines(body.lines), body.beam)}
+        return {"predictions": ops.predict(obj, check_lines(body.lines), body.beam)}
 
     @app.post("/api/runs/{run_id:path}/tag", summary="tag one sentence; its entities grouped by type")
     def api_tag(run_id: str, body: TextIn):

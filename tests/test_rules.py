@@ -1,0 +1,89 @@
+"""Rules of the code base that stay true (beside the import layers of tests/test_layers.py), read from the source:
+
+- no machine tuning hidden in library state: no ``os.getloadavg``; ``torch.set_num_threads`` and
+  ``numba.set_num_threads`` only in the entry points that own the process (THREAD_OWNERS); everything else
+  takes a thread count as an argument;
+- one home per idea: ``os.replace`` / ``os.rename`` (and ``Path.replace`` / ``Path.rename``) only in io.py, the
+  atomic-replace helper; ``signal.signal(`` only in signals.py;
+- modules stay small: none over MAX_LINES lines unless LONG names it with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "seqlab"
+MAX_LINES = 450
+# module -> why it may be longer (a module here must still be over the limit: the test says when it is not)
+LONG: dict[str, str] = {}
+# the modules that own the process and so may set the thread counts (path relative to seqlab/)
+THREAD_OWNERS = {
+    "trainer.py": "the Trainer's setup: train.threads for the run",
+    "cli.py": "the command line: --threads of the verbs that take it",
+    "data/workers.py": "the data-preparation worker initialiser: one thread per worker process",
+}
+RENAMES = {"io.py"}
+SIGNALS = {"signals.py"}
+
+
+def sources() -> dict[str, ast.Module]:
+    return {str(p.relative_to(PACKAGE)): ast.parse(p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def calls(tree: ast.Module, attribute: str) -> list[tuple[int, str]]:
+    """(line, dotted callee) of every call whose callee ends in ``.attribute``, e.g. ``torch.set_num_threads``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attribute:
+            found.append((node.lineno, ast.unparse(node.func)))
+    return found
+
+
+def offenders(attribute: str, allowed: set[str] | dict, owner: tuple[str, ...] = ()) -> list[str]:
+    """``path:line callee`` of the calls of ``.attribute`` outside the allowed modules (on owner objects when
+    ``owner`` names them, e.g. ("os",); every object otherwise)."""
+    out = []
+    for path, tree in sources().items():
+        if path in allowed:
+            continue
+        for line, callee in calls(tree, attribute):
+            if not owner or callee.rsplit(".", 1)[0] in owner:
+                out.append(f"{path}:{line} {callee}")
+    return out
+
+
+def test_no_load_average_reads():
+    assert offenders("getloadavg", set()) == []
+
+
+def test_thread_counts_are_set_only_by_the_process_owners():
+    assert offenders("set_num_threads", THREAD_OWNERS) == []
+    assert all((PACKAGE / path).exists() for path in THREAD_OWNERS), "an owner named here no longer exists"
+
+
+def test_renames_go_through_io():
+    assert offenders("replace", RENAMES, owner=("os",)) == []
+    assert offenders("rename", RENAMES, owner=("os",)) == []
+    # Path.replace / Path.rename: a call with one argument on anything but a str (str.replace takes two)
+    out = []
+    for path, tree in sources().items():
+        if path in RENAMES:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("replace", "rename") and len(node.args) == 1 and not node.keywords
+                    and not isinstance(node.func.value, ast.Constant)):
+                out.append(f"{path}:{node.lineno} {ast.unparse(node.func)}")
+    assert out == []
+
+
+def test_signal_handlers_are_installed_in_one_module():
+    assert offenders("signal", SIGNALS, owner=("signal",)) == []
+
+
+def test_modules_stay_small():
+    lengths = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+               for p in PACKAGE.rglob("*.py")}
+    assert {path: n for path, n in lengths.items() if n > MAX_LINES and path not in LONG} == {}
+    assert [path for path in LONG if lengths.get(path, 0) <= MAX_LINES] == [], "LONG names a module that is short"
