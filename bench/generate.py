@@ -168,14 +168,16 @@ def at_threads(count: int, fn):
     from seqlab import decode
 
     def run():
-        before, policy = torch.get_num_threads(), decode.decode_threads
+        before, policy = torch.get_num_threads(), getattr(decode, "decode_threads", None)
         torch.set_num_threads(count)
-        decode.decode_threads = lambda: count
+        if policy is not None:  # an older tree's load-average rule, held to the same count
+            decode.decode_threads = lambda: count
         try:
             return fn()
         finally:
             torch.set_num_threads(before)
-            decode.decode_threads = policy
+            if policy is not None:
+                decode.decode_threads = policy
     return run
 
 

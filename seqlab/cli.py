@@ -90,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if getattr(args, "threads", 0):  # the command line owns the process: it alone sets the thread count
+            if args.threads < 0:
+                raise SeqlabError(f"--threads must be >= 1 (0 = torch's default), got {args.threads}")
+            import torch
+
+            torch.set_num_threads(args.threads)
         return int(args.run(args) or 0)
     except SeqlabError as e:
         print(f"error: {e}", file=sys.stderr)

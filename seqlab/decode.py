@@ -23,9 +23,7 @@ what else is in the batch or on padding: batched generation equals one-by-one ge
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
@@ -143,32 +141,7 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
     if any(len(p) == 0 for p in prompts):
         raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
     device = device or next(model.parameters()).device
-    with _threads(decode_threads() if device.type == "cpu" else None):
-        return _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile)
-
-
-def decode_threads() -> int:
-    """CPU threads for decoding: torch's count, or 1 while the cores are oversubscribed (1-minute load average
-    above the core count). A decode op is about 0.1 ms of work; when the other OpenMP thread of a parallel
-    op is descheduled, the op waits a scheduler time slice: at load 12 on 2 cores, batch-1 decoding ran at
-    3-5 tokens/s with 2 threads and 50 with 1 (bench/RESULTS.md)."""
-    threads = torch.get_num_threads()
-    if threads > 1 and os.getloadavg()[0] > (os.cpu_count() or 1):
-        return 1
-    return threads
-
-
-@contextlib.contextmanager
-def _threads(count: int | None):
-    """torch's intra-op thread count set to ``count`` (None: unchanged) inside the block, restored after."""
-    before = torch.get_num_threads()
-    if count is not None and count != before:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
+    return _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile)
 
 
 def _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile):

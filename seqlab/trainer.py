@@ -113,8 +113,12 @@ class Trainer:
         self.kernel = hasattr(task, "update") and hasattr(task, "steps_per_epoch")  # a KernelTask
         self.extra_state = extra_state or {}
         self.log = log if self.dist.main else (lambda *a, **k: None)
-        if cfg.threads:
+        if cfg.threads:  # the Trainer owns the process it trains in: it alone sets the thread counts
             torch.set_num_threads(cfg.threads)
+        if self.kernel and getattr(task, "n_threads", 0):  # numba's Hogwild kernels: one thread per share
+            import numba
+
+            numba.set_num_threads(task.n_threads)
         self.step = 0
         self.examples_seen = 0
         self.tokens_seen = 0

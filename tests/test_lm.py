@@ -10,11 +10,10 @@ import torch
 
 from seqlab.decode import Sampling, filter_logits, generate
 from seqlab.errors import SeqlabError
-from seqlab.metrics.lm import ngram_nll, nll_sum, perplexity
+from seqlab.metrics.lm import eval_windows, ngram_nll, nll_sum, perplexity, score_stream
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn import gemv
 from seqlab.nn.attention import KVCache
-from seqlab.tasks.lm import eval_windows, score_stream
 
 
 def tiny_lm(max_len=16, vocab=11, dtype=torch.float64, positions="learned", seed=0) -> TransformerLM:
@@ -186,23 +185,27 @@ def test_left_padded_batch_equals_one_by_one_and_uncached():
         assert together == generate(model, prompts, 12, sampling, seed=1, use_cache=False)
 
 
-def test_decode_threads_drop_to_one_on_oversubscribed_cores(monkeypatch):
-    from seqlab import decode
+def test_generation_leaves_the_thread_count_to_the_process_owner(monkeypatch):
+    """A library call never sets torch's process-wide thread count (it would race under `seqlab serve`'s thread
+    pool); `seqlab generate --threads N` is the owner's way to choose it."""
+    from seqlab import cli
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        monkeypatch.setattr(decode.os, "cpu_count", lambda: 2)
-        monkeypatch.setattr(decode.os, "getloadavg", lambda: (12.0, 12.0, 12.0))
-        assert decode.decode_threads() == 1
         seen = []
         model = tiny_lm()
         monkeypatch.setattr(model, "new_cache", lambda *a, **k: seen.append(torch.get_num_threads())
                             or TransformerLM.new_cache(model, *a, **k))
         generate(model, [[1, 2]], 3, Sampling(0))
-        assert seen == [1] and torch.get_num_threads() == 2  # 1 inside, restored after
-        monkeypatch.setattr(decode.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
-        assert decode.decode_threads() == 2
+        assert seen == [2] and torch.get_num_threads() == 2
+        ran = []
+        monkeypatch.setattr("seqlab.commands.generate.run", lambda args: ran.append(torch.get_num_threads()) or 0)
+        assert cli.main(["generate", "RUN", "--prompt", "x", "--threads", "1"]) == 0 and ran == [1]
+        with pytest.raises(SystemExit) as e:
+            cli.main(["generate", "RUN", "--prompt", "x", "--threads", "x"])
+        assert e.value.code == 2
+        assert cli.main(["generate", "RUN", "--prompt", "x", "--threads", "-1"]) == 2
     finally:
         torch.set_num_threads(before)
 

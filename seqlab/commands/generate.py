@@ -21,6 +21,10 @@ def add(sub):
                    help="weights of the linear layers: fp32 (default), bf16, or int8 with a scale per row; "
                         "fewer bytes per token to read, faster with --compile (seqlab.nn.weight_only)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="CPU threads (default 0: torch's default, every core). On cores that other jobs keep busy, "
+                        "1 can be far faster: a decode op is ~0.1 ms, and a descheduled second thread costs a "
+                        "time slice")
     add_last(p)
     p.set_defaults(run=run)
 

@@ -39,7 +39,7 @@ from torch import nn
 
 from seqlab.data.corpus import Corpus
 from seqlab.io import drop_pages, map_array
-from seqlab.models.word2vec_kernels import StepStats, cpu_threads, numba_threads
+from seqlab.models.word2vec_kernels import StepStats, numba_threads
 
 ENTRIES_PER_STEP = 1 << 20  # co-occurrence entries per Trainer step: the grain of progress, Ctrl-C, checkpoints
 BLOCK_PAIRS = 1 << 22  # co-occurrences emitted between two sort-and-merge steps (bounds the temporary memory)
@@ -355,10 +355,7 @@ class GloVeAdaGrad:
         self.rows, self.cols, self.vals = rows[order], cols[order], vals[order]
         self.steps_per_epoch = max(1, math.ceil(len(self.vals) / ENTRIES_PER_STEP))
         if engine == "numba":
-            import numba
-
-            self.n_threads = numba_threads(threads)
-            numba.set_num_threads(self.n_threads)
+            self.n_threads = numba_threads(threads)  # the Trainer sets numba's pool to it (it owns the process)
             self._kernel(0, 0, 0.0)  # compiles (or loads the cached machine code) before training
         else:
             self.model.to(self.device)
@@ -382,8 +379,7 @@ class GloVeAdaGrad:
         if self.engine == "numba":
             cost, count = self._kernel(p0, p1, eta)
         else:
-            with cpu_threads(self.threads if self.device.type == "cpu" else 0):
-                cost, count = self._torch_step(p0, p1, eta)
+            cost, count = self._torch_step(p0, p1, eta)
 
         def share(total: int) -> int:
             return total * (index + 1) // steps - total * index // steps

@@ -59,9 +59,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
+from seqlab.data.corpus import Corpus
 from seqlab.errors import SeqlabError
-from seqlab.models.word2vec_kernels import StepStats, _train_chunks, cpu_threads, numba_threads, thread_seeds
+from seqlab.models.word2vec_kernels import StepStats, _train_chunks, numba_threads, thread_seeds
 from seqlab.models.word2vec_tables import HuffmanTree, cum_table, huffman_tree, noise_buckets, sample_ints
 
 CHUNKS_PER_STEP = 64  # chunks (<= 640k raw words) per Trainer step: the grain of progress, Ctrl-C and checkpoints
@@ -164,10 +164,7 @@ class SkipGramSGD:
         self.steps_per_epoch = max(1, math.ceil(corpus.n_chunks / CHUNKS_PER_STEP))
         self.rng: np.ndarray | None = None  # (T,) the numba threads' LCG states, carried from step to step
         if engine == "numba":
-            import numba
-
-            self.n_threads = numba_threads(threads)
-            numba.set_num_threads(self.n_threads)
+            self.n_threads = numba_threads(threads)  # the Trainer sets numba's pool to it (it owns the process)
             self._kernel(0, 0, np.zeros(0, np.float32), thread_seeds(seed, 0, self.n_threads))  # compile (or load)
         else:
             self.model.to(self.device)
@@ -202,8 +199,7 @@ class SkipGramSGD:
                 self.rng = thread_seeds(self.seed, epoch if index == 0 else (epoch << 20) + index, self.n_threads)
             loss, pairs, words = self._kernel(c0, c1, alphas, self.rng)
         else:
-            with cpu_threads(self.threads if self.device.type == "cpu" else 0):
-                loss, pairs, words = self._torch_step(c0, c1, at, np.random.default_rng([self.seed, epoch, index]))
+            loss, pairs, words = self._torch_step(c0, c1, at, np.random.default_rng([self.seed, epoch, index]))
         corpus.release()  # a corpus on disk: its pages leave this process's memory
         return StepStats(loss, pairs, words, int(corpus.raw_before[c1] - corpus.raw_before[c0]))
 

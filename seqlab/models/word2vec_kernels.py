@@ -21,12 +21,10 @@ Shapes: V words, D = dim, K scored outputs per pair, T threads.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from numba import njit, prange
 
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK
@@ -199,19 +197,6 @@ def thread_seeds(seed: int, epoch: int, n_threads: int) -> np.ndarray:
             x = ((x ^ (x >> 31)) * 0xBF58476D1CE4E5B9) % 2**64  # splitmix64 finaliser
             out[t, stream] = (x ^ (x >> 29)) & (2**48 - 1)
     return out
-
-
-@contextlib.contextmanager
-def cpu_threads(n: int):
-    """PyTorch's intra-op threads set to ``n`` (0 = unchanged) for the block (tiny sparse ops on a busy
-    machine run far faster on one thread than on contended ones)."""
-    previous = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def numba_threads(requested: int) -> int:
