@@ -102,9 +102,15 @@ def main():
         [f"model.bias={args.bias}"] if args.bias else []) + ([f"train.threads={args.threads}"] if args.threads else []) + [
         *args.set]
     if args.fit and minutes and args.rows is None:
-        from seqlab.commands.demo import fit_steps
+        import seqlab
+        from seqlab.optim import fit_steps
+        from seqlab.tasks import resolve
 
-        steps = fit_steps(run_overrides(args.run, extra), minutes, Path(args.out or f"runs/bench-{args.run}").resolve(),
+        def probe(more: list[str], run_dir: Path) -> None:  # a few steps of the same run, timed by fit_steps
+            seqlab.train(resolve("lm-char", [*run_overrides(args.run, extra), *more]), run_dir, force=True,
+                         log=lambda *a, **k: None)
+
+        steps = fit_steps(probe, minutes, Path(args.out or f"runs/bench-{args.run}").resolve(),
                           lambda *a, **k: print(*a, file=sys.stderr), probe_steps=16)
         extra.append(f"train.max_steps={steps}")
     seeds = [int(s) for s in args.seeds.split(",")]

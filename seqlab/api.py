@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seqlab import checkpoint, rundir
+from seqlab import checkpoint, rundir, signals
 from seqlab.config import DataConfig, RunConfig
 from seqlab.errors import SeqlabError
 from seqlab.io import disk_full_message, is_disk_full, write_text_atomic
@@ -118,9 +118,8 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
     as the next writer would and let go of it. Raising instead could land in code that swallows it."""
     import signal
     import sys
-    import threading
 
-    if lock is None or threading.current_thread() is not threading.main_thread():
+    if lock is None:
         yield
         return
 
@@ -131,11 +130,8 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
         sys.stderr.flush()
         os._exit(128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
+    with signals.handling(handler, signal.SIGTERM):
         yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,

@@ -8,9 +8,10 @@ A checkpoint is three files in a run directory (DESIGN.md, "A run directory"):
   ``files``: the SHA-256 of each of the two weight files.
 
 The three must change together, so a save is a two-phase commit: the files are written and fsynced into
-``DIR/.next/``, a ``COMPLETE`` marker is written there, then each file is renamed into ``DIR`` (``os.replace``
-is atomic per file; ``state.json`` last) and ``.next`` is removed. A kill before the marker leaves the previous
-checkpoint untouched; a kill after it leaves a commit that the next writer rolls forward (:func:`recover`).
+``DIR/.next/``, a ``COMPLETE`` marker is written there, then each file is renamed into ``DIR``
+(:func:`seqlab.io.replace_atomic`, atomic per file; ``state.json`` last) and ``.next`` is removed. A kill before
+the marker leaves the previous checkpoint untouched; a kill after it leaves a commit that the next writer rolls
+forward (:func:`recover`).
 
 Readers change nothing (a run may be training while they read it): they see the committed view, each file
 from ``.next/`` while a ``COMPLETE`` commit is being rolled forward, else from ``DIR``; and they check every
@@ -40,7 +41,7 @@ from safetensors.torch import _remove_duplicate_names, load as _load_bytes, save
 from torch import nn
 
 from seqlab.errors import SeqlabError
-from seqlab.io import naming, write_fsynced
+from seqlab.io import naming, replace_atomic, write_fsynced
 
 FORMAT_VERSION = 1
 FILES = ("model.safetensors", "trainer.safetensors", "state.json")  # the commit order: state.json last
@@ -119,7 +120,7 @@ def _roll_forward(directory: Path) -> None:
     nxt = directory / ".next"
     for name in FILES:
         if (nxt / name).exists():
-            os.replace(nxt / name, directory / name)
+            replace_atomic(nxt / name, directory / name)
     shutil.rmtree(nxt)
     _fsync_dir(directory)
 
@@ -178,7 +179,7 @@ def _archive(directory: Path, step: int) -> None:
         partial.mkdir(parents=True)
         for name in FILES:
             _link_or_copy(directory / name, partial / name)
-        os.rename(partial, target)
+        replace_atomic(partial, target)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -369,12 +370,12 @@ def _set_aside(run_dir: Path, directory: Path) -> None:
         n += 1
         target = run_dir / ARCHIVE / f"damaged-step-{step}-{n}"
     if directory != run_dir:
-        os.rename(directory, target)
+        replace_atomic(directory, target)
         return
     target.mkdir(parents=True)
     for name in FILES:
         if (run_dir / name).exists():
-            os.replace(run_dir / name, target / name)
+            replace_atomic(run_dir / name, target / name)
 
 
 # --- optimiser state as flat tensors (safetensors holds tensors only; the rest goes to state.json) ---

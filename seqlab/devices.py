@@ -14,10 +14,10 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
+from seqlab import signals
 from seqlab.errors import SeqlabError
 
 
@@ -104,15 +104,14 @@ class StopSignals:
 
     def __init__(self):
         self.signum: int | None = None
-        self._old: dict[int, Any] = {}
+        self._handling = signals.handling(self._handle, *self.SIGNALS)
 
     @property
     def flag(self) -> bool:
         return self.signum is not None
 
     def __enter__(self):
-        if _is_main_thread():
-            self._old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        self._handling.__enter__()
         return self
 
     def _handle(self, signum, frame):
@@ -121,11 +120,4 @@ class StopSignals:
         self.signum = signum
 
     def __exit__(self, *exc):
-        for s, handler in self._old.items():
-            signal.signal(s, handler)
-
-
-def _is_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+        return self._handling.__exit__(*exc)

@@ -1,11 +1,12 @@
 """Files: atomic writes, JSON reads, the metrics log, library versions, arrays mapped from files. Torch-free; imports nothing of seqlab
 above :mod:`seqlab.errors`.
 
-Writes go to a temporary file in the target's folder, flushed to disk, then ``os.replace``: a crash, a kill or
-an error part-way never leaves a half-written file under the final name, and never removes the previous
-version before the new one is complete (``os.replace`` is atomic on POSIX and Windows within one file system).
-Every writer of user-visible files in seqlab goes through here, and every reader of seqlab's JSON files through
-:func:`read_json`, so a missing or damaged file is always one ``error:`` line that names it.
+Writes go to a temporary file in the target's folder, flushed to disk, then renamed onto the target
+(:func:`replace_atomic`, the one rename in seqlab): a crash, a kill or an error part-way never leaves a
+half-written file under the final name, and never removes the previous version before the new one is complete
+(``os.replace`` is atomic on POSIX and Windows within one file system). Every writer of user-visible files in
+seqlab goes through here, and every reader of seqlab's JSON files through :func:`read_json`, so a missing or
+damaged file is always one ``error:`` line that names it.
 
 A full disk (``ENOSPC``, or ``EFBIG``/``EDQUOT``: a file-size limit or a quota) fails the write it hits: the
 temporary file is removed, the previous version stays, and the ``OSError`` carries the path it was writing
@@ -20,6 +21,7 @@ import importlib
 import json
 import mmap
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -46,10 +48,38 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     try:
         with naming(path, tmp):
             yield tmp
-        os.replace(tmp, path)
+        replace_atomic(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def replace_atomic(src: str | os.PathLike, dst: str | os.PathLike, *, aside: str | os.PathLike | None = None) -> None:
+    """Rename ``src`` (a file or a folder written under a temporary name) onto ``dst`` in one step
+    (``os.replace``: atomic within one file system; a file ``dst`` is replaced, a folder ``dst`` must be empty).
+
+    With ``aside``, an existing ``dst`` (a folder or a file) is first renamed to ``aside`` and removed once
+    ``src`` is in its place; if that second rename fails, it is put back. ``dst`` is then missing for the
+    moment between the two renames, never half-written."""
+    if aside is None or not os.path.lexists(dst):
+        os.replace(src, dst)
+        return
+    os.replace(dst, aside)
+    try:
+        os.replace(src, dst)
+    except BaseException:
+        os.replace(aside, dst)
+        raise
+    remove(aside)
+
+
+def remove(path: str | os.PathLike) -> None:
+    """Delete ``path``, a file, a link or a folder with all it holds, if it exists (errors in a folder ignored)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def remove_temporaries(folder: str | os.PathLike) -> None:

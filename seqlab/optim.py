@@ -3,17 +3,29 @@
 AdamW (Loshchilov & Hutter 2019) with weight decay on weight matrices only, not on norms, biases and
 embeddings (as nanoGPT and most Transformer recipes), and one schedule function of the position alone
 (DESIGN.md: "the learning-rate schedule is a function of the step and the configured length only"), whose
-shape the task chooses.
+shape the task chooses. :func:`fit_steps` chooses that length for a time budget, from a short probe's speed, so
+the schedule ends when the budget does.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from seqlab.config import TrainConfig
+from seqlab.io import read_metrics
+
+PROBE_STEPS = 40  # steps of the speed probe
+BUDGET_SHARE = 0.9  # of the budget for steps; the rest for validations and checkpoints (measured: 0.93 ran out)
+# the probe's settings beside its length: no validation, checkpoint or progress bar, a metrics row every step
+PROBE_OVERRIDES = ("train.eval_every=0", "train.save_every=0", "train.log_every=1", "train.keep_best=false",
+                   "train.progress=false")
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -63,3 +75,24 @@ def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, 
         return cfg.lr - (cfg.lr - cfg.min_lr) * progress
     progress = min(1.0, (step - cfg.warmup_steps) / span)
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def fit_steps(probe: Callable[[list[str], Path], object], minutes: float, out: Path, log,
+              probe_steps: int = PROBE_STEPS) -> int:
+    """How many steps fit in ``minutes`` on this machine: ``probe(overrides, run_dir)`` trains the run to be fitted
+    with ``overrides`` added (``probe_steps`` steps, :data:`PROBE_OVERRIDES`) into a scratch run directory beside
+    ``out``, removed afterwards; its step rate (the first quarter of the steps left out as start-up) sets the
+    length, so the learning-rate schedule ends (the rate decayed to min_lr) when the time budget does, on any CPU."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".demo-probe-", dir=out.parent))
+    try:
+        probe([f"train.max_steps={probe_steps}", *PROBE_OVERRIDES], scratch)
+        rows = [r for r in read_metrics(scratch / "metrics.jsonl") if r.get("split") == "train"]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    elapsed = {r["step"]: r["tokens"] / r["tokens_per_s"] for r in rows}  # seconds since the first step began
+    first, last = probe_steps // 4, max(elapsed)
+    rate = (last - first) / (elapsed[last] - elapsed[first])  # steps per second, the start-up steps left out
+    steps = max(100, int(rate * 60 * minutes * BUDGET_SHARE))
+    log(f"demo: {rate:.1f} steps/s on this machine; a {steps:,}-step schedule fits {minutes:g} min")
+    return steps

@@ -29,7 +29,7 @@ from typing import Any
 
 from seqlab import checkpoint
 from seqlab.errors import SeqlabError
-from seqlab.io import create_exclusive, remove_temporaries, write_bytes_atomic, write_text_atomic
+from seqlab.io import create_exclusive, remove_temporaries, replace_atomic, write_bytes_atomic, write_text_atomic
 
 LOCK = "lock.json"
 
@@ -90,7 +90,7 @@ def _claim(path: Path, owner: dict[str, Any]) -> Path | None:
     new name, or None when another process was faster."""
     claimed = path.with_name(f"{LOCK}.stale-{os.getpid()}")
     try:
-        os.rename(path, claimed)
+        replace_atomic(path, claimed)
     except FileNotFoundError:
         return None
     if _read(claimed) == owner:
@@ -234,7 +234,7 @@ def set_aside(run_dir: Path) -> Path | None:
         return None
     aside = absolute.with_name(f".{absolute.name}.replaced-{os.getpid()}")
     try:
-        os.rename(absolute, aside)
+        replace_atomic(absolute, aside)
     except OSError:
         return None
     (aside / LOCK).unlink(missing_ok=True)  # our own lock, taken to move it safely
@@ -247,7 +247,7 @@ def _undo(run_dir: Path, journal: dict[str, Any]) -> None:
     if replaced:
         shutil.rmtree(run_dir, ignore_errors=True)
         if Path(replaced).exists():
-            os.rename(replaced, run_dir)
+            replace_atomic(replaced, run_dir)
     elif made:
         shutil.rmtree(made, ignore_errors=True)
     elif run_dir.is_dir():

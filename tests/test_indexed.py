@@ -190,12 +190,12 @@ def in_memory_reference(kind, cfg, run_dir):
     module = task_module(kind)
     examples = list(module.read_data(cfg, ("train",))["train"])
     if kind == "tag":
-        from seqlab.tasks.text_batches import Labels
+        from seqlab.tasks.labelling import Labels
         from seqlab.text.vocab import Vocab
 
         return module.encode_examples(examples, Vocab.load(run_dir / "vocab.json"), Labels.load(run_dir / "labels.json"),
                                       cfg.data.lowercase)
-    from seqlab.tasks.text_batches import Labels
+    from seqlab.tasks.labelling import Labels
     from seqlab.text.tokenizers import load_tokenizer
 
     encoded = module.encode_examples(examples, load_tokenizer(run_dir / "tokenizer.json"),
@@ -211,7 +211,7 @@ def make_task(kind, model, train, valid, cfg, run_dir):
 
         return module.TranslateTask(model, train, valid, load_tokenizers(run_dir)[1], eval_batch_size=8)
     if kind == "tag":
-        from seqlab.tasks.text_batches import Labels
+        from seqlab.tasks.labelling import Labels
 
         return module.TagTask(model, train, valid, Labels.load(run_dir / "labels.json"), eval_batch_size=8)
     return module.ClassifyTask(model, train, valid, eval_batch_size=8)

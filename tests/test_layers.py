@@ -8,7 +8,7 @@ Layers, top to bottom (same-layer imports are allowed):
     training   trainer.py, checkpoint.py, rundir.py, beam.py
     models     models/, decode.py
     blocks     nn/, text/, data/, metrics/, config.py, vectors.py, viz.py, explain.py, presets/
-    base       io.py, errors.py
+    base       io.py, errors.py, signals.py
 
 Every ``import`` and ``from ... import`` is read from the source (AST, nothing is imported), at module level
 and inside functions alike (a lazy import still runs upward when called). ``seqlab/__init__.py`` is the
@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # (layer, the top-level names in 
     ("training", ("trainer", "checkpoint", "rundir", "beam", "devices", "optim")),
     ("models", ("models", "decode")),
     ("blocks", ("nn", "text", "data", "metrics", "config", "vectors", "viz", "explain", "presets")),
-    ("base", ("io", "errors", "lazy")),
+    ("base", ("io", "errors", "lazy", "signals")),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}  # 0 = top
 LAYER_OF = {name: layer for layer, names in LAYERS for name in names}

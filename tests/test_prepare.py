@@ -1,6 +1,6 @@
-"""Streaming LM preparation (seqlab.data.prepare, seqlab.tasks.lm): the pieces give the tokens and the tokenizer
-of the whole text, prepared folders (atomic, reused, refused on a token key that differs), `seqlab data
-prepare` errors, and torchrun with two "nodes" on this machine."""
+"""Streaming LM preparation (seqlab.data.lm_tokens and the modules it streams through, seqlab.tasks.lm): the
+pieces give the tokens and the tokenizer of the whole text, prepared folders (atomic, reused, refused on a token
+key that differs), `seqlab data prepare` errors, and torchrun with two "nodes" on this machine."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ import numpy as np
 import pytest
 
 from seqlab import api
-from seqlab.data import prepare as prep
+from seqlab.data import lm_tokens, prepared, text_pieces, workers
+from seqlab.data.beacon import Beacon, wait_for_beacon
 from seqlab.data.sources import read_text, split_text
 from seqlab.errors import SeqlabError
-from seqlab.tasks import lm, resolve
+from seqlab.tasks import resolve
+from seqlab.text.tokenizers import load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["model.n_layers=1", "model.n_heads=2", "model.d_model=16", "model.d_ff=32", "model.max_len=16",
@@ -47,8 +49,8 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture
 def small_pieces(monkeypatch):
     """Pieces of ~300 bytes (encoding) and ~200 bytes (tokenizer training): many cuts, several workers."""
-    monkeypatch.setattr(prep, "ENCODE_PIECE", 300)
-    monkeypatch.setattr(prep, "TRAIN_PIECE", 200)
+    monkeypatch.setattr(text_pieces, "ENCODE_PIECE", 300)
+    monkeypatch.setattr(text_pieces, "TRAIN_PIECE", 200)
 
 
 @pytest.mark.parametrize("tokenizer", ["char", "word", "bpe"])
@@ -57,15 +59,15 @@ def test_streaming_prepare_equals_in_memory(tmp_path, corpus, small_pieces, toke
     whole train split, and every split's ids equal to encoding its whole text, token for token."""
     cfg = resolve("lm-char", [f'data.source="{corpus}"', f'data.tokenizer="{tokenizer}"', "data.vocab_size=400",
                               "data.lowercase=true"])
-    manifest = lm.prepare_tokens(cfg, tmp_path / "p")
-    texts = dict(zip(lm.SPLITS, split_text(corpus.read_bytes().decode(), cfg.data.split)))
-    whole = lm.train_tokenizer(cfg, texts["train"])
-    assert lm.load_tokenizer(tmp_path / "p" / "tokenizer.json").to_dict() == whole.to_dict()
-    splits = prep.memmap_splits(tmp_path / "p", manifest)
-    for split in lm.SPLITS:
+    manifest = lm_tokens.prepare_tokens(cfg, tmp_path / "p")
+    texts = dict(zip(lm_tokens.SPLITS, split_text(corpus.read_bytes().decode(), cfg.data.split)))
+    whole = lm_tokens.train_tokenizer(cfg, texts["train"])
+    assert load_tokenizer(tmp_path / "p" / "tokenizer.json").to_dict() == whole.to_dict()
+    splits = prepared.memmap_splits(tmp_path / "p", manifest)
+    for split in lm_tokens.SPLITS:
         assert splits[split].dtype == np.uint16
         np.testing.assert_array_equal(splits[split], np.asarray(whole.encode(texts[split])), err_msg=split)
-    assert manifest["tokens"] == {s: len(splits[s]) for s in lm.SPLITS}
+    assert manifest["tokens"] == {s: len(splits[s]) for s in lm_tokens.SPLITS}
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
         "manifest.json", "test.bin", "tokenizer.json", "train.bin", "valid.bin"]
 
@@ -76,14 +78,14 @@ def test_explicit_split_files_and_tokenizer_sample(tmp_path, corpus, small_piece
     valid = tmp_path / "valid.txt"
     valid.write_text("A valid file, with a few characters: Ωmega ☃.\n", encoding="utf-8")
     cfg = resolve("lm-char", [f'data.train="{corpus}"', f'data.valid="{valid}"', "data.tokenizer_sample_mb=0.001"])
-    manifest = lm.prepare_tokens(cfg, tmp_path / "p")
+    manifest = lm_tokens.prepare_tokens(cfg, tmp_path / "p")
     train, _, test = split_text(corpus.read_bytes().decode(), cfg.data.split)
     with open(corpus, "rb") as f:
-        sample_end = prep.find_cut(f, 1000, len(train.encode()))
+        sample_end = text_pieces.find_cut(f, 1000, len(train.encode()))
     sample = corpus.read_bytes()[:sample_end].decode()
-    tok = lm.load_tokenizer(tmp_path / "p" / "tokenizer.json")
-    assert tok.to_dict() == lm.train_tokenizer(cfg, sample).to_dict()
-    splits = prep.memmap_splits(tmp_path / "p", manifest)
+    tok = load_tokenizer(tmp_path / "p" / "tokenizer.json")
+    assert tok.to_dict() == lm_tokens.train_tokenizer(cfg, sample).to_dict()
+    splits = prepared.memmap_splits(tmp_path / "p", manifest)
     for split, text in (("train", train), ("valid", valid.read_bytes().decode()), ("test", test)):
         np.testing.assert_array_equal(splits[split], tok.encode(text), err_msg=split)
     assert len(manifest["sources"]) == 2 and manifest["splits"]["valid"] == {"source": 1, "bytes": [0, valid.stat().st_size]}
@@ -94,27 +96,27 @@ def test_cuts_are_safe_positions():
     cut at the next character boundary, never inside a character."""
     data = "ab  cd\u3000 ef\n\ngh".encode()
     f = io.BytesIO(data)
-    assert prep.find_cut(f, 1, len(data)) == 2  # before the first of the two spaces after "ab"
-    assert prep.find_cut(f, 3, len(data)) == data.index(b"\n")  # not "  " (space), not "\u3000 " (whitespace)
+    assert text_pieces.find_cut(f, 1, len(data)) == 2  # before the first of the two spaces after "ab"
+    assert text_pieces.find_cut(f, 3, len(data)) == data.index(b"\n")  # not "  " (space), not "\u3000 " (whitespace)
     cjk = ("長" * 50).encode()
     for pos in range(1, 20):
-        cut = prep.find_cut(io.BytesIO(cjk), pos, len(cjk), search=10)
+        cut = text_pieces.find_cut(io.BytesIO(cjk), pos, len(cjk), search=10)
         assert cut >= pos and cut % 3 == 0 and cut - pos < 3  # the next character boundary
 
 
 @pytest.mark.parametrize("vocab, dtype", [(100, np.uint16), (65_536, np.uint16), (65_537, np.uint32)])
 def test_token_dtype(vocab, dtype):
-    assert prep.token_dtype(vocab) == dtype
+    assert workers.token_dtype(vocab) == dtype
 
 
 def test_uint32_tokens_when_the_vocabulary_passes_65536(tmp_path):
     path = tmp_path / "words.txt"
     path.write_text("\n".join(" ".join(f"w{i}x{j}" for j in range(10)) for i in range(7_000)) + "\n", encoding="utf-8")
     cfg = resolve("lm-char", [f'data.source="{path}"', 'data.tokenizer="word"', "data.split=[1.0, 0.0, 0.0]"])
-    manifest = lm.prepare_tokens(cfg, tmp_path / "p")
-    tok = lm.load_tokenizer(tmp_path / "p" / "tokenizer.json")
+    manifest = lm_tokens.prepare_tokens(cfg, tmp_path / "p")
+    tok = load_tokenizer(tmp_path / "p" / "tokenizer.json")
     assert tok.vocab_size == 70_004 and manifest["dtype"] == "uint32"
-    train = prep.memmap_splits(tmp_path / "p", manifest)["train"]
+    train = prepared.memmap_splits(tmp_path / "p", manifest)["train"]
     assert train.dtype == np.uint32 and int(train.max()) > 65_535
     np.testing.assert_array_equal(train, tok.encode(path.read_text(encoding="utf-8")))
     assert (tmp_path / "p" / "train.bin").stat().st_size == 4 * 70_000
@@ -126,14 +128,14 @@ def test_prepared_folder_is_reused_without_tokenizing_again(tmp_path, corpus, mo
     out = tmp_path / "p"
     api.prepare("lm-char", out, overrides=[f'data.source="{corpus}"'], progress=False)
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    monkeypatch.setattr(lm, "prepare_tokens", lambda *a, **k: pytest.fail("tokenized again"))
-    monkeypatch.setattr(prep, "encode_ranges", lambda *a, **k: pytest.fail("encoded again"))
+    monkeypatch.setattr(lm_tokens, "prepare_tokens", lambda *a, **k: pytest.fail("tokenized again"))
+    monkeypatch.setattr(workers, "encode_ranges", lambda *a, **k: pytest.fail("encoded again"))
     runs = []
     for i, extra in enumerate((["train.max_steps=2"], ["train.max_steps=3", "model.d_model=8", "train.lr=1e-2"])):
         run = api.train("lm-char", tmp_path / f"r{i}", overrides=[*TINY, f'data.prepared="{out}"', *extra], **QUIET)
         runs.append(run)
         assert not (run / "data" / "train.bin").exists()
-        splits = lm.load_splits(run)
+        splits = lm_tokens.load_splits(run)
         assert Path(splits["train"].filename) == (out / "train.bin").resolve()
         assert api.load(run, device="cpu").evaluate("valid")["tokens"] == len(splits["valid"]) - 1
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
@@ -165,7 +167,7 @@ def test_prepared_mismatch_is_refused_naming_the_key(tmp_path, corpus):
 def test_interrupted_prepare_leaves_nothing(tmp_path, corpus, monkeypatch, small_pieces):
     """An error, Ctrl-C or SIGTERM while encoding removes the temporary folder; the old folder (--force) stays;
     a temporary folder left by a killed process is removed by the next preparation beside it."""
-    encode = prep.encode_ranges
+    encode = workers.encode_ranges
 
     def interrupted(signum):
         def fake(*args, **kwargs):
@@ -179,21 +181,21 @@ def test_interrupted_prepare_leaves_nothing(tmp_path, corpus, monkeypatch, small
 
     out = tmp_path / "p"
     for signum in (None, signal.SIGTERM):
-        monkeypatch.setattr(prep, "encode_ranges", interrupted(signum))
+        monkeypatch.setattr(workers, "encode_ranges", interrupted(signum))
         with pytest.raises(KeyboardInterrupt):
             api.prepare("lm-char", out, overrides=[f'data.source="{corpus}"'], progress=False)
         assert not list(tmp_path.iterdir())
-    monkeypatch.setattr(prep, "encode_ranges", encode)
+    monkeypatch.setattr(workers, "encode_ranges", encode)
     api.prepare("lm-char", out, overrides=[f'data.source="{corpus}"'], progress=False)
     manifest = (out / "manifest.json").read_text()
-    monkeypatch.setattr(prep, "encode_ranges", interrupted(None))
+    monkeypatch.setattr(workers, "encode_ranges", interrupted(None))
     with pytest.raises(KeyboardInterrupt):
         api.prepare("lm-char", out, overrides=[f'data.source="{corpus}"', "data.min_freq=3"], force=True, progress=False)
     assert (out / "manifest.json").read_text() == manifest and sorted(p.name for p in tmp_path.iterdir()) == ["p"]
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    orphan = tmp_path / f".p2.{prep._host()}-{dead.stdout.strip()}-deadbeef.tmp"
+    orphan = tmp_path / f".p2.{prepared._host()}-{dead.stdout.strip()}-deadbeef.tmp"
     orphan.mkdir()
-    monkeypatch.setattr(prep, "encode_ranges", encode)
+    monkeypatch.setattr(workers, "encode_ranges", encode)
     api.prepare("lm-char", tmp_path / "p2", overrides=[f'data.source="{corpus}"'], progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "p2"]
 
@@ -236,19 +238,19 @@ def test_data_prepare_cli(tmp_path, corpus):
 
 
 def test_waiting_rank_sees_ready_gone_or_no_shared_filesystem(tmp_path):
-    beacon = prep.Beacon(tmp_path / "b.json", every=0.05)
+    beacon = Beacon(tmp_path / "b.json", every=0.05)
     done = threading.Timer(0.3, beacon.ready)
     done.start()
-    prep.wait_for_beacon(tmp_path / "b.json", beacon.token, "host0", 1, "HELP", poll=0.02)  # returns once ready
+    wait_for_beacon(tmp_path / "b.json", beacon.token, "host0", 1, "HELP", poll=0.02)  # returns once ready
     beacon.close()
-    beacon = prep.Beacon(tmp_path / "b.json", every=0.05)
+    beacon = Beacon(tmp_path / "b.json", every=0.05)
     threading.Timer(0.3, beacon.close).start()
     with pytest.raises(SeqlabError, match="rank 1: rank 0 \\(host host0\\) stopped preparing the data"):
-        prep.wait_for_beacon(tmp_path / "b.json", beacon.token, "host0", 1, "HELP", poll=0.02)
+        wait_for_beacon(tmp_path / "b.json", beacon.token, "host0", 1, "HELP", poll=0.02)
     with pytest.raises(SeqlabError, match=f"rank 1 on host {socket.gethostname()} cannot see .* the nodes share no "
                                           "filesystem there; HELP"):
-        prep.wait_for_beacon(tmp_path / "b.json", "other-token", "host0", 1, "HELP", visible_s=0.2, poll=0.02)
-    assert "seqlab data prepare" in lm.PREPARE_HELP and "data.prepared=DIR" in lm.PREPARE_HELP
+        wait_for_beacon(tmp_path / "b.json", "other-token", "host0", 1, "HELP", visible_s=0.2, poll=0.02)
+    assert "seqlab data prepare" in lm_tokens.PREPARE_HELP and "data.prepared=DIR" in lm_tokens.PREPARE_HELP
 
 
 def _free_port() -> int:
@@ -308,7 +310,7 @@ def test_runs_of_earlier_versions_still_read_their_tokens(tmp_path):
     for split, a in ids.items():
         a.tofile(data / f"{split}.bin")
     (data / "meta.json").write_text(json.dumps({"dtype": "uint16", "tokens": {s: len(a) for s, a in ids.items()}}))
-    splits = lm.load_splits(tmp_path)
+    splits = lm_tokens.load_splits(tmp_path)
     for split, a in ids.items():
         np.testing.assert_array_equal(splits[split], a)
 
@@ -318,11 +320,12 @@ def test_sigterm_while_a_run_prepares_ends_the_workers_and_undoes_the_start(tmp_
     the new run is left, and the command exits 143 as for any SIGTERM before training (README, Reliability)."""
     pids = tmp_path / "pids"
     pids.mkdir()
-    script = ("import os, sys, time; import seqlab.data.prepare as prep\n"
-              "prep.ENCODE_PIECE = 2000\n"
+    script = ("import os, sys, time\n"
+              "import seqlab.data.workers as workers, seqlab.data.text_pieces as pieces\n"
+              "pieces.ENCODE_PIECE = 2000\n"
               "def stuck(job, dtype, tokenizer=None):\n"
               f"    open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); time.sleep(120)\n"
-              "prep._encode_job = stuck\n"
+              "workers._encode_job = stuck\n"
               "from seqlab.cli import main; sys.exit(main(sys.argv[1:]))\n")
     run = tmp_path / "r"
     proc = subprocess.Popen([sys.executable, "-c", script, "train", "lm-char", "--out", str(run),

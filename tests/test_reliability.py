@@ -372,9 +372,9 @@ def test_sigterm_before_training_starts_undoes_the_start(tmp_path, corpus):
     """SIGTERM while the data is prepared (outside the training loop, whose StopSignals save and stop): exit 143
     with one line, and nothing of the new run is left."""
     run = tmp_path / "r"
-    slow = ("import sys, time; import seqlab.tasks.lm as lm; real = lm.prepare_data\n"
+    slow = ("import sys, time; import seqlab.data.lm_tokens as lm_tokens; real = lm_tokens.prepare_data\n"
             "def slow(*args, **kwargs):\n    out = real(*args, **kwargs); time.sleep(60); return out\n"
-            "lm.prepare_data = slow\nfrom seqlab.cli import main; sys.exit(main(sys.argv[1:]))\n")
+            "lm_tokens.prepare_data = slow\nfrom seqlab.cli import main; sys.exit(main(sys.argv[1:]))\n")
     proc = subprocess.Popen([sys.executable, "-c", slow, "train", "lm-char", "--out", str(run),
                              *(f"--set={o}" for o in lm(corpus, 5))], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)

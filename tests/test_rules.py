@@ -21,7 +21,7 @@ LONG: dict[str, str] = {}
 THREAD_OWNERS = {
     "trainer.py": "the Trainer's setup: train.threads for the run",
     "cli.py": "the command line: --threads of the verbs that take it",
-    "data/workers.py": "the data-preparation worker initialiser: one thread per worker process",
+    "data/workers.py": "the data-preparation worker initialiser (it owns its worker process; sets none today)",
 }
 RENAMES = {"io.py"}
 SIGNALS = {"signals.py"}

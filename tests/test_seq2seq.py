@@ -11,7 +11,8 @@ from seqlab.beam import greedy_search
 from seqlab.data.batching import pad_batch
 from seqlab.errors import SeqlabError
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
-from seqlab.nn.additive import AdditiveAttention, masked_softmax
+from seqlab.nn.additive import AdditiveAttention
+from seqlab.nn.masks import masked_softmax
 
 PAD, SOS, EOS = 0, 2, 3
 

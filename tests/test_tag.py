@@ -14,7 +14,8 @@ import torch
 from seqlab import api, config, tasks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.ner import entity_f1
-from seqlab.models.tagger import TAGGER_CONFIGS, Tagger, init_embeddings
+from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
+from seqlab.models.token_encoder import init_embeddings
 
 from helpers import assert_same_weights, write_conll
 

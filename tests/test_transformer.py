@@ -60,7 +60,7 @@ def test_lm_shapes_and_attention_maps():
     assert len(maps) == 2 and all(m.shape == (2, 3, 5, 5) for m in maps)  # batch, head, seq, seq
     assert torch.allclose(maps[0].sum(-1), torch.ones(2, 3, 5))
     assert (maps[1].triu(diagonal=1) == 0).all()  # causal: no weight on the future
-    logits, self_attn, cross_attn = model.forward_with_weights(ids)
+    logits, self_attn, cross_attn = model(ids, need_weights=True)
     assert torch.allclose(logits, model(ids), atol=1e-6) and len(self_attn) == 2 and cross_attn == []
 
 
@@ -70,9 +70,9 @@ def test_encoder_decoder_shapes():
     cfg = EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **shared)
     model = EncoderDecoder(cfg).eval()
     src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
-    memory, enc_w, no_cross = model.encode_with_weights(src)
+    memory, enc_w, no_cross = model.encode(src, need_weights=True)
     assert memory.shape == (2, 6, 12) and enc_w[0].shape == (2, 3, 6, 6) and no_cross == []
-    logits, dec_self, dec_cross = model.decode_with_weights(tgt, memory)
+    logits, dec_self, dec_cross = model.decode(tgt, memory, need_weights=True)
     assert logits.shape == (2, 5, 13)
     assert dec_self[0].shape == (2, 3, 5, 5) and dec_cross[0].shape == (2, 3, 5, 6)
     assert model(src, tgt).shape == (2, 5, 13)
@@ -80,25 +80,25 @@ def test_encoder_decoder_shapes():
 
 def test_mha_cross_attention_shapes():
     mha = MultiHeadAttention(12, 3, cross=True)
-    out, w = mha.forward_with_weights(torch.randn(2, 5, 12), context=torch.randn(2, 7, 12))
+    out, w = mha(torch.randn(2, 5, 12), context=torch.randn(2, 7, 12), need_weights=True)
     assert out.shape == (2, 5, 12) and w.shape == (2, 3, 5, 7)
 
 
-def test_forward_returns_a_tensor_and_with_weights_a_named_tuple_of_the_same_output():
+def test_forward_returns_a_tensor_and_with_need_weights_a_named_tuple_of_the_same_output():
     # batch 2, tgt 5, src 6, d_model 12, head 3, tgt vocab 13, src vocab 11, layers 2: all differ
     torch.manual_seed(0)
     x, context = torch.randn(2, 5, 12), torch.randn(2, 6, 12)
     for mha, kw, keys in [(MultiHeadAttention(12, 3, causal=True), {}, 5),
                           (MultiHeadAttention(12, 3, cross=True), {"context": context}, 6)]:
         out = mha(x, **kw)
-        attended = mha.forward_with_weights(x, **kw)
+        attended = mha(x, need_weights=True, **kw)
         assert type(out) is torch.Tensor and isinstance(attended, Attended)
         assert attended.output.shape == (2, 5, 12) and attended.weights.shape == (2, 3, 5, keys)
         assert torch.allclose(attended.output, out, atol=1e-6)  # equations path vs fused SDPA
 
     model = lm()
     ids = torch.randint(0, 13, (2, 5))
-    logits, run = model(ids), model.forward_with_weights(ids)
+    logits, run = model(ids), model(ids, need_weights=True)
     assert type(logits) is torch.Tensor and isinstance(run, AttendedLayers)
     assert [w.shape for w in run.self_attn] == [(2, 3, 5, 5)] * 2 and run.cross_attn == []
     assert torch.allclose(run.output, logits, atol=1e-6)
@@ -107,11 +107,11 @@ def test_forward_returns_a_tensor_and_with_weights_a_named_tuple_of_the_same_out
     model = EncoderDecoder(EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **shared)).eval()
     src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
     src_padding = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # batch, src
-    memory, encoded = model.encode(src, src_padding), model.encode_with_weights(src, src_padding)
+    memory, encoded = model.encode(src, src_padding), model.encode(src, src_padding, need_weights=True)
     assert type(memory) is torch.Tensor and isinstance(encoded, AttendedLayers)
     assert [w.shape for w in encoded.self_attn] == [(2, 3, 6, 6)] * 2 and encoded.cross_attn == []
     assert torch.allclose(encoded.output, memory, atol=1e-6)
-    logits, decoded = model.decode(tgt, memory, src_padding), model.decode_with_weights(tgt, memory, src_padding)
+    logits, decoded = model.decode(tgt, memory, src_padding), model.decode(tgt, memory, src_padding, need_weights=True)
     assert type(logits) is torch.Tensor and isinstance(decoded, AttendedLayers)
     assert [w.shape for w in decoded.self_attn] == [(2, 3, 5, 5)] * 2
     assert [w.shape for w in decoded.cross_attn] == [(2, 3, 5, 6)] * 2
@@ -121,7 +121,7 @@ def test_forward_returns_a_tensor_and_with_weights_a_named_tuple_of_the_same_out
     # with a KV cache: the keys are the max_len = 7 slots, and the cache advances once per call
     cache_a, cache_b = model.new_cache(2), model.new_cache(2)
     step = model.decode(tgt[:, :3], memory, src_padding, cache=cache_a)
-    cached = model.decode_with_weights(tgt[:, :3], memory, src_padding, cache=cache_b)
+    cached = model.decode(tgt[:, :3], memory, src_padding, cache=cache_b, need_weights=True)
     assert cache_a.pos == cache_b.pos == 3 and cached.self_attn[0].shape == (2, 3, 3, 7)
     assert torch.allclose(cached.output, step, atol=1e-6)
 

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         import sys
 
         from seqlab.api import prepare
-        from seqlab.tasks.lm import text_bytes
+        from seqlab.data.lm_tokens import text_bytes
 
         m = prepare(args.config, args.out, overrides=args.overrides, force=args.force, progress=not args.no_progress)
         mb = text_bytes(m) / 1e6

@@ -8,8 +8,6 @@ runs/demo/plots/loss.png and runs/demo/plots/attention.png. It always replaces r
 
 from seqlab.commands import add_parser
 
-PROBE_STEPS = 40  # steps of the speed probe
-BUDGET_SHARE = 0.9  # of the budget for steps; the rest for validations and checkpoints (measured: 0.93 ran out)
 # The model and schedule that gave the lowest validation loss in the 4-minute budget (bench/RESULTS.md, "make demo
 # quality"): 3 layers of width 192 (0.72x the steps of 4 layers of 128, a lower minimum), and the warm-up, stable,
 # decay schedule, whose short final decay to a low rate gains most in this budget (cosine decays all the way).
@@ -42,8 +40,9 @@ def run(args) -> int:
     from seqlab.api import Interrupted, load, train
     from seqlab.errors import SeqlabError
     from seqlab.metrics.lm import ngram_nll, perplexity
+    from seqlab.optim import fit_steps
     from seqlab.tasks import resolve
-    from seqlab.tasks.lm import load_splits
+    from seqlab.data.lm_tokens import load_splits
     from seqlab.viz import plot_attention
 
     if args.minutes <= 0 or args.steps < 0:
@@ -53,7 +52,10 @@ def run(args) -> int:
     def log(*a, **k):
         print(*a, **{"file": sys.stderr, **k})
 
-    steps = args.steps or fit_steps(overrides, args.minutes, Path(args.out), log)
+    def probe(extra: list[str], run_dir: Path) -> None:  # a few steps of the same run, timed by fit_steps
+        train(resolve("lm-char", [*overrides, *extra]), run_dir, force=True, log=lambda *a, **k: None)
+
+    steps = args.steps or fit_steps(probe, args.minutes, Path(args.out), log)
     cfg = resolve("lm-char", [*overrides, f"train.max_steps={steps}"])
 
     t0 = time.perf_counter()
@@ -95,36 +97,6 @@ def run(args) -> int:
                                    titles=[f"last layer, head {h}" for h in range(last.shape[0])], cols=2)
     print(f"plots: {Path(run_dir) / 'plots' / 'loss.png'}  {attention_png}")
     return 0
-
-
-def fit_steps(overrides: list[str], minutes: float, out, log, probe_steps: int = PROBE_STEPS) -> int:
-    """How many steps fit in ``minutes`` on this machine: a short run of the same model (``probe_steps`` steps,
-    the first quarter left out as start-up) measures the step rate, so the learning-rate schedule ends (the rate
-    decayed to min_lr) when the time budget does, on any CPU."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from seqlab.api import train
-    from seqlab.io import read_metrics
-    from seqlab.tasks import resolve
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    probe = Path(tempfile.mkdtemp(prefix=".demo-probe-", dir=out.parent))
-    try:
-        cfg = resolve("lm-char", [*overrides, f"train.max_steps={probe_steps}", "train.eval_every=0",
-                                  "train.save_every=0", "train.log_every=1", "train.keep_best=false",
-                                  "train.progress=false"])
-        train(cfg, probe, force=True, log=lambda *a, **k: None)
-        rows = [r for r in read_metrics(probe / "metrics.jsonl") if r.get("split") == "train"]
-    finally:
-        shutil.rmtree(probe, ignore_errors=True)
-    elapsed = {r["step"]: r["tokens"] / r["tokens_per_s"] for r in rows}  # seconds since the first step began
-    first, last = probe_steps // 4, max(elapsed)
-    rate = (last - first) / (elapsed[last] - elapsed[first])  # steps per second, the start-up steps left out
-    steps = max(100, int(rate * 60 * minutes * BUDGET_SHARE))
-    log(f"demo: {rate:.1f} steps/s on this machine; a {steps:,}-step schedule fits {minutes:g} min")
-    return steps
 
 
 def attention_text(lm, splits) -> str:

@@ -1,4 +1,5 @@
-"""Batching: padding with masks, LM windows, random LM batches, length buckets (seed 004).
+"""Batching: padding with masks, LM windows, random LM batches, length buckets, length-pooled random batches and
+length-sorted evaluation batches (seed 004).
 
 Seed 004: a batch of m sequences has one time axis up to the longest sequence, so shorter
 sequences are padded ("we can perform zero padding"): ``<pad>`` has id 0 and a mask tells the
@@ -9,7 +10,13 @@ from there.
 Language-model windows: the target is the input shifted by one, ``x = t[i : i+T]``,
 ``y = t[i+1 : i+T+1]`` (each position predicts the next token).
 
-Shapes: batch, seq; T = seq_len (tokens per window).
+Sentence tasks (translation, tagging, classification) draw each training batch with the data generator only
+(:func:`sample_batch`): a pool of ``POOL_BATCHES * n`` random example indices, sorted by length, of which a random
+run of ``n`` consecutive examples is the batch (little padding, no state besides the generator, so ``--resume``
+continues bit-for-bit). Their evaluation batches are length-sorted runs over the whole split
+(:func:`sorted_batches`, or ``max_batches`` of them spread evenly).
+
+Shapes: batch, seq; T = seq_len (tokens per window); pool (POOL_BATCHES * n indices).
 """
 
 from __future__ import annotations
@@ -23,7 +30,10 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.nn.masks import causal_mask, padding_mask
 
-__all__ = ["bucket_batches", "causal_mask", "lm_windows", "pad_batch", "padding_mask", "random_lm_batch"]
+__all__ = ["bucket_batches", "causal_mask", "lm_windows", "pad_batch", "padding_mask", "random_lm_batch",
+           "sample_batch", "sorted_batches", "spread_batches"]
+
+POOL_BATCHES = 16  # sample_batch cuts training batches from length-sorted pools of this many batches
 
 
 def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[Tensor, Tensor]:
@@ -134,3 +144,19 @@ def spread_batches(items: Sequence, batch_size: int, max_batches: int | None = N
         step = len(batches) / max_batches
         batches = [batches[int(i * step)] for i in range(max_batches)]
     return batches
+
+
+def sample_batch(lengths: Tensor, n: int, generator: torch.Generator) -> list[int]:
+    """``n`` example indices: a random run of ``n`` in a length-sorted random pool of POOL_BATCHES * n, drawn with
+    ``generator`` only. ``lengths`` (examples,) is each example's length."""
+    pool = torch.randint(len(lengths), (POOL_BATCHES * n,), generator=generator)  # pool
+    pool = pool[torch.sort(lengths[pool], stable=True).indices]  # pool, by length
+    start = int(torch.randint(POOL_BATCHES, (1,), generator=generator)) * n
+    return pool[start:start + n].tolist()
+
+
+def sorted_batches(lengths: Sequence[int], batch_size: int, max_batches: int | None = None) -> list[list[int]]:
+    """Example indices in length-sorted batches (ties in index order); with ``max_batches``, that many spread
+    evenly over them."""
+    order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable").tolist()
+    return spread_batches(order, batch_size, max_batches)

@@ -15,7 +15,6 @@ Shapes: V words in the vocabulary; tokens (in-vocabulary words of the corpus); s
 
 from __future__ import annotations
 
-import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.errors import SeqlabError
-from seqlab.io import drop_pages, map_array
+from seqlab.io import drop_pages, map_array, replace_atomic
 
 MAX_WORDS_IN_CHUNK = 10_000  # gensim's job size (raw words) and longest sentence
 
@@ -255,7 +254,7 @@ class _Layout:
             f.close()
         arrays, maps = [], []
         for name, dtype in (("ids.bin", np.int32), ("sentence_starts.bin", np.int64)):
-            os.replace(self.directory / f"{name}.tmp", self.directory / name)
+            replace_atomic(self.directory / f"{name}.tmp", self.directory / name)
             array, m = map_array(self.directory / name, dtype)
             arrays.append(array)
             maps += [m] if m is not None else []

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqlab.errors import SeqlabError
-from seqlab.io import disk_full_message, is_disk_full
+from seqlab.io import disk_full_message, is_disk_full, replace_atomic
 
 GITHUB_RAW = "https://raw.githubusercontent.com"
 CHUNK = 1 << 16  # bytes read per network call
@@ -323,7 +323,7 @@ def get(name: str, *, force: bool = False, progress: bool = True) -> Path:
                 _fetch(f, staging / f.path, progress)
             for f in todo:  # every file verified: move them into place, each rename atomic
                 (root / f.path).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staging / f.path, root / f.path)
+                replace_atomic(staging / f.path, root / f.path)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return root / name

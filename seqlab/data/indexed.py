@@ -4,7 +4,7 @@ through a memory map, so that a task's training data costs its index (8 bytes an
 The idea of fairseq's and Megatron's "indexed dataset". A field of a split is two files:
 
 ``NAME.bin``  the sequences' values one after another, ``uint16`` when every value fits (a vocabulary of at most
-              65,536 ids, :func:`seqlab.data.prepare.token_dtype`), else ``uint32``;
+              65,536 ids, :func:`seqlab.data.workers.token_dtype`), else ``uint32``;
 ``NAME.idx``  a 16-byte header (:data:`MAGIC`, then the dtype as numpy spells it, e.g. ``<u2``) and ``n + 1``
               ``int64`` offsets into the values: sequence i is ``values[offsets[i]:offsets[i + 1]]``.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.data.prepare import token_dtype
+from seqlab.data.workers import token_dtype
 from seqlab.errors import SeqlabError
 from seqlab.io import atomic_path, map_array, read_json, write_json_atomic
 

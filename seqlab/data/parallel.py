@@ -32,7 +32,7 @@ from pathlib import Path
 
 from seqlab.data.streamed import Streamed
 from seqlab.errors import SeqlabError
-from seqlab.text.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer
+from seqlab.text.tokenizers import BPETokenizer, Tokenizer, train_configured
 
 SPLITS = ("train", "valid", "test")
 # Downloadable parallel corpora: data.source name -> split -> path prefix inside the dataset cache.
@@ -167,23 +167,14 @@ def joint_vocab(data) -> bool:
     return bool(getattr(data, "joint_vocab", False))
 
 
-def _train_one(data, texts: list[str]) -> Tokenizer:
-    max_size = data.max_size or None
-    if data.tokenizer == "char":
-        return CharTokenizer.train(texts, min_freq=data.min_freq, max_size=max_size)
-    if data.tokenizer == "word":
-        return WordTokenizer.train(texts, lowercase=data.lowercase, min_freq=data.min_freq, max_size=max_size)
-    return BPETokenizer.train(texts, vocab_size=data.vocab_size)
-
-
 def train_tokenizers(data, train: Pairs) -> tuple[Tokenizer, Tokenizer]:
     """(source tokenizer, target tokenizer), learned from the training pairs (streamed: one pass per side);
     one object for both when joint."""
     sources, targets = (s for s, _ in train), (t for _, t in train)
     if joint_vocab(data):
-        tokenizer = _train_one(data, itertools.chain(sources, targets))
+        tokenizer = train_configured(data, itertools.chain(sources, targets))
         return tokenizer, tokenizer
-    return _train_one(data, sources), _train_one(data, targets)
+    return train_configured(data, sources), train_configured(data, targets)
 
 
 def encode_lines(tokenizer: Tokenizer, lines: list[str]) -> list[list[int]]:

@@ -25,12 +25,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from seqlab.errors import SeqlabError
+from seqlab.io import remove, replace_atomic
 
 FORMATS = ("hf", "onnx", "word2vec", "word2vec-binary")
 EXTRA = "pip install 'seqlab[export]'"
@@ -174,24 +174,12 @@ def staged(out: Path, force: bool, directory: bool = False) -> Iterator[Path]:
     old = out.parent / f".{out.name}.{os.getpid()}.old"
     try:
         yield tmp
-        if out.exists() or out.is_symlink():
-            if not force:
-                raise SeqlabError(f"--out {out} appeared while exporting; replace it with --force")
-            os.replace(out, old)
-        os.replace(tmp, out)
+        if (out.exists() or out.is_symlink()) and not force:
+            raise SeqlabError(f"--out {out} appeared while exporting; replace it with --force")
+        replace_atomic(tmp, out, aside=old)  # the previous export is put back if the rename fails
     except BaseException:
-        _remove(tmp)
-        if old.exists() and not out.exists():
-            os.replace(old, out)  # put the previous export back
+        remove(tmp)
         for p in created:  # deepest first
             with contextlib.suppress(OSError):
                 p.rmdir()
         raise
-    _remove(old)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    elif path.exists() or path.is_symlink():
-        path.unlink()

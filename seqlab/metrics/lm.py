@@ -3,7 +3,8 @@
 Seed 003: the loss is the average token-level negative log-likelihood, L = (1/N) sum_t -log p(x_t | x_<t).
 Perplexity is exp of the *token-weighted* mean NLL over the whole evaluation set (specs/metrics.md §4.1):
 padding positions are excluded from both the sum and the count (§4.2), and sums are accumulated over
-batches before dividing, never averaged per batch (§4.3).
+batches before dividing, never averaged per batch (§4.3). A token stream is scored in non-overlapping windows,
+so that every token after the first is scored exactly once (:func:`score_stream`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,43 @@ def perplexity(total_nll: float, count: int) -> float:
     if count == 0:
         return math.nan
     return math.exp(total_nll / count)
+
+
+def eval_windows(n_tokens: int, max_len: int) -> list[tuple[int, int]]:
+    """Non-overlapping (start, length) windows: inputs t[s:s+L], targets t[s+1:s+L+1]; every token but the
+    first is a target exactly once."""
+    return [(s, min(max_len, n_tokens - 1 - s)) for s in range(0, max(n_tokens - 1, 0), max_len)]
+
+
+@torch.no_grad()
+def score_stream(model: torch.nn.Module, tokens: np.ndarray, max_len: int, batch_size: int, device: torch.device,
+                 max_batches: int | None = None) -> tuple[float, int]:
+    """(sum of NLL, number of scored tokens) over non-overlapping windows of the stream.
+
+    With ``max_batches`` only that many batches are scored, spread evenly over the stream (periodic
+    validation); the full split is scored otherwise.
+    """
+    import numpy as np
+
+    from seqlab.data.batching import spread_batches
+
+    windows = eval_windows(len(tokens), max_len)
+    batches = spread_batches(windows, batch_size, max_batches)
+    total, count = 0.0, 0
+    for batch in batches:
+        length = max(n for _, n in batch)
+        x = np.zeros((len(batch), length), dtype=np.int64)
+        y = np.zeros((len(batch), length), dtype=np.int64)
+        mask = np.zeros((len(batch), length), dtype=bool)
+        for row, (s, n) in enumerate(batch):
+            x[row, :n] = tokens[s:s + n]
+            y[row, :n] = tokens[s + 1:s + n + 1]
+            mask[row, :n] = True  # padding (a short last window) is excluded from the sum and the count
+        logits = model(torch.from_numpy(x).to(device))  # (batch, seq, vocab)
+        s_, c_ = nll_sum(logits, torch.from_numpy(y).to(device), torch.from_numpy(mask).to(device))
+        total += float(s_)
+        count += c_
+    return total, count
 
 
 def ngram_nll(train: np.ndarray, tokens: np.ndarray, order: int, vocab_size: int,

@@ -13,7 +13,7 @@ Equations (seed 004):
     L   = -log ŷ[y]                        per sentence; the task sums over sentences and divides by their count
 
 The token encoders, the per-arch config classes and the word-vector initialisation are shared with the
-tagger (:mod:`seqlab.models.tagger`); the classifier adds the pooling and its output layer.
+tagger (:mod:`seqlab.models.token_encoder`); the classifier adds the pooling before the output layer.
 
 Shapes: batch; seq; d_model; hidden (hidden_size); dirs (1 or 2); width (dirs*hidden or d_model); classes.
 """
@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.errors import SeqlabError, check_size
 from seqlab.models.recurrent import RecurrentModelConfig
-from seqlab.models.tagger import EmbeddingInit, _no_tied_embeddings, arch_configs, build_encoder, token_embedding
+from seqlab.models.token_encoder import EmbeddingInit, EncoderWithHead, arch_configs, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
 
 RECURRENT_POOLING = ("last", "mean", "max")
@@ -69,7 +69,7 @@ class TransformerClassifierConfig(EmbeddingInit, TransformerConfig):
         check_size("vocab_size", self.vocab_size)
         check_size("n_classes", self.n_classes)
         _check_pooling(self.pooling, TRANSFORMER_POOLING)
-        _no_tied_embeddings(self)
+        no_tied_embeddings(self)
         self.check_vectors()
 
 
@@ -99,27 +99,14 @@ def pool(h: Tensor, padding: Tensor | None, how: str, dirs: int = 1) -> Tensor:
     raise SeqlabError(f"unknown pooling {how!r}; use one of {', '.join(RECURRENT_POOLING)}")
 
 
-class Classifier(nn.Module):
+class Classifier(EncoderWithHead):
     """logits = W · pool(a_1 .. a_T) + b (seed 004 "Many to One Mapping")."""
 
     def __init__(self, cfg: RecurrentClassifierConfig | TransformerClassifierConfig) -> None:
-        super().__init__()
-        self.cfg = cfg
-        self.encoder = build_encoder(cfg)
+        super().__init__(cfg, "n_classes")  # head W: width -> classes, b
         self.dirs = 2 if getattr(cfg, "bidirectional", False) else 1
-        check_positive("n_classes", cfg.n_classes)  # a model needs the sizes read from the data
-        self.head = nn.Linear(self.encoder.out_size, cfg.n_classes)  # W: width -> classes, b
-        if cfg.freeze_vectors:
-            self.token_embedding.weight.requires_grad_(False)
-
-    @property
-    def token_embedding(self) -> nn.Embedding:
-        return token_embedding(self.encoder)
 
     def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
         """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, classes); padding changes nothing."""
         h, _ = self.encoder(ids, padding)  # batch, seq, width
         return self.head(pool(h, padding, self.cfg.pooling, self.dirs))  # batch, classes
-
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())

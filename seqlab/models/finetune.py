@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.errors import SeqlabError, check_size
 from seqlab.io import read_json, write_json_atomic
 from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, mean_pool, read_weights, \
     resolve_pretrained

@@ -9,9 +9,11 @@ positions: :mod:`seqlab.nn.positions` (seed 000 eq 15); FFN: :mod:`seqlab.nn.fee
 (seed 000 eq 18). Masks: boolean, True = may attend (:mod:`seqlab.nn.masks`); a padding argument is
 (batch, seq) with True = real token.
 
-Every method returns one type: ``forward``/``encode``/``decode`` the output; ``forward_with_weights``,
-``encode_with_weights``, ``decode_with_weights`` an :class:`AttendedLayers` (output and every layer's
-attention weights, computed on the equations path).
+One public forward per class (``forward``; ``encode``/``decode`` of the encoder-decoder) returns the output,
+or with ``need_weights=True`` an :class:`AttendedLayers` (the output and every layer's attention weights,
+computed on the equations path). ``TransformerLM.step`` is the one other entry: the compiled decoding step,
+which skips ``forward``'s checks and reads no Python counter so that torch.compile makes one graph for every
+position.
 
 Shapes: batch; seq (src, tgt: source and target lengths); d_model; head; vocab.
 """
@@ -134,10 +136,8 @@ class Embedding(nn.Module):
 
 
 class AttendedLayers(NamedTuple):
-    """An output with the attention weights of the layers that produced it, first layer first.
-
-    Built by the private ``_run`` methods, whose lists are empty when the weights were not kept.
-    """
+    """An output with the attention weights of the layers that produced it, first layer first: what every
+    ``forward(..., need_weights=True)`` below returns."""
 
     output: Tensor  # a stack's states (batch, seq, d_model) or a model's logits (batch, seq, vocab)
     self_attn: list[Tensor]  # per layer: batch, head, seq_q, seq_k (seq_k = max_len cache slots with a cache)
@@ -145,13 +145,17 @@ class AttendedLayers(NamedTuple):
 
 
 def _attention_sublayer(
-    res: Residual, attn: MultiHeadAttention, x: Tensor, keep_weights: bool, **kw
+    res: Residual, attn: MultiHeadAttention, x: Tensor, need_weights: bool, **kw
 ) -> tuple[Tensor, list[Tensor]]:
-    """x joined with attn(enter(x)); returns (x, [attn's weights] if keep_weights else [])."""
-    if keep_weights:
-        y, weights = attn.forward_with_weights(res.enter(x), **kw)  # batch, seq, d_model; batch, head, seq, keys
+    """x joined with attn(enter(x)); returns (x, [attn's weights] if need_weights else [])."""
+    if need_weights:
+        y, weights = attn(res.enter(x), need_weights=True, **kw)  # batch, seq, d_model; batch, head, seq, keys
         return res.leave(x, y), [weights]
     return res.leave(x, attn(res.enter(x), **kw)), []  # batch, seq, d_model
+
+
+def _attended(out: AttendedLayers, need_weights: bool) -> Tensor | AttendedLayers:
+    return out if need_weights else out.output
 
 
 class EncoderLayer(nn.Module):
@@ -164,15 +168,12 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model)."""
-        return self._run(x, mask, keep_weights=False).output
-
-    def _run(self, x: Tensor, mask: Tensor | None, keep_weights: bool) -> AttendedLayers:
-        """This layer as a one-layer AttendedLayers (self_attn: [(batch, head, seq, seq)] or [])."""
-        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, keep_weights, mask=mask)
+    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False) -> Tensor | AttendedLayers:
+        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model); with
+        ``need_weights`` a one-layer AttendedLayers (self_attn: [(batch, head, seq, seq)])."""
+        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask)
         x = self.ff_res(x, self.ff)  # batch, seq, d_model
-        return AttendedLayers(x, w_self, [])
+        return _attended(AttendedLayers(x, w_self, []), need_weights)
 
 
 class DecoderLayer(nn.Module):
@@ -198,33 +199,22 @@ class DecoderLayer(nn.Module):
         mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: LayerKV | None = None,
-    ) -> Tensor:
+        need_weights: bool = False,
+    ) -> Tensor | AttendedLayers:
         """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model).
 
         ``mask`` is added to the causal mask of self-attention; ``memory_mask`` masks the memory keys;
-        ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`.
+        ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`. With ``need_weights`` a one-layer
+        AttendedLayers (self_attn: [(batch, head, tgt, tgt|max_len)], cross_attn: [(batch, head, tgt, src)] or []).
         """
-        return self._run(x, memory, mask, memory_mask, cache, keep_weights=False).output
-
-    def _run(
-        self,
-        x: Tensor,
-        memory: Tensor | None,
-        mask: Tensor | None,
-        memory_mask: Tensor | None,
-        cache: LayerKV | None,
-        keep_weights: bool,
-    ) -> AttendedLayers:
-        """This layer as a one-layer AttendedLayers (self_attn: [(batch, head, tgt, tgt|max_len)],
-        cross_attn: [(batch, head, tgt, src)], or [] each)."""
-        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, keep_weights, mask=mask, cache=cache)
+        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask, cache=cache)
         w_cross = []
         if self.cross_attn is not None:
             x, w_cross = _attention_sublayer(
-                self.cross_res, self.cross_attn, x, keep_weights, context=memory, mask=memory_mask
+                self.cross_res, self.cross_attn, x, need_weights, context=memory, mask=memory_mask
             )
         x = self.ff_res(x, self.ff)  # batch, tgt, d_model
-        return AttendedLayers(x, w_self, w_cross)
+        return _attended(AttendedLayers(x, w_self, w_cross), need_weights)
 
 
 def _final_norm(cfg: TransformerConfig) -> nn.Module:
@@ -240,21 +230,17 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.norm = _final_norm(cfg)
 
-    def forward(self, x: Tensor, padding: Tensor | None = None) -> Tensor:
-        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model)."""
-        return self._run(x, padding, keep_weights=False).output
-
-    def forward_with_weights(self, x: Tensor, padding: Tensor | None = None) -> AttendedLayers:
-        """As ``forward``, with each layer's self-attention weights (batch, head, src, src)."""
-        return self._run(x, padding, keep_weights=True)
-
-    def _run(self, x: Tensor, padding: Tensor | None, keep_weights: bool) -> AttendedLayers:
+    def forward(self, x: Tensor, padding: Tensor | None = None, need_weights: bool = False) -> Tensor | AttendedLayers:
+        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model); with
+        ``need_weights`` an AttendedLayers with each layer's self-attention weights (batch, head, src, src)."""
         mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
         w_self = []
         for layer in self.layers:
-            x, w, _ = layer._run(x, mask, keep_weights)  # batch, src, d_model
-            w_self += w
-        return AttendedLayers(self.norm(x), w_self, [])  # batch, src, d_model
+            x = layer(x, mask, need_weights)  # batch, src, d_model
+            if need_weights:
+                x, ws, _ = x
+                w_self += ws
+        return _attended(AttendedLayers(self.norm(x), w_self, []), need_weights)  # batch, src, d_model
 
 
 class Decoder(nn.Module):
@@ -272,45 +258,27 @@ class Decoder(nn.Module):
         padding: Tensor | None = None,
         memory_padding: Tensor | None = None,
         cache: KVCache | None = None,
-    ) -> Tensor:
+        need_weights: bool = False,
+    ) -> Tensor | AttendedLayers:
         """x (batch, tgt, d_model) -> (batch, tgt, d_model).
 
         ``padding`` marks the self-attention keys (batch, tgt), or (batch, max_len) cache slots with a
-        cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards.
+        cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards. With ``need_weights``
+        an AttendedLayers with each layer's self-attention weights (batch, head, tgt, tgt|max_len) and, with
+        cross-attention, its cross-attention weights (batch, head, tgt, src).
         """
-        return self._run(x, memory, padding, memory_padding, cache, keep_weights=False).output
-
-    def forward_with_weights(
-        self,
-        x: Tensor,
-        memory: Tensor | None = None,
-        padding: Tensor | None = None,
-        memory_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-    ) -> AttendedLayers:
-        """As ``forward``, with each layer's self-attention weights (batch, head, tgt, tgt|max_len) and,
-        with cross-attention, its cross-attention weights (batch, head, tgt, src)."""
-        return self._run(x, memory, padding, memory_padding, cache, keep_weights=True)
-
-    def _run(
-        self,
-        x: Tensor,
-        memory: Tensor | None,
-        padding: Tensor | None,
-        memory_padding: Tensor | None,
-        cache: KVCache | None,
-        keep_weights: bool,
-    ) -> AttendedLayers:
         mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
         memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
         positions = None if cache is None else cache.positions(x.shape[1])  # tgt
         w_self, w_cross = [], []
         for i, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache.layer(i, positions)
-            x, ws, wc = layer._run(x, memory, mask, memory_mask, layer_cache, keep_weights)  # batch, tgt, d_model
-            w_self += ws
-            w_cross += wc
-        return AttendedLayers(self.norm(x), w_self, w_cross)  # batch, tgt, d_model
+            x = layer(x, memory, mask, memory_mask, layer_cache, need_weights)  # batch, tgt, d_model
+            if need_weights:
+                x, ws, wc = x
+                w_self += ws
+                w_cross += wc
+        return _attended(AttendedLayers(self.norm(x), w_self, w_cross), need_weights)  # batch, tgt, d_model
 
 
 def _init_gpt2(model: nn.Module, n_layers: int) -> None:
@@ -357,22 +325,15 @@ class TransformerLM(nn.Module):
         if cfg.tie_embeddings:
             self.head.weight = self.embed.tokens.weight  # one (vocab, d_model) matrix
 
-    def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None) -> Tensor:
+    def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None,
+                need_weights: bool = False) -> Tensor | AttendedLayers:
         """ids (batch, seq) -> logits (batch, seq, vocab).
 
         With a cache the tokens sit at positions cache.pos .. cache.pos + seq - 1, the keys are the
         cache's max_len slots and the cache is advanced by seq. ``padding``: (batch, keys), True = real.
+        With ``need_weights`` an AttendedLayers: output = the logits, self_attn = per-layer weights
+        (batch, head, seq, keys); cross_attn is empty.
         """
-        return self._run(ids, cache, padding, keep_weights=False).output
-
-    def forward_with_weights(
-        self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None
-    ) -> AttendedLayers:
-        """As ``forward``: output = logits (batch, seq, vocab), self_attn = per-layer weights
-        (batch, head, seq, keys); cross_attn is empty."""
-        return self._run(ids, cache, padding, keep_weights=True)
-
-    def _run(self, ids: Tensor, cache: KVCache | None, padding: Tensor | None, keep_weights: bool) -> AttendedLayers:
         batch, seq = ids.shape
         start = 0 if cache is None else cache.pos
         _check_positions(start + seq, self.cfg.max_len, start)
@@ -383,10 +344,11 @@ class TransformerLM(nn.Module):
             positions = cache.token_positions(seq)  # seq, or batch, seq with left padding
             padding = combine(padding, cache.key_padding())  # batch, max_len (or None)
         x = self.embed(ids, positions)  # batch, seq, d_model
-        x, w_self, w_cross = self.decoder._run(x, None, padding, None, cache, keep_weights)  # batch, seq, d_model
+        x = self.decoder(x, None, padding, None, cache, need_weights)  # batch, seq, d_model
+        x, w_self, w_cross = x if need_weights else (x, [], [])
         if cache is not None:
             cache.advance(seq)
-        return AttendedLayers(self.head(x), w_self, w_cross)  # logits: batch, seq, vocab
+        return _attended(AttendedLayers(self.head(x), w_self, w_cross), need_weights)  # logits: batch, seq, vocab
 
     def step(self, ids: Tensor, cache: KVCache) -> Tensor:
         """The incremental-decoding step: logits (batch, seq, vocab) for ids (batch, seq) at positions
@@ -401,7 +363,7 @@ class TransformerLM(nn.Module):
     @torch.no_grad()
     def attention_maps(self, ids: Tensor, padding: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention weights (batch, head, seq, seq) for ids (batch, seq), for visualisation."""
-        return self.forward_with_weights(ids, padding=padding).self_attn
+        return self(ids, padding=padding, need_weights=True).self_attn
 
     def new_cache(self, batch: int, device=None, dtype=None) -> KVCache:
         """An empty KV cache for ``batch`` sequences of up to max_len tokens (default: the model's device/dtype)."""
@@ -429,19 +391,14 @@ class EncoderDecoder(nn.Module):
         if cfg.tie_embeddings:
             self.head.weight = self.tgt_embed.tokens.weight
 
-    def encode(self, src: Tensor, src_padding: Tensor | None = None) -> Tensor:
-        """src (batch, src) -> memory (batch, src, d_model)."""
-        return self._encode(src, src_padding, keep_weights=False).output
-
-    def encode_with_weights(self, src: Tensor, src_padding: Tensor | None = None) -> AttendedLayers:
-        """As ``encode``, with the encoder's per-layer self-attention weights (batch, head, src, src)."""
-        return self._encode(src, src_padding, keep_weights=True)
-
-    def _encode(self, src: Tensor, src_padding: Tensor | None, keep_weights: bool) -> AttendedLayers:
+    def encode(self, src: Tensor, src_padding: Tensor | None = None,
+               need_weights: bool = False) -> Tensor | AttendedLayers:
+        """src (batch, src) -> memory (batch, src, d_model); with ``need_weights`` an AttendedLayers with the
+        encoder's per-layer self-attention weights (batch, head, src, src)."""
         _check_positions(src.shape[1], self.cfg.max_len)
         _check_padding(src_padding, *src.shape)
         positions = torch.arange(src.shape[1], device=src.device)  # src
-        return self.encoder._run(self.src_embed(src, positions), src_padding, keep_weights)  # batch, src, d_model
+        return self.encoder(self.src_embed(src, positions), src_padding, need_weights)  # batch, src, d_model
 
     def decode(
         self,
@@ -450,43 +407,24 @@ class EncoderDecoder(nn.Module):
         src_padding: Tensor | None = None,
         tgt_padding: Tensor | None = None,
         cache: KVCache | None = None,
-    ) -> Tensor:
+        need_weights: bool = False,
+    ) -> Tensor | AttendedLayers:
         """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab).
 
-        The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory)."""
-        return self._decode(tgt, memory, src_padding, tgt_padding, cache, keep_weights=False).output
-
-    def decode_with_weights(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_padding: Tensor | None = None,
-        tgt_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-    ) -> AttendedLayers:
-        """As ``decode``, with the decoder's per-layer self-attention (batch, head, tgt, tgt|max_len) and
-        cross-attention (batch, head, tgt, src) weights."""
-        return self._decode(tgt, memory, src_padding, tgt_padding, cache, keep_weights=True)
-
-    def _decode(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_padding: Tensor | None,
-        tgt_padding: Tensor | None,
-        cache: KVCache | None,
-        keep_weights: bool,
-    ) -> AttendedLayers:
+        The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory).
+        With ``need_weights`` an AttendedLayers with the decoder's per-layer self-attention
+        (batch, head, tgt, tgt|max_len) and cross-attention (batch, head, tgt, src) weights."""
         batch, seq = tgt.shape
         start = 0 if cache is None else cache.pos
         _check_positions(start + seq, self.cfg.max_len, start)
         _check_padding(tgt_padding, batch, seq if cache is None else cache.max_len)
         positions = torch.arange(seq, device=tgt.device) if cache is None else cache.positions(seq)  # tgt
         x = self.tgt_embed(tgt, positions)  # batch, tgt, d_model
-        x, w_self, w_cross = self.decoder._run(x, memory, tgt_padding, src_padding, cache, keep_weights)
+        x = self.decoder(x, memory, tgt_padding, src_padding, cache, need_weights)  # batch, tgt, d_model
+        x, w_self, w_cross = x if need_weights else (x, [], [])
         if cache is not None:
             cache.advance(seq)
-        return AttendedLayers(self.head(x), w_self, w_cross)  # logits: batch, tgt, tgt_vocab
+        return _attended(AttendedLayers(self.head(x), w_self, w_cross), need_weights)  # logits: batch, tgt, tgt_vocab
 
     def forward(
         self,

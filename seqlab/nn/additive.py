@@ -10,7 +10,8 @@ over the input, and the context is their weighted sum:
 
 s_{t-1} is the decoder's previous state (the query). Source padding is excluded from the softmax
 with a boolean mask, True = may attend (the one convention of :mod:`seqlab.nn.masks`); a row whose
-positions are all masked gets zero weights and a zero context, never NaN.
+positions are all masked gets zero weights and a zero context, never NaN (:func:`seqlab.nn.masks.masked_softmax`,
+as in scaled dot-product attention).
 
 Shapes: batch; src (source positions t'); query (size of s); key (size of a); attn (length of v).
 """
@@ -21,15 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
-
-
-def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """softmax over the last axis with masked positions at weight 0. scores (batch, src), mask (batch, src)."""
-    if mask is None:
-        return torch.softmax(scores, dim=-1)  # batch, src
-    empty = ~mask.any(dim=-1, keepdim=True)  # batch, 1: rows with nothing to attend to
-    scores = scores.masked_fill(~(mask | empty), float("-inf"))  # empty rows stay finite
-    return torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)  # batch, src
+from seqlab.nn.masks import masked_softmax
 
 
 class AdditiveAttention(nn.Module):
@@ -64,6 +57,6 @@ class AdditiveAttention(nn.Module):
         wh = self.project_keys(keys) if projected_keys is None else projected_keys  # batch, src, attn
         ws = self.W_s(query)[:, None, :]  # batch, 1, attn
         e = self.v(torch.tanh(ws + wh)).squeeze(-1)  # batch, src: e_{t,t'}
-        alpha = masked_softmax(e, mask)  # batch, src
+        alpha = masked_softmax(e, mask)  # batch, src: alpha_{t,t'}
         context = torch.bmm(alpha[:, None, :], keys).squeeze(1)  # (batch, 1, src) @ (batch, src, key) -> batch, key
         return context, alpha

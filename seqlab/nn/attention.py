@@ -9,10 +9,11 @@ Equations (the notes in ../shared/seeds):
 - seed 001 "Multiheaded Self Attention": MHA(X) = W^O · att(W^Q X, W^K X, W^V X, M)
 
 Masks follow :mod:`seqlab.nn.masks` (boolean, True = may attend). A query row whose keys are all
-masked yields zeros in the output and the weights, never NaN (also not in the gradients).
+masked yields zeros in the output and the weights, never NaN (also not in the gradients):
+:func:`seqlab.nn.masks.masked_softmax`, the rule additive attention uses too.
 
-Every method returns one type: ``forward`` the output (fused SDPA by default), ``forward_with_weights``
-an :class:`Attended` (output, weights) computed on the equations path.
+``forward`` returns the output (fused SDPA by default), or with ``need_weights=True`` an :class:`Attended`
+(output, weights) computed on the equations path.
 
 Shapes: batch; head; seq_q, seq_k (query and key positions); depth = d_model / n_heads;
 max_len (slots of a KV cache).
@@ -31,7 +32,7 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
 from seqlab.nn.dropout import dropout
-from seqlab.nn.masks import causal_mask, causal_mask_at, combine, to_additive
+from seqlab.nn.masks import causal_mask, causal_mask_at, combine, masked_softmax, open_empty_rows, to_additive
 
 IMPLS = ("fused", "equations")
 
@@ -74,15 +75,6 @@ def _causal(seq_q: int, seq_k: int, device: torch.device) -> Tensor:
     return _cached_causal(seq_q, seq_k, device)
 
 
-def _open_empty_rows(mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
-    """Let fully-masked query rows attend everything (finite softmax, no NaN in forward or backward);
-    return the rows' marker (..., seq_q, 1) so the caller zeroes their results afterwards."""
-    if mask is None:
-        return None, None
-    empty = ~mask.any(dim=-1, keepdim=True)  # ..., seq_q, 1
-    return mask | empty, empty
-
-
 def attention_equations(
     q: Tensor,
     k: Tensor,
@@ -110,16 +102,10 @@ def attention_equations(
         ).view(batch, head, seq_q, seq_k)  # batch, head, seq_q, seq_k
         weights = torch.softmax(scores, dim=-1)  # batch, head, seq_q, seq_k
         return dropout(weights, dropout_p, training) @ v, weights  # batch, head, seq_q, depth
-    else:
-        mask = combine(_causal(seq_q, seq_k, q.device), mask) if is_causal else mask
-        mask, empty = _open_empty_rows(mask)
+    mask = combine(_causal(seq_q, seq_k, q.device), mask) if is_causal else mask
     # (q / sqrt(d_k)) K^T equals QK^T / sqrt(d_k) and scales the smaller tensor
     scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # batch, head, seq_q, seq_k
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # + M: -inf where the mask is False
-    weights = torch.softmax(scores, dim=-1)  # batch, head, seq_q, seq_k
-    if empty is not None:
-        weights = weights.masked_fill(empty, 0.0)  # fully-masked rows -> zeros
+    weights = masked_softmax(scores, mask)  # batch, head, seq_q, seq_k: + M, softmax, fully-masked rows -> zeros
     out = dropout(weights, dropout_p, training) @ v  # batch, head, seq_q, depth
     return out, weights
 
@@ -142,7 +128,7 @@ def attention_fused(
     if is_causal and (mask is not None or seq_q != seq_k):
         # SDPA's is_causal is aligned top-left; ours bottom-right (masks.causal_mask), and cannot mix with a mask
         mask, is_causal = combine(_causal(seq_q, seq_k, q.device), mask), False
-    mask, empty = _open_empty_rows(mask)
+    mask, empty = open_empty_rows(mask)  # as masked_softmax does, around the kernel
     out = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout_p if training else 0.0, is_causal=is_causal
     )  # batch, head, seq_q, depth
@@ -267,8 +253,8 @@ class MultiHeadAttention(nn.Module):
     (``cross=True``) takes Q from x and K, V from a context: ``q`` and packed ``kv`` projections.
     ``causal=True`` makes self-attention causal (seed 001's M). ``impl`` ("fused" = SDPA, or
     "equations" = :func:`attention_equations`) may be switched at any time, e.g. by
-    :func:`set_attention_impl`. ``forward`` returns the output; ``forward_with_weights`` returns an
-    :class:`Attended` and always uses the equations path (SDPA does not expose the weights).
+    :func:`set_attention_impl`. ``forward`` returns the output, or with ``need_weights`` an :class:`Attended`
+    through the equations path (SDPA does not expose the weights).
     """
 
     def __init__(
@@ -310,29 +296,14 @@ class MultiHeadAttention(nn.Module):
         context: Tensor | None = None,
         mask: Tensor | None = None,
         cache: LayerKV | None = None,
-    ) -> Tensor:
+        need_weights: bool = False,
+    ) -> Tensor | Attended:
         """x (batch, seq_q, d_model), context (batch, seq_k, d_model) -> (batch, seq_q, d_model).
 
         ``mask`` broadcasts to (batch, head, seq_q, seq_k) (True = may attend); with ``cache`` the
-        keys are the cache's max_len slots.
+        keys are the cache's max_len slots. With ``need_weights`` it returns Attended(output, weights
+        (batch, head, seq_q, seq_k)), through the equations path (SDPA does not expose the weights).
         """
-        return self._attend(x, context, mask, cache, keep_weights=False)[0]  # batch, seq_q, d_model
-
-    def forward_with_weights(
-        self,
-        x: Tensor,
-        context: Tensor | None = None,
-        mask: Tensor | None = None,
-        cache: LayerKV | None = None,
-    ) -> Attended:
-        """As ``forward``, through the equations path: Attended(output (batch, seq_q, d_model),
-        weights (batch, head, seq_q, seq_k))."""
-        return Attended(*self._attend(x, context, mask, cache, keep_weights=True))
-
-    def _attend(
-        self, x: Tensor, context: Tensor | None, mask: Tensor | None, cache: LayerKV | None, keep_weights: bool
-    ) -> tuple[Tensor, Tensor | None]:
-        """The one implementation of both methods: (output, weights if keep_weights else None)."""
         q, k, v = self._project(x, context)  # batch, seq, d_model
         q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # batch, head, seq, depth
         is_causal = self.causal
@@ -345,12 +316,12 @@ class MultiHeadAttention(nn.Module):
         one_step = cache is not None and q.shape[-2] == 1
         # in training with dropout on CPU the explicit path too: its dropout is cheaper than SDPA's (nn/dropout.py)
         cpu_dropout = p > 0.0 and x.device.type == "cpu"
-        if keep_weights or self.impl == "equations" or one_step or cpu_dropout:
+        if need_weights or self.impl == "equations" or one_step or cpu_dropout:
             o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
         else:
             o, weights = attention_fused(q, k, v, mask, p, self.training, is_causal), None
         out = self.out(merge_heads(o))  # batch, seq_q, d_model
-        return out, (weights if keep_weights else None)
+        return Attended(out, weights) if need_weights else out
 
 
 def set_attention_impl(model: nn.Module, impl: str) -> None:

@@ -11,8 +11,9 @@ PyTorch is of two minds: ``F.scaled_dot_product_attention`` uses our polarity, w
 ``nn.MultiheadAttention`` and the ``nn.Transformer*`` layers take ``True`` = "ignore". The
 ``to_torch_*`` adapters below are the only places the opposite polarity appears.
 
-A query row whose keys are all masked (a sequence that is all padding) yields zeros, never NaN;
-:mod:`seqlab.nn.attention` implements that rule.
+A query row whose keys are all masked (a sequence that is all padding) yields zeros, never NaN:
+:func:`masked_softmax` implements that rule (for scaled dot-product and additive attention alike), and
+:func:`open_empty_rows` is its first half, for the fused kernel that takes the mask itself.
 
 Shapes: batch, seq (a token sequence); seq_q, seq_k (queries, keys); head.
 """
@@ -66,6 +67,29 @@ def combine(*masks: Tensor | None) -> Tensor | None:
 def to_additive(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
     """Seed 001's additive M: 0.0 where the mask is True, -inf where it is False."""
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
+
+
+def open_empty_rows(mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+    """Let fully-masked query rows attend everything (a finite softmax, no NaN in forward or backward); return
+    that mask and the rows' marker (..., seq_q, 1), True = the row had nothing to attend, so the caller zeroes
+    their results afterwards. No mask: (None, None)."""
+    if mask is None:
+        return None, None
+    empty = ~mask.any(dim=-1, keepdim=True)  # ..., seq_q, 1
+    return mask | empty, empty
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """softmax over the last axis with masked positions at weight 0, and a fully-masked row all zeros.
+
+    Seed 001's softmax(S + M), M = -inf where ``mask`` is False; ``mask`` broadcasts to ``scores``
+    (..., seq_q, seq_k), None = no mask.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)  # ..., seq_q, seq_k
+    mask, empty = open_empty_rows(mask)
+    scores = scores.masked_fill(~mask, float("-inf"))  # + M: -inf where the mask is False (empty rows stay finite)
+    return torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)  # ..., seq_q, seq_k; fully-masked rows -> zeros
 
 
 def to_torch_key_padding_mask(mask: Tensor) -> Tensor:

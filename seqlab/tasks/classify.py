@@ -6,7 +6,7 @@ Data: labelled-sentence files in any format :func:`seqlab.data.labelled.read_lab
 content (SST-2 TSV with a header, ``label sentence`` lines, ``__label__N<TAB>sentence``, PTB trees).
 ``data.source = "sst2"`` reads the cached sentence-level SST-2 splits (``sst2/sentence_level/{train,dev,test}.txt``:
 6,920 / 872 / 1,821 sentences, labels 0/1) and ``"sst5"`` the SST-5 trees (``sst5/trees/``, labels 0..4, the
-notes' "very offensive" .. "very good"); ``data.train/valid/test`` name files (:mod:`text_batches`).
+notes' "very offensive" .. "very good"); ``data.train/valid/test`` name files (:mod:`seqlab.tasks.splits`).
 
 Tokens: the run's tokenizer (``data.tokenizer`` word | char | bpe, learned from the training sentences;
 ``data.lowercase``, ``data.min_freq``, ``data.max_size``); unknown words read as <unk>. Labels: the training
@@ -29,7 +29,6 @@ index, not the text.
 
 from __future__ import annotations
 
-import collections
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -41,24 +40,23 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab import checkpoint
 from seqlab.config import RunConfig
-from seqlab.data.batching import pad_batch
+from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.indexed import lengths_of
 from seqlab.data.labelled import iter_labelled
 from seqlab.data.streamed import Streamed, chunks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
-from seqlab.models import finetune
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
-from seqlab.models.tagger import PAD_ID, init_embeddings
-from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    scratch_run_dir, stored_splits, \
-    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
+from seqlab.models.token_encoder import PAD_ID
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, check_lengths, first_labels, \
+    labelling_model, load_labeller, start_vectors
+from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
+    stored_splits
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist
-from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.trainer import TRAINER_KEYS, Trainer
 
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
@@ -67,7 +65,7 @@ DATASETS = {
     "sst2": ("sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),
     "sst5": ("sst5/trees/train.txt", "sst5/trees/dev.txt", "sst5/trees/test.txt"),
 }
-TOKENIZER, LABELS = "tokenizer.json", "labels.json"
+TOKENIZER = "tokenizer.json"
 CONFUSION_PLOT = Path("plots") / "confusion.png"
 
 
@@ -142,7 +140,7 @@ def split_data(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[Example]
 
 def train_tokenizer(cfg: RunConfig, sentences: Iterable[str]) -> Tokenizer:
     """The configured tokenizer trained on the sentences (streamed) as one text, a sentence a line."""
-    from seqlab.tasks.lm import train_tokenizer as lm_tokenizer  # the LM task's: char | word | bpe from data.*
+    from seqlab.data.lm_tokens import train_tokenizer as lm_tokenizer  # char | word | bpe from data.*
 
     def lines() -> Iterator[str]:  # the pieces of "\n".join(sentences), each cut after its line's newline
         previous = None
@@ -162,42 +160,22 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     (written once per run directory, then reloaded), and the encoded train/valid splits."""
     examples = read_data(cfg, ("train", "valid"))
     pretrained = isinstance(cfg.model, PretrainedClassifierConfig)
-    if dist.main and not (run_dir / LABELS).exists():
-        names: set[str] = set()  # the training labels, gathered on the tokenizer's pass over the split
-
-        def train_texts() -> Iterator[str]:
-            for ex in examples["train"]:
-                names.add(ex.label)
-                yield ex.text
-
-        if pretrained:
-            collections.deque(train_texts(), maxlen=0)
-        else:
-            train_tokenizer(cfg, train_texts()).save(run_dir / TOKENIZER)
-        Labels.build(names).save(run_dir / LABELS)
-    dist.barrier()  # rank 0 wrote the tokenizer and labels; every rank reads the same files
-    labels = Labels.load(run_dir / LABELS)
-    if pretrained:
-        model, tokenizer = finetune.start(replace(cfg.model, n_classes=len(labels)), run_dir, write=dist.main)
-    else:
-        tokenizer = load_tokenizer(run_dir / TOKENIZER)
-        model = build_model(cfg, tokenizer.vocab_size, len(labels))
+    labels = first_labels(run_dir, dist, examples["train"], lambda ex: ex.text, lambda ex: (ex.label,),
+                          None if pretrained else lambda texts: train_tokenizer(cfg, texts).save(run_dir / TOKENIZER))
+    model, tokenizer = labelling_model(cfg, run_dir, "n_classes", labels, own_model, write=dist.main)
     data = stored_splits(split_data(cfg, run_dir, examples, tokenizer, labels, dist), examples,
                          f"with no tokens or more than model.max_len={max_len(cfg)}", cfg, log)
     return model, tokenizer, labels, data
 
 
-def vocabulary_tokens(tokenizer: Tokenizer) -> list[str]:
-    """The token strings in id order, for initialising E from word vectors (word and char tokenizers)."""
-    vocab = getattr(tokenizer, "vocab", None)
-    if vocab is None:
-        raise SeqlabError("model.vectors needs a word (or char) vocabulary, but data.tokenizer=bpe; set "
-                          "data.tokenizer=word or leave model.vectors empty")
-    return vocab.tokens
-
-
 def build_model(cfg: RunConfig, vocab_size: int, n_classes: int) -> Classifier:
     return Classifier(replace(cfg.model, vocab_size=vocab_size, n_classes=n_classes))
+
+
+def own_model(cfg: RunConfig, run_dir: Path, n_classes: int) -> tuple[Classifier, Tokenizer]:
+    """A classifier for the run's tokenizer (``tokenizer.json``), and the tokenizer."""
+    tokenizer = load_tokenizer(run_dir / TOKENIZER)
+    return build_model(cfg, tokenizer.vocab_size, n_classes), tokenizer
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -234,22 +212,15 @@ def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_
 # the training task
 
 
-class ClassifyTask:
+class ClassifyTask(LabellingTask):
     """Plugs classification into :class:`seqlab.trainer.Trainer`; items counted are sentences."""
+
+    collate = staticmethod(collate)
 
     def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, eval_batch_size: int,
                  label_smoothing: float = 0.0):
-        self.label_smoothing = label_smoothing
-        self.model, self.train, self.valid = model, train, valid
-        self.train_tokens = len(train.ids)  # items per epoch: sentences
-        self.lengths = torch.from_numpy(lengths_of(train.ids))  # sentences
-        self.eval_batch_size = eval_batch_size
-
-    def train_batch(self, generator: torch.Generator, n: int) -> Batch:
-        return collate(self.train, sample_batch(self.lengths, n, generator))
-
-    def shard(self, batch, rank: int, world: int):
-        return shard_rows(batch, rank, world)
+        super().__init__(model, train, valid, lengths_of(train.ids), len(train.ids),  # sentences
+                         eval_batch_size, label_smoothing)
 
     def count(self, batch: Batch) -> int:
         return batch.ids.shape[0]
@@ -272,11 +243,7 @@ class ClassifyTask:
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
     model, tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log)
-    if getattr(cfg.model, "vectors", "") and not (resume and checkpoint.exists(run_dir)):
-        found = init_embeddings(model.token_embedding, vocabulary_tokens(tokenizer), cfg.model.vectors,
-                                seed=cfg.train.seed)
-        log(f"embeddings: {found:,} of {tokenizer.vocab_size:,} tokens from {cfg.model.vectors}"
-            + (" (frozen)" if cfg.model.freeze_vectors else ""))
+    start_vectors(cfg, run_dir, resume, model, tokenizer, "tokens", log)
     log(f"model: {cfg.arch} classifier, {model.num_params() / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].ids):,}, valid {len(data['valid'].ids):,}; vocabulary {tokenizer.vocab_size:,}; "
         f"{len(labels)} classes")
@@ -316,7 +283,7 @@ def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title:
 
 class SentenceClassifier(Labeller):
     """A trained classifier loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``, see
-    :class:`~seqlab.tasks.text_batches.Labeller`)."""
+    :class:`~seqlab.tasks.labelling.Labeller`)."""
 
     def probabilities(self, texts: list[str], where) -> list[np.ndarray]:
         """ŷ (classes,) for each text; ``where(i)`` names text i in messages (empty or too long: an error)."""
@@ -362,10 +329,4 @@ class SentenceClassifier(Labeller):
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SentenceClassifier:
-    labels = Labels.load(run_dir / LABELS)
-    if isinstance(cfg.model, PretrainedClassifierConfig):
-        model, tokenizer = finetune.reload(replace(cfg.model, n_classes=len(labels)), run_dir)
-    else:
-        tokenizer = load_tokenizer(run_dir / TOKENIZER)
-        model = build_model(cfg, tokenizer.vocab_size, len(labels))
-    return SentenceClassifier(run_dir, cfg, tokenizer, labels, model, load_weights(model, weights or run_dir, device))
+    return load_labeller(SentenceClassifier, run_dir, cfg, device, weights, "n_classes", own_model)

@@ -5,7 +5,7 @@ summed over real tokens and divided by their count, scored with entity-level F1 
 Data: CoNLL files (:func:`seqlab.data.conll.read_conll`; the NER tag is the last column). IOB1 files (the
 original ``eng.*``) are converted to IOB2, so the model learns, predicts and is scored in IOB2 (what seqeval
 and most tools expect); other schemes are kept as written. ``data.source = "conll2003"`` reads the cached
-``conll2003/iob2/{train,valid,test}.txt``; ``data.train/valid/test`` name CoNLL files (:mod:`text_batches`).
+``conll2003/iob2/{train,valid,test}.txt``; ``data.train/valid/test`` name CoNLL files (:mod:`seqlab.tasks.splits`).
 
 Words: the vocabulary of the training words (``data.min_freq``, ``data.max_size``; ``data.lowercase``
 lowercases words, never tags), frequency-ordered with the specials first; unknown words read as <unk>.
@@ -31,7 +31,6 @@ instead), ``labels.json`` (tags), the Trainer's checkpoint files.
 
 from __future__ import annotations
 
-import collections
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -41,9 +40,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from seqlab import checkpoint
 from seqlab.config import RunConfig
-from seqlab.data.batching import pad_batch
+from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
 from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
@@ -52,19 +50,21 @@ from seqlab.metrics.lm import nll_sum
 from seqlab.metrics.ner import entity_f1
 from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
-from seqlab.models.tagger import PAD_ID, TAGGER_CONFIGS, Tagger, init_embeddings
-from seqlab.tasks.text_batches import PREDICT_BATCH, SPLITS, Labeller, Labels, check_lengths, evaluation_split, \
-    scratch_run_dir, stored_splits, \
-    load_weights, max_len, read_splits, sample_batch, sorted_batches, split_stores
+from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
+from seqlab.models.token_encoder import PAD_ID
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, check_lengths, first_labels, \
+    labelling_model, load_labeller, start_vectors
+from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
+    stored_splits
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
-from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.trainer import TRAINER_KEYS, Trainer
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
-VOCAB, LABELS = "vocab.json", "labels.json"
+VOCAB = "vocab.json"
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -183,26 +183,13 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     examples = read_data(cfg, ("train", "valid"))
     d = cfg.data
     pretrained = isinstance(cfg.model, PretrainedTaggerConfig)
-    if dist.main and not (run_dir / LABELS).exists():
-        tags: set[str] = set()  # the training tags, gathered on the vocabulary's pass over the split
 
-        def train_words() -> Iterator[list[str]]:
-            for ex in examples["train"]:
-                tags.update(ex.tags)
-                yield words(ex.tokens, d.lowercase)
+    def learn(train_words: Iterator[list[str]]) -> None:  # the word vocabulary of the training split
+        Vocab.build(train_words, min_freq=d.min_freq, max_size=d.max_size or None).save(run_dir / VOCAB)
 
-        if pretrained:
-            collections.deque(train_words(), maxlen=0)
-        else:
-            Vocab.build(train_words(), min_freq=d.min_freq, max_size=d.max_size or None).save(run_dir / VOCAB)
-        Labels.build(tags, first=("O",)).save(run_dir / LABELS)
-    dist.barrier()  # rank 0 wrote the vocabularies; every rank reads the same files
-    labels = Labels.load(run_dir / LABELS)
-    if pretrained:
-        model, vocab = finetune.start(replace(cfg.model, n_labels=len(labels)), run_dir, write=dist.main)
-    else:
-        vocab = Vocab.load(run_dir / VOCAB)
-        model = build_model(cfg, len(vocab), len(labels))
+    labels = first_labels(run_dir, dist, examples["train"], lambda ex: words(ex.tokens, d.lowercase),
+                          lambda ex: ex.tags, None if pretrained else learn, first=("O",))
+    model, vocab = labelling_model(cfg, run_dir, "n_labels", labels, own_model, write=dist.main)
     data = stored_splits(split_data(cfg, run_dir, examples, vocab, labels, dist), examples,
                          f"longer than model.max_len={max_len(cfg)}", cfg, log)
     return model, vocab, labels, data
@@ -210,6 +197,12 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
 
 def build_model(cfg: RunConfig, vocab_size: int, n_labels: int) -> Tagger:
     return Tagger(replace(cfg.model, vocab_size=vocab_size, n_labels=n_labels))
+
+
+def own_model(cfg: RunConfig, run_dir: Path, n_labels: int) -> tuple[Tagger, Vocab]:
+    """A tagger for the run's word vocabulary (``vocab.json``), and the vocabulary."""
+    vocab = Vocab.load(run_dir / VOCAB)
+    return build_model(cfg, len(vocab), n_labels), vocab
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -252,22 +245,16 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
 # the training task
 
 
-class TagTask:
+class TagTask(LabellingTask):
     """Plugs tagging into :class:`seqlab.trainer.Trainer`; items counted are real tokens."""
+
+    collate = staticmethod(collate)
 
     def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int,
                  label_smoothing: float = 0.0):
-        self.label_smoothing = label_smoothing
-        self.model, self.train, self.valid, self.labels = model, train, valid, labels
-        self.train_tokens = int(lengths_of(train.tags).sum())  # tokens (words) per epoch
-        self.lengths = torch.from_numpy(lengths_of(train.words))  # sentences
-        self.eval_batch_size = eval_batch_size
-
-    def train_batch(self, generator: torch.Generator, n: int) -> Batch:
-        return collate(self.train, sample_batch(self.lengths, n, generator))
-
-    def shard(self, batch, rank: int, world: int):
-        return shard_rows(batch, rank, world)
+        super().__init__(model, train, valid, lengths_of(train.words), int(lengths_of(train.tags).sum()),  # words
+                         eval_batch_size, label_smoothing)
+        self.labels = labels
 
     def count(self, batch: Batch) -> int:
         return int(batch.scored.sum())
@@ -290,10 +277,7 @@ class TagTask:
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
     model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log)
-    if getattr(cfg.model, "vectors", "") and not (resume and checkpoint.exists(run_dir)):
-        found = init_embeddings(model.token_embedding, vocab.tokens, cfg.model.vectors, seed=cfg.train.seed)
-        log(f"embeddings: {found:,} of {len(vocab):,} words from {cfg.model.vectors}"
-            + (" (frozen)" if cfg.model.freeze_vectors else ""))
+    start_vectors(cfg, run_dir, resume, model, vocab, "words", log)
     log(f"model: {cfg.arch} tagger, {model.num_params() / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
         f"{len(labels)} tags")
@@ -310,7 +294,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 
 class SequenceTagger(Labeller):
     """A trained tagger loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``, see
-    :class:`~seqlab.tasks.text_batches.Labeller`); ``tokenizer`` is the word vocabulary or the sub-word
+    :class:`~seqlab.tasks.labelling.Labeller`); ``tokenizer`` is the word vocabulary or the sub-word
     tokenizer."""
 
     def _run(self, sentences: list[list[str]], where) -> dict[int, list[int]]:
@@ -349,10 +333,4 @@ class SequenceTagger(Labeller):
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> SequenceTagger:
-    labels = Labels.load(run_dir / LABELS)
-    if isinstance(cfg.model, PretrainedTaggerConfig):
-        model, vocab = finetune.reload(replace(cfg.model, n_labels=len(labels)), run_dir)
-    else:
-        vocab = Vocab.load(run_dir / VOCAB)
-        model = build_model(cfg, len(vocab), len(labels))
-    return SequenceTagger(run_dir, cfg, vocab, labels, model, load_weights(model, weights or run_dir, device))
+    return load_labeller(SequenceTagger, run_dir, cfg, device, weights, "n_labels", own_model)

@@ -13,10 +13,10 @@ sources of the split it scores the same way into a temporary folder (the referen
 streamed from the files for BLEU). At prediction a source longer
 than ``model.max_len`` is refused (never silently truncated), naming the line.
 
-Training batches are drawn with the data generator only: a pool of ``POOL_BATCHES * n`` random pair
-indices, sorted by length, of which a random run of ``n`` consecutive pairs is the batch (little padding,
-no state besides the generator, so ``--resume`` continues bit-for-bit). The loss is summed over real
-target tokens and divided by their count (the Trainer).
+Training batches are drawn with the data generator only (:func:`seqlab.data.batching.sample_batch`): a pool of
+``POOL_BATCHES * n`` random pair indices, sorted by length, of which a random run of ``n`` consecutive pairs is the
+batch (little padding, no state besides the generator, so ``--resume`` continues bit-for-bit). The loss is summed
+over real target tokens and divided by their count (the Trainer).
 
 Decoding: :mod:`seqlab.beam`, beam size ``DEFAULT_BEAM`` with the GNMT length penalty alpha
 ``DEFAULT_ALPHA`` unless told otherwise (``beam=1`` is greedy); ``evaluate`` scores the detokenised
@@ -39,7 +39,7 @@ from torch import Tensor, nn
 from seqlab import checkpoint
 from seqlab.beam import Hypothesis, translate_ids
 from seqlab.config import RunConfig
-from seqlab.data.batching import pad_batch, spread_batches
+from seqlab.data.batching import pad_batch, sample_batch, spread_batches
 from seqlab.data.indexed import lengths_of
 from seqlab.data.parallel import Pairs, encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
 from seqlab.data.streamed import chunks
@@ -50,7 +50,7 @@ from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
-from seqlab.tasks.text_batches import scratch_run_dir, split_stores
+from seqlab.tasks.splits import scratch_run_dir, split_stores
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
@@ -59,7 +59,6 @@ MODELS = {"seq2seq-attention": Seq2SeqAttention, "transformer": EncoderDecoder}
 SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer.json", "tgt_tokenizer.json"
 DEFAULT_BEAM = 5  # beam size of predict / evaluate / attention when none is given
 DEFAULT_ALPHA = 0.6  # GNMT length-penalty exponent (Wu et al. 2016 use 0.6 - 0.7)
-POOL_BATCHES = 16  # training batches are cut from length-sorted pools of this many batches
 DECODE_BATCH = 64  # sentences decoded together
 
 
@@ -170,10 +169,7 @@ class TranslateTask:
         self.eval_batch_size = eval_batch_size
 
     def train_batch(self, generator: torch.Generator, n: int) -> Batch:
-        pool = torch.randint(len(self.train), (POOL_BATCHES * n,), generator=generator)  # pool
-        pool = pool[torch.sort(self.lengths[pool], stable=True).indices]  # pool, by length
-        start = int(torch.randint(POOL_BATCHES, (1,), generator=generator)) * n
-        return collate(self.train, pool[start:start + n].tolist(), **self.special)
+        return collate(self.train, sample_batch(self.lengths, n, generator), **self.special)
 
     def shard(self, batch, rank: int, world: int):
         return shard_rows(batch, rank, world)
@@ -336,7 +332,7 @@ class Translator:
             weights = self.model.attention_maps(src, tgt_in)  # 1, tgt, src
         else:
             memory = self.model.encode(src)  # 1, src, d_model
-            weights = self.model.decode_with_weights(tgt_in, memory).cross_attn[-1][0]  # head, tgt, src
+            weights = self.model.decode(tgt_in, memory, need_weights=True).cross_attn[-1][0]  # head, tgt, src
         return (self._token_strings(self.src_tok, src_ids), self._token_strings(self.tgt_tok, out_ids),
                 weights.float().cpu())
 

@@ -330,6 +330,18 @@ def _field(d: dict[str, Any], key: str, typ: type) -> Any:
     return value
 
 
+def train_configured(data, text) -> Tokenizer:
+    """The tokenizer ``data.tokenizer`` names ("char" | "word" | "bpe"), trained on ``text`` (a str or an iterable
+    of str, read once) with the ``data.*`` keys that shape it: min_freq, max_size (0 = no limit), lowercase
+    (word), vocab_size (bpe)."""
+    max_size = data.max_size or None
+    if data.tokenizer == "char":
+        return CharTokenizer.train(text, min_freq=data.min_freq, max_size=max_size)
+    if data.tokenizer == "word":
+        return WordTokenizer.train(text, lowercase=data.lowercase, min_freq=data.min_freq, max_size=max_size)
+    return BPETokenizer.train(text, vocab_size=data.vocab_size)
+
+
 def load_tokenizer(path_or_dict: str | os.PathLike | dict[str, Any]) -> Tokenizer:
     """Load a tokenizer saved by ``save()`` (or given as its ``to_dict()``), dispatching on ``"kind"``.
 

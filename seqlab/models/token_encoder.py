@@ -1,0 +1,166 @@
+"""What the tagger (:mod:`seqlab.models.tagger`) and the sentence classifier (:mod:`seqlab.models.classifier`) share:
+a token encoder, recurrent or Transformer, behind one interface, the fields and per-``model.arch`` config classes
+of their configs, the initialisation of E from word vectors (word2vec text format; frozen or trainable), and
+:class:`EncoderWithHead`, the encoder with a linear layer over its states that both models are.
+
+Equations (seed 004):
+    x_t = E · I_t                      the token's row of the embedding matrix ("Embedding Matrix", E · o_j = e_j)
+    a_t = [→a_t, ←a_t]                 a (bi)directional (deep) LSTM/GRU/RNN, :class:`RecurrentEncoder`
+      or X^L = Encoder(embed(I))       a Transformer encoder with a padding mask (seed 001 "Transformer")
+
+Shapes: batch; seq; d_model (embedding width); hidden (hidden_size); dirs (1 or 2); width (dirs*hidden or d_model).
+Masks: ``padding`` (batch, seq), True = real token, padding after the real tokens (:mod:`seqlab.nn.masks`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.errors import SeqlabError, check_positive
+from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig
+from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2
+from seqlab.nn.recurrent import set_forget_bias
+from seqlab.text.vocab import Vocab
+
+PAD_ID = Vocab.pad_id  # <pad> = 0 in every vocabulary and tokenizer (seqlab.text.vocab)
+ARCH_CELLS = {"lstm": ("lstm",), "gru": ("gru", "simple-gru"), "rnn": ("rnn",)}  # recurrent model.arch -> cells
+
+
+# ------------------------------------------------------------------------------------------------------
+# configs
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingInit:
+    """The embedding-initialisation fields every tagger and classifier config has."""
+
+    vectors: str = ""  # word vectors for E: word2vec text file (or KeyedVectors .safetensors); "" = random init
+    freeze_vectors: bool = False  # keep E fixed during training (needs vectors)
+
+    def check_vectors(self) -> None:
+        if self.freeze_vectors and not self.vectors:
+            raise SeqlabError("model.freeze_vectors needs model.vectors (a word2vec text file); set model.vectors "
+                              "or model.freeze_vectors=false")
+
+
+def no_tied_embeddings(cfg: TransformerConfig) -> None:
+    if cfg.tie_embeddings:
+        raise SeqlabError("model.tie_embeddings has no meaning here (the output is labels, not tokens); "
+                          "leave it false")
+
+
+def arch_configs(recurrent: type, transformer: type) -> dict[str, type]:
+    """``model.arch`` -> config class: "lstm" / "gru" / "rnn" are ``recurrent`` with that cell as the default
+    and the only cells allowed (as the LM's LSTMLMConfig, GRULMConfig, RNNLMConfig), "transformer" is
+    ``transformer``."""
+    out: dict[str, type] = {}
+    for arch, cells in ARCH_CELLS.items():
+        out[arch] = dataclasses.make_dataclass(
+            f"{arch.upper()}{recurrent.__name__}", [("cell", str, dataclasses.field(default=cells[0]))],
+            bases=(recurrent,), frozen=True, kw_only=True,
+            namespace={"arch_cells": cells, "__module__": recurrent.__module__,
+                       "__doc__": f'model.arch = "{arch}": {recurrent.__doc__}'})
+    out["transformer"] = transformer
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# token encoders: ids (batch, seq) + padding -> per-token states (batch, seq, out_size)
+
+
+class TransformerTokenEncoder(nn.Module):
+    """X^0 = E·I + P, then n_layers encoder layers whose attention ignores padded keys (seed 001).
+
+    Same call as :class:`RecurrentEncoder`: ``forward(ids, padding) -> (states, None)``.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:  # any TransformerConfig with a vocab_size
+        super().__init__()
+        self.max_len = cfg.max_len
+        self.embed = Embedding(cfg.vocab_size, cfg)  # E: vocab, d_model; P: max_len, d_model
+        self.encoder = Encoder(cfg)
+        self.out_size = cfg.d_model
+        _init_gpt2(self, cfg.n_layers)
+
+    def forward(self, ids: Tensor, padding: Tensor | None = None) -> tuple[Tensor, None]:
+        """ids (batch, seq), padding (batch, seq) -> (states (batch, seq, d_model), None)."""
+        _check_positions(ids.shape[1], self.max_len)
+        positions = torch.arange(ids.shape[1], device=ids.device)  # seq
+        x = self.embed(ids, positions)  # batch, seq, d_model
+        return self.encoder(x, padding), None  # batch, seq, d_model
+
+
+def build_encoder(cfg) -> nn.Module:
+    """The token encoder of a tagger/classifier config: recurrent (with the LSTM forget-gate bias at 1, as
+    the LM) or Transformer."""
+    if isinstance(cfg, RecurrentModelConfig):
+        encoder = RecurrentEncoder(cfg, bidirectional=cfg.bidirectional, padding_idx=PAD_ID)
+        if cfg.cell == "lstm":
+            set_forget_bias(encoder.rnn, 1.0)
+        return encoder
+    return TransformerTokenEncoder(cfg)
+
+
+def token_embedding(encoder: nn.Module) -> nn.Embedding:
+    """E, the (vocab, d_model) token embedding of an encoder from :func:`build_encoder`."""
+    return encoder.embed if isinstance(encoder, RecurrentEncoder) else encoder.embed.tokens
+
+
+# ------------------------------------------------------------------------------------------------------
+# word vectors -> E
+
+
+def load_vectors(path: str | Path):
+    """KeyedVectors from a word2vec text file (or a ``.safetensors`` file written by KeyedVectors.save)."""
+    from seqlab.vectors import KeyedVectors
+
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise SeqlabError(f"model.vectors: {path} is not a file; give a word2vec text file ('WORDS DIM' header)")
+    return KeyedVectors.load(path) if path.suffix == ".safetensors" else KeyedVectors.load_word2vec_format(path)
+
+
+def init_embeddings(embedding: nn.Embedding, tokens: Sequence[str], path: str | Path, seed: int = 0) -> int:
+    """Copy word vectors into E: each vocabulary token's vector (exact, else case-folded match), random rows
+    with the vectors' spread for the others, zeros for <pad>. Returns how many tokens had a vector."""
+    kv = load_vectors(path)
+    if kv.dim != embedding.embedding_dim:
+        raise SeqlabError(f"the vectors in {path} have {kv.dim} dimensions but model.d_model is "
+                          f"{embedding.embedding_dim}; set model.d_model={kv.dim}")
+    matrix, found = kv.embedding_matrix(tokens, seed=seed)  # vocab, d_model
+    matrix[PAD_ID] = 0.0
+    with torch.no_grad():
+        embedding.weight.copy_(torch.from_numpy(matrix))
+    return found
+
+
+# ------------------------------------------------------------------------------------------------------
+# encoder + linear layer: the tagger and the classifier
+
+
+class EncoderWithHead(nn.Module):
+    """A token encoder (:func:`build_encoder`) and ``head``, a linear layer from its states (width) to the
+    config's ``n_out`` field (n_labels, n_classes); E is frozen when the config says so. The tagger reads the
+    head at every token, the classifier once, over the pooled states."""
+
+    def __init__(self, cfg, n_out: str) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = build_encoder(cfg)
+        check_positive(n_out, getattr(cfg, n_out))  # a model needs the sizes read from the data
+        self.head = nn.Linear(self.encoder.out_size, getattr(cfg, n_out))  # W: width -> labels | classes, b
+        if cfg.freeze_vectors:
+            self.token_embedding.weight.requires_grad_(False)
+
+    @property
+    def token_embedding(self) -> nn.Embedding:
+        return token_embedding(self.encoder)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
