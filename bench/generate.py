@@ -134,33 +134,17 @@ def hf_generate_batch(hf, prompts):
     return out[:, longest:].tolist()
 
 
-def ours_generate(ours, prompt, compile=False):
+def ours_generate(ours, prompt, compile=False, products="blas"):
+    """seqlab's greedy tokens; ``products`` = how the compiled step multiplies (seqlab.decode.decode_step)."""
     from seqlab.decode import Sampling, generate
 
-    return generate(ours, [prompt[0].tolist()], NEW, Sampling(0), compile=compile)[0]
+    return generate(ours, [prompt[0].tolist()], NEW, Sampling(0), compile=compile, products=products)[0]
 
 
-def ours_generate_batch(ours, prompts, compile=False):
+def ours_generate_batch(ours, prompts, compile=False, products="blas"):
     from seqlab.decode import Sampling, generate
 
-    return generate(ours, prompts, NEW, Sampling(0), compile=compile)
-
-
-def with_gemv(choice: str, fn):
-    """Run ``fn`` with SEQLAB_DECODE_GEMV = choice (the compiled step is built on its first call)."""
-    from seqlab.nn import gemv
-
-    old = os.environ.get("SEQLAB_DECODE_GEMV")
-    os.environ["SEQLAB_DECODE_GEMV"] = choice
-    gemv.streaming.cache_clear()
-    try:
-        return fn()
-    finally:
-        if old is None:
-            os.environ.pop("SEQLAB_DECODE_GEMV")
-        else:
-            os.environ["SEQLAB_DECODE_GEMV"] = old
-        gemv.streaming.cache_clear()
+    return generate(ours, prompts, NEW, Sampling(0), compile=compile, products=products)
 
 
 def at_threads(count: int, fn):
@@ -332,12 +316,12 @@ def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool) -> tuple[
     compiled = {
         f"hf: generate, SDPA, fp32, {HF_STATIC}": lambda: hf_generate(static, prompt),
         "seqlab: compiled step, streaming reductions":
-            lambda: with_gemv("stream", lambda: ours_generate(ours, prompt, True)),
+            lambda: ours_generate(ours, prompt, True, "stream"),
     }
     if blas_row:
         blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
-        compiled["seqlab: compiled step, BLAS products (the default before)"] = \
-            lambda: with_gemv("blas", lambda: ours_generate(blas, prompt, True))
+        compiled["seqlab: compiled step, BLAS products"] = \
+            lambda: ours_generate(blas, prompt, True, "blas")
     return {**fns, **compiled}, set(compiled)
 
 
@@ -353,7 +337,7 @@ def batched_candidates(hf, ours, prompts, compile: bool) -> tuple[dict, set]:
     compiled = {
         f"hf: generate, 8 left-padded prompts, attention mask, {HF_STATIC}": lambda: hf_generate_batch(static, prompts),
         "seqlab: compiled step, one left-padded batch":
-            lambda: with_gemv("stream", lambda: ours_generate_batch(ours, prompts, True)),
+            lambda: ours_generate_batch(ours, prompts, True, "stream"),
     }
     return {**fns, **compiled}, set(compiled)
 
@@ -377,7 +361,7 @@ def low_candidates(hf, ours, prompt) -> tuple[dict, set, dict, str | None]:
         model = copy.deepcopy(ours)
         to_weight_only(model, dtype)
         name = f"seqlab: compiled step, {dtype} weights (fp32 activations)"
-        fns[name] = lambda m=model: with_gemv("stream", lambda: ours_generate(m, prompt, True))
+        fns[name] = lambda m=model: ours_generate(m, prompt, True, "stream")
         info[name] = (dtype, weight_bytes(model))
     eager, static = copy.deepcopy(hf).to(torch.bfloat16), hf_static_compiled(hf, torch.bfloat16)
     hf_eager_name, hf_static_name = f"hf: generate, bf16 model, {HF_EAGER}", f"hf: generate, bf16 model, {HF_STATIC}"
@@ -633,8 +617,8 @@ The 24 weight products of one token alone (one row, the layer shapes
     return f"""## Generation on {cpu_line().split(';')[0]}: greedy, {NEW} new tokens (bench/generate.py)
 {quick}
 6 layers, 6 heads, d_model 384, vocab 65, max_len 272; the same weights on both sides. Every candidate, on
-both sides, runs at {threads} torch thread{'s' * (threads > 1)} (seqlab's `decode_threads()` held to the same
-count). Medians of {args.rounds} interleaved, shuffled round{'s' * (args.rounds > 1)} after a discarded warm-up round
+both sides, runs at {threads} torch thread{'s' * (threads > 1)} (set by this script, which owns the process;
+seqlab's decoding never changes it). Medians of {args.rounds} interleaved, shuffled round{'s' * (args.rounds > 1)} after a discarded warm-up round
 (bench/common.py `interleaved`). Each compiled candidate made one cold call before the rounds (its compile):
 its seconds are in the last column, in no timed figure. Load average (other jobs on these {os.cpu_count()}
 cores): {load_start:.1f} at the start, {load_end:.1f} at the end.

@@ -83,7 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_library_log() -> None:
+    """The library logs through ``logging`` (logger "seqlab"); the command line shows its INFO lines on stderr."""
+    import logging
+
+    logger = logging.getLogger("seqlab")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _show_library_log()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):

@@ -85,31 +85,36 @@ def forget_compiled(model) -> None:
     _COMPILED_STEPS.pop(model, None)
 
 
-def decode_step(model, compile: bool = False):
+PRODUCTS = ("blas", "stream")  # how a compiled decode step multiplies its few rows by the weights
+
+
+def decode_step(model, compile: bool = False, products: str = "blas"):
     """``f(ids, cache) -> logits``: one cached decoding step that also advances the cache.
 
     With ``compile`` (models with a ``step`` method, i.e. the Transformer) the step runs through
     ``torch.compile``: the one-token step over a preallocated cache has the same shapes at every
     position and reads no Python counter, so it is one graph (about 30-45 s to compile cold on 2 CPU
-    cores). It is compiled once per model. Its matrix products of a few rows are streaming reductions
-    (:mod:`seqlab.nn.gemv`: 2-3x the BLAS's GEMV on an AMD EPYC) except on Intel CPUs, where MKL's GEMV
-    keeps the path notes/cpu-performance.md measured at 2x HF (``SEQLAB_DECODE_GEMV=blas|stream``
-    overrides the choice).
+    cores). It is compiled once per model and ``products``: "blas" leaves the matrix products to the BLAS
+    (MKL's or oneDNN's GEMV), "stream" makes those of a few rows streaming reductions (:mod:`seqlab.nn.gemv`:
+    2-3x the BLAS's GEMV on an AMD EPYC, while MKL's GEMV wins on Intel CPUs). The caller chooses
+    (:func:`seqlab.devices.decode_products` measures this CPU once).
     """
+    if products not in PRODUCTS:
+        raise SeqlabError(f"unknown decode products {products!r}; use one of {', '.join(PRODUCTS)}")
     if not (compile and hasattr(model, "step")):
         return lambda ids, cache: model(ids, cache=cache)
-    step = _COMPILED_STEPS.get(model)
+    step = _COMPILED_STEPS.get(model, {}).get(products)
     if step is None:
         # C++ wrapper and frozen weights: less per-call overhead (weights are constants of the graph, so a
         # model trained further after this call must be compiled again: it is, as a new model object). Not
         # frozen with bf16/int8 weights: freezing would fold their conversion back into fp32 constants.
         options = {"cpp_wrapper": True, "freezing": not has_weight_only(model)}
-        if gemv.streaming():
+        if products == "stream":
             backend = functools.partial(gemv.backend, **options)
             step = torch.compile(model.step, dynamic=False, backend=backend)
         else:
             step = torch.compile(model.step, dynamic=False, options=options)
-        _COMPILED_STEPS[model] = step
+        _COMPILED_STEPS.setdefault(model, {})[products] = step
     warm = [False]
 
     def run(ids, cache):
@@ -128,10 +133,12 @@ def decode_step(model, compile: bool = False):
 @torch.inference_mode()
 def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sampling = Sampling(),
              seed: int | None = None, eos_id: int | None = None, use_cache: bool = True,
-             device: torch.device | None = None, compile: bool = False) -> list[list[int]]:
+             device: torch.device | None = None, compile: bool = False, products: str = "blas") -> list[list[int]]:
     """Continue each prompt; returns the new tokens of each (the ``<eos>`` that stopped it included).
 
-    ``compile`` runs the cached one-token step through ``torch.compile`` (worth it for long outputs).
+    ``compile`` runs the cached one-token step through ``torch.compile`` (worth it for long outputs), its
+    few-row products as ``products`` says (:func:`decode_step`). This call never changes torch's thread count:
+    the process's owner sets it (``seqlab generate --threads``).
 
     ``model(ids (batch, seq), cache=None) -> logits (batch, seq, vocab)`` with ``model.cfg.max_len``
     and ``model.new_cache(batch, device, dtype)`` (seqlab.models.transformer.TransformerLM).
@@ -141,10 +148,10 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
     if any(len(p) == 0 for p in prompts):
         raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
     device = device or next(model.parameters()).device
-    return _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile)
+    return _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile, products)
 
 
-def _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile):
+def _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile, products):
     out: list[list[int]] = [[] for _ in prompts]
     for index in _batches(model, prompts, max_new_tokens, use_cache):
         longest = max(len(prompts[i]) for i in index)
@@ -153,7 +160,7 @@ def _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache,
         ids = torch.tensor(rows, dtype=torch.long, device=device)  # (batch, seq)
         generators = [torch.Generator(device=device).manual_seed(0 if seed is None else seed) for _ in index]
         new = _generate_group(model, ids, max_new_tokens, sampling, generators, eos_id, use_cache,
-                              decode_step(model, compile and use_cache), pads if any(pads) else None)
+                              decode_step(model, compile and use_cache, products), pads if any(pads) else None)
         for row, i in enumerate(index):
             out[i] = new[row]
     return out

@@ -1,5 +1,6 @@
 """Where training runs: the device, the processes under ``torchrun`` (and the signals that stop them) and the
-precision.
+precision; and the one machine-dependent choice of decoding, made here and passed down as an argument:
+:func:`decode_products` (measured on this CPU once, cached, overridable by ``SEQLAB_DECODE_GEMV``).
 
 Multi-process and multi-node training is PyTorch DDP (DESIGN.md): ``torchrun`` sets ``WORLD_SIZE``, ``RANK`` and
 ``LOCAL_RANK``; every process joins one group (gloo on CPU, NCCL on CUDA), and only rank 0 writes.
@@ -10,8 +11,12 @@ CPUs: ../shared/notes/cpu-performance.md), fp32 elsewhere.
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
+import logging
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +24,8 @@ import torch
 
 from seqlab import signals
 from seqlab.errors import SeqlabError
+
+log = logging.getLogger("seqlab")
 
 
 @dataclass(frozen=True)
@@ -121,3 +128,87 @@ class StopSignals:
 
     def __exit__(self, *exc):
         return self._handling.__exit__(*exc)
+
+
+# ---- decoding: how the compiled step multiplies a few rows by the weights -------------------------------------
+
+DECODE_PRODUCTS_KEY = "SEQLAB_DECODE_GEMV"  # "stream" | "blas" | "auto" (measure; the default)
+CHOICES_FILE = "choices.json"  # under $SEQLAB_CACHE: {"CPU model | torch version": {"decode_products": ...}}
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (e.g. "AMD EPYC"), or the platform's processor string."""
+    import platform
+
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    return platform.processor() or platform.machine()
+
+
+def decode_products(device: torch.device) -> str:
+    """How compiled decoding on ``device`` multiplies its few rows by the weights (:func:`seqlab.decode.decode_step`):
+    "stream" (inductor reductions that stream each weight once: 2-3x the BLAS on an AMD EPYC) or "blas" (MKL's or
+    oneDNN's GEMV, which wins on Intel CPUs). ``SEQLAB_DECODE_GEMV=stream|blas`` decides; otherwise the choice
+    measured on this CPU (cached in ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model and torch version), or
+    measured now, once (about 10 s), and logged once. Not on CPU: "blas"."""
+    choice = os.environ.get(DECODE_PRODUCTS_KEY, "auto").strip().lower() or "auto"
+    if choice not in ("auto", "stream", "blas"):
+        raise SeqlabError(f"{DECODE_PRODUCTS_KEY}={choice!r} is not a choice; use auto, stream or blas")
+    if device.type != "cpu":
+        return "blas"
+    return choice if choice != "auto" else _measured_products()
+
+
+@functools.cache  # once per process; the file keeps it across processes
+def _measured_products() -> str:
+    from seqlab.data.download import cache_dir
+    from seqlab.io import write_json_atomic
+
+    key = f"{cpu_model()} | torch {torch.__version__}"
+    path = cache_dir() / CHOICES_FILE
+    with contextlib.suppress(OSError, ValueError):
+        cached = json.loads(path.read_text(encoding="utf-8")).get(key, {}).get("decode_products")
+        if cached in ("stream", "blas"):
+            return cached
+    seconds = _time_products()
+    choice = min(seconds, key=seconds.get)
+    with contextlib.suppress(OSError, ValueError):  # a read-only cache: measured again next time, still correct
+        known = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        known[key] = {**known.get(key, {}), "decode_products": choice,
+                      "decode_products_ms": {k: round(v * 1e3, 4) for k, v in seconds.items()}}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, known)
+    log.info("seqlab: compiled decoding on this CPU (%s) uses %s products: %s (measured once, cached in %s; "
+             "%s=stream|blas overrides)", key, choice,
+             ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in seconds.items()), path, DECODE_PRODUCTS_KEY)
+    return choice
+
+
+def _time_products(rounds: int = 5, calls: int = 100) -> dict[str, float]:
+    """Seconds per call of a decode-shaped block (1 row through 384 -> 1536 -> GELU -> 384, the bench model's
+    FFN) compiled both ways as the decode step is (frozen weights), timed interleaved; medians of ``rounds``."""
+    from torch import nn
+
+    from seqlab.nn import gemv
+
+    gen = torch.Generator().manual_seed(0)
+    block = nn.Sequential(nn.Linear(384, 1536), nn.GELU(), nn.Linear(1536, 384)).eval()
+    x = torch.randn(1, 384, generator=gen)
+    ways = {"blas": torch.compile(block, dynamic=False, options={"freezing": True}),
+            "stream": torch.compile(block, dynamic=False, backend=functools.partial(gemv.backend, freezing=True))}
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    with torch.no_grad():
+        for step in ways.values():  # compile, warm
+            step(x)
+            step(x)
+        for _ in range(rounds):
+            for name, step in ways.items():
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    step(x)
+                times[name].append((time.perf_counter() - t0) / calls)
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+

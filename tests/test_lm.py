@@ -226,18 +226,69 @@ def test_gemv_reductions_equal_the_matrix_products():
 PROMPTS = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2], [3, 1], [9, 8, 7, 6, 5, 4, 3], [4, 4, 4], [10], [6, 2, 8, 1, 7]]
 
 
-@pytest.mark.parametrize("gemv_choice, rows", [("stream", 1), ("stream", 8), ("blas", 8)])
-def test_compiled_decode_step_equals_eager(gemv_choice, rows, monkeypatch):
+@pytest.mark.parametrize("products, rows", [("stream", 1), ("stream", 8), ("blas", 8)])
+def test_compiled_decode_step_equals_eager(products, rows):
     """The torch.compile'd static decode step (frozen weights, C++ wrapper; the products as streaming
     reductions or BLAS calls) gives the same tokens at batch 1 and in a left-padded batch of 8 (CI runs it: it
     is the path `seqlab generate --compile` and bench/generate.py advertise)."""
-    monkeypatch.setenv("SEQLAB_DECODE_GEMV", gemv_choice)
-    gemv.streaming.cache_clear()
     model = tiny_lm(max_len=40, dtype=torch.float32)
     prompts = PROMPTS[:rows]
     eager = generate(model, prompts, 30, Sampling(0))
-    compiled = generate(model, prompts, 30, Sampling(0), compile=True)
-    again = generate(model, prompts, 30, Sampling(0), compile=True)  # warm: guards skipped
+    compiled = generate(model, prompts, 30, Sampling(0), compile=True, products=products)
+    again = generate(model, prompts, 30, Sampling(0), compile=True, products=products)  # warm: guards skipped
     assert eager == compiled == again
     assert len(compiled) == rows and all(len(tokens) == 30 for tokens in compiled)
-    gemv.streaming.cache_clear()
+    with pytest.raises(SeqlabError, match="unknown decode products 'gemm'"):
+        generate(model, prompts, 1, Sampling(0), compile=True, products="gemm")
+
+
+def test_every_attention_choice_gives_the_same_tokens_and_losses():
+    """model.impl = auto | fused | equations (seqlab.nn.attention.attention_path): one model, the same greedy tokens
+    (cached decoding and without the cache) and the same training loss in fp32 and under bf16 autocast."""
+    from seqlab.nn.attention import IMPLS, attention_path, set_attention_impl
+
+    model = tiny_lm(max_len=40, dtype=torch.float32)
+    ids = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(3))
+    tokens, losses = {}, {}
+    for impl in IMPLS:
+        set_attention_impl(model, impl)
+        tokens[impl] = [generate(model, PROMPTS, 12, Sampling(0), use_cache=cache) for cache in (True, False)]
+        for bf16 in (False, True):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(ids[:, :-1])
+            losses[impl, bf16] = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), ids[:, 1:].flatten()).item()
+    assert tokens["auto"] == tokens["fused"] == tokens["equations"]
+    assert tokens["auto"][0] == tokens["auto"][1]
+    for bf16, tol in ((False, 1e-6), (True, 2e-2)):
+        assert max(abs(losses[impl, bf16] - losses["equations", bf16]) for impl in IMPLS) <= tol
+    q32, q16 = torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4, dtype=torch.bfloat16)
+    assert [attention_path("auto", q32, 0.0, False), attention_path("auto", q32, 0.0, True),
+            attention_path("auto", q32, 0.1, False), attention_path("auto", q16, 0.0, False),
+            attention_path("fused", q16, 0.1, True)] == ["fused", "equations", "equations", "equations", "fused"]
+
+
+def test_decode_products_are_chosen_once_per_machine_and_overridable(tmp_path, monkeypatch):
+    """seqlab.devices.decode_products: the SEQLAB_DECODE_GEMV override, else the choice measured once on this CPU and
+    cached in $SEQLAB_CACHE/choices.json (keyed by CPU model and torch version); no measuring off the CPU."""
+    import json
+
+    from seqlab import devices
+
+    monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path))
+    devices._measured_products.cache_clear()
+    for choice in ("stream", "blas"):
+        monkeypatch.setenv("SEQLAB_DECODE_GEMV", choice)
+        assert devices.decode_products(torch.device("cpu")) == choice
+    monkeypatch.setenv("SEQLAB_DECODE_GEMV", "fast")
+    with pytest.raises(SeqlabError, match="SEQLAB_DECODE_GEMV='fast' is not a choice"):
+        devices.decode_products(torch.device("cpu"))
+    monkeypatch.delenv("SEQLAB_DECODE_GEMV")
+    assert devices.decode_products(torch.device("cuda")) == "blas"
+    timed = []
+    monkeypatch.setattr(devices, "_time_products", lambda: timed.append(1) or {"blas": 2e-5, "stream": 1e-5})
+    assert devices.decode_products(torch.device("cpu")) == "stream" and timed == [1]
+    devices._measured_products.cache_clear()  # a new process: the file answers, nothing is timed again
+    assert devices.decode_products(torch.device("cpu")) == "stream" and timed == [1]
+    (key, entry), = json.loads((tmp_path / "choices.json").read_text()).items()
+    assert key == f"{devices.cpu_model()} | torch {torch.__version__}" and entry["decode_products"] == "stream"
+    devices._measured_products.cache_clear()

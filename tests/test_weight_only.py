@@ -88,7 +88,7 @@ def test_generate_dtype_flag(serve_runs, capsys):
     run = runs / ids["lm"].split("/")[1]
     lm = api.load(run, device="cpu")
     assert lm.use_weight_dtype("fp32") == 0
-    decode._COMPILED_STEPS[lm.model] = object()  # as if compiled before: it held the fp32 layers
+    decode._COMPILED_STEPS[lm.model] = {"blas": object()}  # as if compiled before: it held the fp32 layers
     assert lm.use_weight_dtype("int8") == 2 * 4
     assert lm.model not in decode._COMPILED_STEPS
     want = lm.generate("The ", max_new_tokens=20, temperature=0)

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError, check_positive, check_size
-from seqlab.nn.attention import KVCache, LayerKV, MultiHeadAttention, check_heads
+from seqlab.nn.attention import IMPLS, KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
 from seqlab.nn.masks import combine, key_padding_to_attn
@@ -55,6 +55,7 @@ class TransformerConfig:
     tie_embeddings: bool = True  # the output projection shares the (target) token embedding matrix
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (seed 001; seed 002 does not)
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm
+    impl: str = "auto"  # attention path: "auto" (measured rule: seqlab.nn.attention.attention_path), "fused", "equations"
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "n_heads", "d_model", "d_ff", "max_len"):
@@ -63,6 +64,7 @@ class TransformerConfig:
         _check_choice("norm", self.norm, PLACEMENTS)
         _check_choice("positions", self.positions, POSITIONS)
         _check_choice("activation", self.activation, ACTIVATIONS)
+        _check_choice("impl", self.impl, IMPLS)
         if not 0.0 <= self.dropout < 1.0:
             raise SeqlabError(f"dropout={self.dropout} is outside [0, 1); use e.g. 0.1, or 0 to turn it off")
         if not self.layer_norm_eps > 0:
@@ -163,7 +165,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, cfg.impl)
         self.self_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
@@ -182,10 +184,11 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, cross_attention: bool = True) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, causal=True)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, cfg.impl, causal=True)
         self.self_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
         if cross_attention:
-            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, cross=True)
+            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, cfg.impl,
+                                                 cross=True)
             self.cross_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
         else:
             self.cross_attn = self.cross_res = None

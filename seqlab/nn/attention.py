@@ -34,7 +34,7 @@ from seqlab.errors import SeqlabError
 from seqlab.nn.dropout import dropout
 from seqlab.nn.masks import causal_mask, causal_mask_at, combine, masked_softmax, open_empty_rows, to_additive
 
-IMPLS = ("fused", "equations")
+IMPLS = ("auto", "fused", "equations")  # MultiHeadAttention.impl: which path computes att(Q, K, V, M)
 
 
 def check_heads(d_model: int, n_heads: int) -> None:
@@ -251,9 +251,9 @@ class MultiHeadAttention(nn.Module):
     eqs 8-14; seed 002 steps). Self-attention computes Q, K, V with ONE packed projection ``qkv``
     (rows [W^Q; W^K; W^V], the layout of torch's ``in_proj_weight``: one GEMM). Cross-attention
     (``cross=True``) takes Q from x and K, V from a context: ``q`` and packed ``kv`` projections.
-    ``causal=True`` makes self-attention causal (seed 001's M). ``impl`` ("fused" = SDPA, or
-    "equations" = :func:`attention_equations`) may be switched at any time, e.g. by
-    :func:`set_attention_impl`. ``forward`` returns the output, or with ``need_weights`` an :class:`Attended`
+    ``causal=True`` makes self-attention causal (seed 001's M). ``impl`` ("auto", "fused" = SDPA, or
+    "equations" = :func:`attention_equations`; :func:`attention_path` says which path a call takes) is a
+    config choice (``model.impl``) and may be switched, e.g. by :func:`set_attention_impl`. ``forward`` returns the output, or with ``need_weights`` an :class:`Attended`
     through the equations path (SDPA does not expose the weights).
     """
 
@@ -263,7 +263,7 @@ class MultiHeadAttention(nn.Module):
         n_heads: int,
         dropout: float = 0.0,
         bias: bool = True,
-        impl: str = "fused",
+        impl: str = "auto",
         causal: bool = False,
         cross: bool = False,
     ) -> None:
@@ -312,11 +312,8 @@ class MultiHeadAttention(nn.Module):
             if self.causal:
                 mask, is_causal = combine(causal_mask_at(cache.positions, k.shape[-2]), mask), False
         p = self.dropout if self.training else 0.0
-        # one query against the cache (a decode step): explicit matmuls beat SDPA's per-call overhead
-        one_step = cache is not None and q.shape[-2] == 1
-        # in training with dropout on CPU the explicit path too: its dropout is cheaper than SDPA's (nn/dropout.py)
-        cpu_dropout = p > 0.0 and x.device.type == "cpu"
-        if need_weights or self.impl == "equations" or one_step or cpu_dropout:
+        cached_step = cache is not None and q.shape[-2] == 1  # one query against the cache: a decode step
+        if need_weights or attention_path(self.impl, q, p, cached_step) == "equations":
             o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
         else:
             o, weights = attention_fused(q, k, v, mask, p, self.training, is_causal), None
@@ -324,8 +321,25 @@ class MultiHeadAttention(nn.Module):
         return Attended(out, weights) if need_weights else out
 
 
+def attention_path(impl: str, q: Tensor, dropout: float, cached_step: bool) -> str:
+    """The path one attention call takes: "fused" (SDPA) or "equations" (the weights, when asked for, always come
+    from the equations path: SDPA does not expose them). "fused" and "equations" are taken as given; "auto" (the
+    default) takes the equations path where it measured faster, and SDPA elsewhere:
+
+    - a one-query step against a KV cache (decoding): SDPA's per-call overhead exceeds the work;
+    - on CPU, dropout in training: its dropout is cheaper than SDPA's (seqlab.nn.dropout, bench/RESULTS.md);
+    - on CPU in bf16 (autocast): explicit bf16 matmuls beat SDPA's CPU kernel in training (lm_throughput).
+
+    q (batch, head, seq_q, depth): its device and dtype (bf16 under autocast) are all the rule reads.
+    """
+    if impl != "auto":
+        return impl
+    on_cpu = q.device.type == "cpu"
+    return "equations" if cached_step or (on_cpu and (dropout > 0.0 or q.dtype == torch.bfloat16)) else "fused"
+
+
 def set_attention_impl(model: nn.Module, impl: str) -> None:
-    """Switch every MultiHeadAttention in ``model`` to ``impl`` ("fused" or "equations"), in place."""
+    """Switch every MultiHeadAttention in ``model`` to ``impl`` ("auto", "fused" or "equations"), in place."""
     if impl not in IMPLS:
         raise SeqlabError(f"unknown attention impl {impl!r}; use one of {', '.join(IMPLS)}")
     for module in model.modules():

@@ -10,7 +10,9 @@ streams each row of W once (24-26 GB/s there, the memory's read bandwidth) with 
 elementwise ops fused in.
 
 ``backend`` is a torch.compile backend: inductor, with these decompositions for products of at most
-``ROWS`` rows (larger ones, e.g. a prompt, still go to the BLAS). Only the summation order differs from the
+``ROWS`` rows (larger ones, e.g. a prompt, still go to the BLAS). Whether decoding uses it is not decided here:
+the caller passes ``products="stream"`` or ``"blas"`` to :func:`seqlab.decode.generate` (seqlab.devices
+chooses, by measuring this CPU once). Only the summation order differs from the
 BLAS (fp32 sums of the same products, about 1e-7 relative).
 
 Shapes: rows (batch x tokens of the step); in, out (a weight's input and output widths); batch; keys.
@@ -18,13 +20,9 @@ Shapes: rows (batch x tokens of the step); in, out (a weight's input and output 
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
 
 import torch
 
-from seqlab.errors import SeqlabError
 
 # A product with at most this many rows (per batch entry of a bmm) is a streaming reduction: batch-1 decoding,
 # a bmm's one query per head at any batch, and up to 8 sequences decoded together (compiled batch-8 step, AMD
@@ -81,23 +79,3 @@ def backend(gm, example_inputs, **config):
     from torch._inductor.compile_fx import compile_fx
 
     return compile_fx(gm, example_inputs, config_patches=config or None, decompositions=decompositions())
-
-
-@functools.cache
-def streaming() -> bool:
-    """Whether compiled decoding uses the streaming reductions: ``SEQLAB_DECODE_GEMV`` = "stream" or "blas",
-    else every CPU but Intel's (where MKL's GEMV takes its fast paths; measured at 2x HF there)."""
-    choice = os.environ.get("SEQLAB_DECODE_GEMV", "auto").strip().lower() or "auto"
-    if choice not in ("auto", "stream", "blas"):
-        raise SeqlabError(f"SEQLAB_DECODE_GEMV={choice!r} is not a choice; use auto, stream or blas")
-    return cpu_vendor() != "GenuineIntel" if choice == "auto" else choice == "stream"
-
-
-def cpu_vendor() -> str:
-    """The CPU's vendor_id from /proc/cpuinfo ("GenuineIntel", "AuthenticAMD", ...), or "" when unknown."""
-    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
-        for line in info:
-            key, _, value = line.partition(":")
-            if key.strip() == "vendor_id":
-                return value.strip()
-    return ""

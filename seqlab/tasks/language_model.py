@@ -13,6 +13,7 @@ from torch import nn
 from seqlab.config import RunConfig
 from seqlab.data.lm_tokens import SPLITS, load_splits
 from seqlab.decode import Sampling, forget_compiled, generate
+from seqlab.devices import decode_products
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import perplexity, score_stream
 from seqlab.nn.weight_only import to_weight_only
@@ -29,11 +30,14 @@ class LanguageModel:
     def generate(self, prompt: str | list[str], max_new_tokens: int = 200, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None, use_cache: bool = True,
                  compile: bool = False):
-        """The continuation of each prompt (text); a str for a str prompt, a list for a list."""
+        """The continuation of each prompt (text); a str for a str prompt, a list for a list. ``compile``: the
+        decode step through torch.compile, its products chosen for this machine (seqlab.devices.decode_products)."""
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
         ids = [self.tokenizer.encode(p) for p in prompts]
+        products = decode_products(self.device) if compile else "blas"
         new = generate(self.model, ids, max_new_tokens, Sampling(temperature, top_k, top_p), seed=seed,
-                       eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device, compile=compile)
+                       eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device, compile=compile,
+                       products=products)
         texts = [self.tokenizer.decode(t) for t in new]
         return texts[0] if isinstance(prompt, str) else texts
 

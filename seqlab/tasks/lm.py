@@ -32,7 +32,6 @@ from seqlab.metrics.lm import nll_sum, perplexity, score_stream
 from seqlab.models.gpt2 import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
-from seqlab.nn.attention import set_attention_impl
 from seqlab.tasks.language_model import LanguageModel
 from seqlab.text.tokenizers import load_tokenizer
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
@@ -178,12 +177,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         + ", ".join(f"{s} {len(splits[s]):,}" for s in SPLITS) + f"; vocabulary {tokenizer.vocab_size:,}")
     task = LMTask(model, splits, eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
                   label_smoothing=cfg.train.label_smoothing)
-    trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
-    if trainer.precision == "bf16" and trainer.device.type == "cpu":
-        set_attention_impl(model, "equations")  # explicit matmuls beat SDPA for bf16 training on CPU (notes)
-    state = trainer.run(resume)
-    set_attention_impl(model, "fused")
-    return state
+    return Trainer(task, cfg.train, run_dir, dist=dist, log=log).run(resume)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -47,7 +47,6 @@ from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
-from seqlab.nn.attention import set_attention_impl
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
 from seqlab.tasks.splits import scratch_run_dir, split_stores
@@ -214,14 +213,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     task = TranslateTask(model, examples["train"], examples["valid"], tgt_tok,
                          eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
                          label_smoothing=cfg.train.label_smoothing)
-    trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
-    equations = trainer.precision == "bf16" and trainer.device.type == "cpu" and isinstance(model, EncoderDecoder)
-    if equations:
-        set_attention_impl(model, "equations")  # explicit matmuls beat SDPA for bf16 training on CPU (lm.py)
-    state = trainer.run(resume)
-    if equations:
-        set_attention_impl(model, "fused")
-    return state
+    return Trainer(task, cfg.train, run_dir, dist=dist, log=log).run(resume)
 
 
 # ------------------------------------------------------------------------------------------------------
