@@ -190,10 +190,8 @@ def l3_bytes() -> tuple[int | None, str]:
         return int(float(m.group(1)) * units[m.group(2).upper()]) if m and m.group(2).upper() in units else None
 
     sysfs = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
-    try:
+    if sysfs.is_file():
         return parse(sysfs.read_text()), str(sysfs)
-    except OSError:
-        pass
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):

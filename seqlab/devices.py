@@ -154,9 +154,11 @@ def decode_products(device: torch.device) -> str:
     oneDNN's GEMV, which wins on Intel CPUs). ``SEQLAB_DECODE_GEMV=stream|blas`` decides; otherwise the choice
     measured on this CPU (cached in ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model and torch version), or
     measured now, once (about 10 s), and logged once. Not on CPU: "blas"."""
+    from seqlab.decode import PRODUCTS
+
     choice = os.environ.get(DECODE_PRODUCTS_KEY, "auto").strip().lower() or "auto"
-    if choice not in ("auto", "stream", "blas"):
-        raise SeqlabError(f"{DECODE_PRODUCTS_KEY}={choice!r} is not a choice; use auto, stream or blas")
+    if choice not in ("auto", *PRODUCTS):
+        raise SeqlabError(f"{DECODE_PRODUCTS_KEY}={choice!r} is not a choice; use auto, {', '.join(PRODUCTS)}")
     if device.type != "cpu":
         return "blas"
     return choice if choice != "auto" else _measured_products()
@@ -167,18 +169,21 @@ def _measured_products() -> str:
     from seqlab.data.download import cache_dir
     from seqlab.io import write_json_atomic
 
+    from seqlab.decode import PRODUCTS
+
     key = f"{cpu_model()} | torch {torch.__version__}"
     path = cache_dir() / CHOICES_FILE
-    with contextlib.suppress(OSError, ValueError):
-        cached = json.loads(path.read_text(encoding="utf-8")).get(key, {}).get("decode_products")
-        if cached in ("stream", "blas"):
-            return cached
+    known = {}
+    with contextlib.suppress(OSError, ValueError):  # no file yet, or a damaged one: measured (and rewritten)
+        known = json.loads(path.read_text(encoding="utf-8"))
+    cached = known.get(key, {}).get("decode_products") if isinstance(known, dict) else None
+    if cached in PRODUCTS:
+        return cached
     seconds = _time_products()
     choice = min(seconds, key=seconds.get)
-    with contextlib.suppress(OSError, ValueError):  # a read-only cache: measured again next time, still correct
-        known = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        known[key] = {**known.get(key, {}), "decode_products": choice,
-                      "decode_products_ms": {k: round(v * 1e3, 4) for k, v in seconds.items()}}
+    known = {**(known if isinstance(known, dict) else {}),
+             key: {"decode_products": choice, "decode_products_ms": {k: round(v * 1e3, 4) for k, v in seconds.items()}}}
+    with contextlib.suppress(OSError):  # a read-only cache: measured again next time, still correct
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, known)
     log.info("seqlab: compiled decoding on this CPU (%s) uses %s products: %s (measured once, cached in %s; "

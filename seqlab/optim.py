@@ -10,7 +10,6 @@ the schedule ends when the budget does.
 from __future__ import annotations
 
 import math
-import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ import torch
 from torch import nn
 
 from seqlab.config import TrainConfig
-from seqlab.io import read_metrics
+from seqlab.io import read_metrics, remove
 
 PROBE_STEPS = 40  # steps of the speed probe
 BUDGET_SHARE = 0.9  # of the budget for steps; the rest for validations and checkpoints (measured: 0.93 ran out)
@@ -89,7 +88,7 @@ def fit_steps(probe: Callable[[list[str], Path], object], minutes: float, out: P
         probe([f"train.max_steps={probe_steps}", *PROBE_OVERRIDES], scratch)
         rows = [r for r in read_metrics(scratch / "metrics.jsonl") if r.get("split") == "train"]
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove(scratch)
     elapsed = {r["step"]: r["tokens"] / r["tokens_per_s"] for r in rows}  # seconds since the first step began
     first, last = probe_steps // 4, max(elapsed)
     rate = (last - first) / (elapsed[last] - elapsed[first])  # steps per second, the start-up steps left out
