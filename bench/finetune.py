@@ -75,7 +75,7 @@ def run_task(task: str, args, scratch: Path) -> dict:
     cfg = resolve(preset, overrides + list(args.set))
     run_dir = args.out / f"bench-finetune-{task}" if args.out else ROOT / "runs" / f"bench-finetune-{task}"
     started = time.perf_counter()
-    api.train(cfg, run_dir, force=True)
+    api.train_run(cfg, run_dir, force=True)
     train_minutes = (time.perf_counter() - started) / 60
     steps = json.loads((run_dir / "state.json").read_text())["step"]
     started = time.perf_counter()

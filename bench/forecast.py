@@ -91,7 +91,7 @@ def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
     quiet = lambda *a, **k: None  # noqa: E731
     row: dict = {"series": name, "n": len(values), "tail": tail}
 
-    run = api.train("ar", folder / "ar", overrides=[*base, f"model.max_p={max_p}"], force=True, log=quiet)
+    run = api.train_run("ar", folder / "ar", overrides=[*base, f"model.max_p={max_p}"], force=True, log=quiet)
     ar = api.load(run)
     assert ar.series.n_test == tail and len(ar.series.history) == len(history), "split boundaries moved"
     ours = np.asarray(ar.predict(steps=tail))
@@ -111,7 +111,7 @@ def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
         scores, times = [], []
         for seed in range(seeds):
             t = time.perf_counter()
-            run = api.train(preset, folder / preset, overrides=[*base, f"train.seed={seed}"], force=True, log=quiet)
+            run = api.train_run(preset, folder / preset, overrides=[*base, f"train.seed={seed}"], force=True, log=quiet)
             times.append(time.perf_counter() - t)
             scores.append(api.load(run, device="cpu").evaluate("test")["rmse"])
         key = label.lower()

@@ -48,7 +48,7 @@ def seconds_per_step(cfg, steps: int = CALIBRATION_STEPS) -> float:
     short = replace(cfg, train=replace(cfg.train, max_steps=steps, log_every=steps, eval_every=0, save_every=0,
                                        max_minutes=0.0, progress=False))
     with tempfile.TemporaryDirectory() as scratch:
-        run = api.train(short, Path(scratch) / "calibrate", log=lambda *a, **k: None)
+        run = api.train_run(short, Path(scratch) / "calibrate", log=lambda *a, **k: None)
         rows = [r for r in read_metrics(run / "metrics.jsonl") if r["split"] == "train"]
     first, last = rows[0], rows[-1]  # steps 1 and `steps`
     elapsed = [r["tokens"] / r["tokens_per_s"] for r in (first, last)]
@@ -70,7 +70,7 @@ def train_and_time(cfg, run_dir: Path) -> tuple[float, int]:
     from seqlab import api
 
     started = time.perf_counter()
-    api.train(cfg, run_dir, force=True)
+    api.train_run(cfg, run_dir, force=True)
     minutes = (time.perf_counter() - started) / 60
     return minutes, json.loads((run_dir / "state.json").read_text())["step"]
 

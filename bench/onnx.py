@@ -121,7 +121,7 @@ def lm_run(tmp: Path) -> Path:
 
     overrides = ["train.max_steps=5", "train.eval_every=0", "train.save_every=0", "train.progress=false",
                  "train.precision=\"fp32\"", "train.device=\"cpu\""]
-    return api.train("lm-char", tmp / "lm-char", overrides=overrides, log=lambda *a, **k: None)
+    return api.train_run("lm-char", tmp / "lm-char", overrides=overrides, log=lambda *a, **k: None)
 
 
 def lm_workload(run: Path, batch: int, tmp: Path):

@@ -155,7 +155,7 @@ def main() -> None:
     ids = train_serve_runs(root, tmp / "data")
     corpus = tmp / "data" / "big.txt"
     corpus.write_text((tmp / "data" / "lm.txt").read_text() * 20)
-    api.train("lm-char", root / "big", overrides=[f"data.source={corpus}", "train.max_steps=10", "train.eval_every=5",
+    api.train_run("lm-char", root / "big", overrides=[f"data.source={corpus}", "train.max_steps=10", "train.eval_every=5",
                                                  "train.save_every=5", "train.warmup_steps=1", "train.progress=false",
                                                  "train.device=cpu"], log=lambda *a, **k: None)
     port = free_port()

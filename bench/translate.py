@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict:
     run_dir = args.out or ROOT / "runs" / f"bench-mt-{args.arch}-{args.direction}"
 
     started = time.perf_counter()
-    api.train(cfg, run_dir, force=True)
+    api.train_run(cfg, run_dir, force=True)
     train_minutes = (time.perf_counter() - started) / 60
     steps = json.loads((run_dir / "state.json").read_text())["step"]
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import filecmp
+import logging
 import os
 import shutil
 import tomllib
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from seqlab import checkpoint, rundir, signals
 from seqlab.config import DataConfig, RunConfig
@@ -42,7 +45,15 @@ class Interrupted(Exception):
         self.exit_code = exit_code
 
 
+logger = logging.getLogger("seqlab")
+INPUT_DIR = Path("data") / "input"  # in-memory data given to train(), spooled in the task's file format
+
 RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress", "train.keep_last"}
+
+
+def _info(*args, **kwargs) -> None:
+    """The library's default ``log``: an INFO record on the "seqlab" logger (the CLI passes its own printer)."""
+    logger.info(" ".join(map(str, args)))
 
 
 def _flatten(doc: dict) -> dict[str, object]:
@@ -79,7 +90,7 @@ def read_run_config(run_dir: str | Path) -> RunConfig:
     return registry.from_dict(tomllib.loads(path.read_text(encoding="utf-8")), drop_unused=True)
 
 
-def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log=print) -> rundir.RunLock:
+def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log=_info) -> rundir.RunLock:
     """Lock the run directory for this process: a new one, an existing one to continue (resume) or one to
     replace (force, moved aside until the new run's first checkpoint). What existed before is journalled in
     the lock, so that a failure before the first checkpoint undoes the start (``lock.close(failed=True)``)."""
@@ -134,17 +145,26 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
         yield
 
 
-def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
-          resume: bool = False, force: bool = False, log=print) -> Path:
-    """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory.
+def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
+              resume: bool = False, force: bool = False, log: Callable[..., Any] | None = None,
+              callbacks: Iterable[Any] = (), inputs: dict[str, Path] | None = None) -> Path:
+    """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory:
+    what ``seqlab train`` runs (:func:`train` is the notebook form, returning the trained object).
 
     The run directory appears when training starts: an error before the run's first checkpoint (bad data, a
     full disk, SIGTERM) removes what this call created and puts back what ``force`` replaced. One process
-    writes a run (``lock.json``); a second one is refused."""
+    writes a run (``lock.json``); a second one is refused. ``inputs`` maps a file name to a file staged
+    outside the run: each is moved into ``RUN/data/input/`` once the run directory is locked (in-memory data,
+    which ``cfg``'s data keys already name there)."""
     from seqlab.devices import init_distributed
+    from seqlab.trainer import calling
 
+    log = log or _info
     name = cfg if isinstance(cfg, str) else None
-    cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
+    if isinstance(cfg, str):
+        cfg = registry.resolve(cfg, overrides)
+    else:  # a RunConfig's overrides are applied, never dropped
+        cfg = registry.from_sections(cfg, None, overrides) if overrides else registry.complete(cfg)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
     check = getattr(task_module(cfg.task.kind), "check_config", None)  # inputs a task checks before any write
@@ -152,12 +172,15 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
         check(cfg)
     lock = prepare_run_dir(cfg, run_dir, resume=resume, force=force, log=log) if dist.main else None
     with _sigterm_ends(lock, run_dir):
-        dist.barrier()
         try:
+            if dist.main and inputs:
+                _take_inputs(run_dir, inputs)
+            dist.barrier()
             if dist.main:
                 write_text_atomic(run_dir / "config.toml", cfg.to_toml())
-            state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
-                                                     log=log if dist.main else (lambda *a, **k: None))
+            with calling(callbacks):
+                state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
+                                                         log=log if dist.main else (lambda *a, **k: None))
             if dist.main:
                 from seqlab.viz import plot_loss
 
@@ -176,8 +199,101 @@ def train(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: lis
 
         signum = state.get("signal") or signal.SIGINT
         raise Interrupted(f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step {state['step']} "
-                          f"in {run_dir}; continue with --resume", exit_code=128 + signum)
+                          f"in {run_dir}; continue with --resume (resume=True from Python)",
+                          exit_code=128 + signum)
     return run_dir
+
+
+def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, train_data: Any = None,
+          valid_data: Any = None, test_data: Any = None, config: dict[str, dict[str, Any]] | None = None,
+          overrides: list[str] | None = None, resume: bool = False, force: bool = False,
+          callbacks: Iterable[Any] = (), device: str | None = None, log: Callable[..., Any] | None = None):
+    """Train and return the trained object (what :func:`load` returns for the run: a LanguageModel,
+    SequenceTagger, ...), with ``.run_dir``, ``.config`` and ``.metrics``.
+
+    ``preset_or_config``: a preset name, a TOML path or a RunConfig. ``config``: sections of keys on top of it,
+    ``{"model": {"n_layers": 4}, "train": {"max_steps": 500}}``, checked as ``--set`` is (an unknown or unused
+    key is an error naming the valid ones); then ``overrides`` ("section.key=value" strings).
+
+    ``train_data`` / ``valid_data`` / ``test_data``: in-memory data in the task's form (lm: a str or strings;
+    embed: token lists or strings; tag: lists of (token, tag); classify: (text, label); translate: (source,
+    target); forecast: a 1-D series), written once into ``RUN/data/input/`` in the task's file format, which
+    the run's ``data.train`` / ``valid`` / ``test`` then name (so ``config.toml``, resume, ``seqlab eval`` and
+    ``seqlab serve`` work as for files). Without ``valid_data`` / ``test_data``, ``data.split`` cuts them.
+
+    ``out``: the run directory; None writes a fresh ``runs/<preset>-<timestamp>`` (logged, and shown on the
+    progress bar). ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
+    ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
+    Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
+    continues. Under ``torchrun`` every process returns the object."""
+    from seqlab.data.in_memory import data_file_name, spool
+    from seqlab.trainer import check_callbacks
+
+    cfg = registry.from_sections(preset_or_config, config, overrides)
+    callbacks = check_callbacks(callbacks)
+    name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
+    run_dir = Path(out) if out is not None else fresh_run_dir(name)
+    given = {key: data for key, data in (("train", train_data), ("valid", valid_data), ("test", test_data))
+             if data is not None}
+    if valid_data is not None and train_data is None or test_data is not None and train_data is None:
+        raise SeqlabError("valid_data / test_data need train_data too; give train_data, or name files in "
+                          "config={'data': {'train': ..., 'valid': ..., 'test': ...}}")
+    with contextlib.ExitStack() as stack:
+        inputs: dict[str, Path] = {}
+        if given:
+            staging = Path(stack.enter_context(_staging_dir(run_dir)))
+            folder = run_dir.resolve() / INPUT_DIR
+            paths = {}
+            for split, data in given.items():
+                file = data_file_name(cfg.task.kind, split)
+                inputs[file] = spool(cfg.task.kind, data, staging / file, what=f"{split}_data")
+                paths[split] = str(folder / file)
+            cfg = registry.from_sections(cfg, {"data": {**paths, **{s: "" for s in ("valid", "test")
+                                                                     if s not in paths}}})
+        if out is None:
+            log = log or _info
+            log(f"training {name} into {run_dir}")
+        train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
+    return load(run_dir, device=device)
+
+
+def fresh_run_dir(name: str, root: Path = Path("runs")) -> Path:
+    """``runs/NAME-YYYYmmdd-HHMMSS`` (``-2``, ``-3``... when that exists): where :func:`train` writes a run
+    given no ``out``."""
+    import time
+
+    base = root / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+@contextlib.contextmanager
+def _staging_dir(run_dir: Path):
+    """A temporary folder beside the run directory (same file system, so the spooled files move by rename)."""
+    import tempfile
+
+    parent = run_dir.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{run_dir.name}.input-", dir=parent) as staging:
+        yield staging
+
+
+def _take_inputs(run_dir: Path, inputs: dict[str, Path]) -> None:
+    """Move the staged in-memory data into ``RUN/data/input/``; on resume the files there must be identical."""
+    folder = run_dir / INPUT_DIR
+    for name, staged in inputs.items():
+        kept = folder / name
+        if kept.exists():
+            if not filecmp.cmp(kept, staged, shallow=False):
+                what = name.partition(".")[0]
+                raise SeqlabError(f"{what}_data differs from the data {run_dir} was trained on ({kept}); "
+                                  "give the same data to resume, or train into a new out= (or force=True)")
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.move(staged, kept)
 
 
 def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,

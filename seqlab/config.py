@@ -24,7 +24,7 @@ import os
 import tomllib
 import types
 import typing
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -156,6 +156,8 @@ class ParsedConfig:
     train_given: tuple[str, ...]  # the train keys the config sets (preset, TOML file or --set), as written
     arch: str  # model.arch
     model: dict[str, Any]  # the other model.* keys, as given
+    given: frozenset[str] = frozenset()  # "section.key" the user set (--set, sections), not the preset or file:
+    # a model key the user set that the other keys leave unused is refused (seqlab.tasks.registry.build)
 
 
 @dataclass(frozen=True)
@@ -189,8 +191,9 @@ class RunConfig:
 # parsing dicts, TOML files, presets and overrides
 
 
-def parse(raw: dict[str, Any]) -> ParsedConfig:
-    """Validate the ``task``, ``data`` and ``train`` sections of a nested dict {section: {key: value}}."""
+def parse(raw: dict[str, Any], given: Collection[str] = ()) -> ParsedConfig:
+    """Validate the ``task``, ``data`` and ``train`` sections of a nested dict {section: {key: value}};
+    ``given``: the ``section.key`` names the user set on top of a preset or file (:func:`given_keys`)."""
     unknown = set(raw) - set(SECTIONS)
     if unknown:
         raise SeqlabError(f"unknown config section(s) {sorted(unknown)}; valid sections: {', '.join(SECTIONS)}")
@@ -202,7 +205,7 @@ def parse(raw: dict[str, Any]) -> ParsedConfig:
     if not isinstance(arch, str):
         raise SeqlabError(f"model.arch must be a string, got {arch!r}")
     return ParsedConfig(task=task, data=data, train=train, train_given=tuple(_table(raw, "train")), arch=arch,
-                        model=model)
+                        model=model, given=frozenset(given))
 
 
 def _table(raw: dict[str, Any], section: str) -> dict[str, Any]:
@@ -260,7 +263,12 @@ def load_preset_or_file(name_or_path: str) -> dict[str, Any]:
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``section.key=value`` strings; values are parsed as TOML values (bare words are strings)."""
-    raw = {k: dict(_table(raw, k)) if k in SECTIONS else v for k, v in raw.items()}  # parse() names unknown ones
+    return merge_sections(raw, parse_overrides(overrides))
+
+
+def parse_overrides(overrides: list[str]) -> dict[str, dict[str, Any]]:
+    """``section.key=value`` strings as sections {section: {key: value}} (a later string wins)."""
+    sections: dict[str, dict[str, Any]] = {}
     for item in overrides:
         key, sep, value = item.partition("=")
         section, dot, name = key.strip().partition(".")
@@ -268,8 +276,34 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
             raise SeqlabError(f"--set {item!r} must look like section.key=value, e.g. --set train.max_steps=500")
         if section not in SECTIONS:
             raise SeqlabError(f"--set {item!r}: unknown section {section!r}; valid sections: {', '.join(SECTIONS)}")
-        raw.setdefault(section, {})[name] = parse_value(value.strip())
+        sections.setdefault(section, {})[name] = parse_value(value.strip())
+    return sections
+
+
+def merge_sections(raw: dict[str, Any], sections: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` (a preset, file or run config) with the keys of ``sections`` ({"model": {"n_layers": 4}, ...})
+    set on top: a copy, section by section; an unknown section or a section that is not a dict is an error
+    (the keys are checked when the result is parsed, as every key is)."""
+    if not isinstance(sections, Mapping):
+        raise SeqlabError(f"sections must be a dict of sections like {{\"model\": {{\"n_layers\": 4}}}}, got "
+                          f"{type(sections).__name__}")
+    raw = {k: dict(_table(raw, k)) if k in SECTIONS else v for k, v in raw.items()}  # parse() names unknown ones
+    for section, values in sections.items():
+        if section not in SECTIONS:
+            raise SeqlabError(f"unknown config section {section!r}; valid sections: {', '.join(SECTIONS)}")
+        if not isinstance(values, Mapping):
+            raise SeqlabError(f"section {section} must be a dict of keys, e.g. {{\"{section}\": {{\"KEY\": VALUE}}}}, "
+                              f"got {section} = {values!r}")
+        for key, value in values.items():
+            if not isinstance(key, str):
+                raise SeqlabError(f"section {section}: key {key!r} is not a str; name keys as str, e.g. \"max_steps\"")
+            raw.setdefault(section, {})[key] = value
     return raw
+
+
+def given_keys(sections: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+    """The ``section.key`` names that ``sections`` (or ``--set`` strings, :func:`parse_overrides`) set."""
+    return frozenset(f"{section}.{key}" for section, values in sections.items() for key in values)
 
 
 def parse_value(text: str) -> Any:
@@ -355,7 +389,8 @@ def _choice(key: str, value: Any, options: tuple[str, ...]) -> None:
 
 
 def _at_least(key: str, value: float, low: float) -> None:
-    if not (value >= low and math.isfinite(value)):  # also refuses NaN and infinity
+    if not (value >= low and (isinstance(value, int) or math.isfinite(value))):  # refuses NaN and infinity (an int
+        # is finite; math.isfinite would overflow converting a 400-digit one)
         raise SeqlabError(f"{key} must be >= {low}{'' if isinstance(value, int) else ' and finite'}, got {value}")
 
 

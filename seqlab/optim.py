@@ -76,12 +76,10 @@ def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, 
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
-def fit_steps(probe: Callable[[list[str], Path], object], minutes: float, out: Path, log,
-              probe_steps: int = PROBE_STEPS) -> int:
-    """How many steps fit in ``minutes`` on this machine: ``probe(overrides, run_dir)`` trains the run to be fitted
-    with ``overrides`` added (``probe_steps`` steps, :data:`PROBE_OVERRIDES`) into a scratch run directory beside
-    ``out``, removed afterwards; its step rate (the first quarter of the steps left out as start-up) sets the
-    length, so the learning-rate schedule ends (the rate decayed to min_lr) when the time budget does, on any CPU."""
+def probe_rate(probe: Callable[[list[str], Path], object], out: Path, probe_steps: int = PROBE_STEPS) -> float:
+    """This machine's steps per second for a run: ``probe(overrides, run_dir)`` trains it with ``overrides`` added
+    (``probe_steps`` steps, :data:`PROBE_OVERRIDES`) into a scratch run directory beside ``out``, removed
+    afterwards; the first quarter of the steps is left out as start-up."""
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".demo-probe-", dir=out.parent))
     try:
@@ -91,7 +89,19 @@ def fit_steps(probe: Callable[[list[str], Path], object], minutes: float, out: P
         remove(scratch)
     elapsed = {r["step"]: r["tokens"] / r["tokens_per_s"] for r in rows}  # seconds since the first step began
     first, last = probe_steps // 4, max(elapsed)
-    rate = (last - first) / (elapsed[last] - elapsed[first])  # steps per second, the start-up steps left out
-    steps = max(100, int(rate * 60 * minutes * BUDGET_SHARE))
+    return (last - first) / (elapsed[last] - elapsed[first])
+
+
+def budget_steps(steps_per_s: float, minutes: float) -> int:
+    """The steps that fit in ``minutes`` at ``steps_per_s``, leaving :data:`BUDGET_SHARE` for validations and
+    checkpoints, so the learning-rate schedule ends (decayed to min_lr) when the time budget does."""
+    return max(100, int(steps_per_s * 60 * minutes * BUDGET_SHARE))
+
+
+def fit_steps(probe: Callable[[list[str], Path], object], minutes: float, out: Path, log,
+              probe_steps: int = PROBE_STEPS) -> int:
+    """How many steps fit in ``minutes`` on this machine (:func:`probe_rate`, :func:`budget_steps`)."""
+    rate = probe_rate(probe, out, probe_steps)
+    steps = budget_steps(rate, minutes)
     log(f"demo: {rate:.1f} steps/s on this machine; a {steps:,}-step schedule fits {minutes:g} min")
     return steps

@@ -1,7 +1,9 @@
 """Plots: loss curves, attention heatmaps (seed 002's "your cat is a lovely cat" matrix), embedding maps.
 
 matplotlib runs with the non-interactive Agg backend; every figure is written atomically (temporary
-file + rename), and an ``--out`` path's missing parent folders are created.
+file + rename), and an ``--out`` path's missing parent folders are created. The ``*_figure`` builders return
+the Figure itself (made outside pyplot, :func:`new_figure`), for the notebook results of
+:mod:`seqlab.tasks.results`; the ``plot_*`` functions write them.
 """
 
 from __future__ import annotations
@@ -56,9 +58,26 @@ def plot_loss(metrics_path: str | Path, out: str | Path, chosen_step: int | None
     return save_figure(fig, out)
 
 
-def plot_attention(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray | list, out: str | Path,
-                   titles: list[str] | None = None, cols: int = 4) -> Path:
-    """One heatmap per (layer, head): queries down, keys across, rows summing to 1.
+def new_figure(figsize: tuple[float, float]):
+    """A matplotlib Figure outside pyplot's state: nothing to close, no backend switched (a notebook keeps its
+    own), shown inline by Jupyter and written with :func:`save_figure`."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize)
+
+
+def figure_png(fig) -> bytes:
+    """The PNG bytes of a figure, for ``_repr_png_`` (what Jupyter shows inline)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def attention_figure(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray | list,
+                     titles: list[str] | None = None, cols: int = 4):
+    """One heatmap per (layer, head): queries down, keys across, rows summing to 1; a Figure.
 
     ``weights`` is (maps, seq_q, seq_k); ``titles`` names each map (e.g. "layer 0 head 1").
     """
@@ -69,8 +88,8 @@ def plot_attention(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
     size = max(2.5, 0.32 * max(len(tokens_q), len(tokens_k)) + 1)
-    plt = pyplot()
-    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
+    fig = new_figure((size * cols, size * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     labels_q = [repr(t)[1:-1] for t in tokens_q]
     labels_k = [repr(t)[1:-1] for t in tokens_k]
     for i, ax in enumerate(axes.flat):
@@ -87,4 +106,25 @@ def plot_attention(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray
                 for c in range(w.shape[2]):
                     ax.text(c, r, f"{w[i, r, c]:.2f}", ha="center", va="center", fontsize=6,
                             color="white" if w[i, r, c] < 0.5 else "black")
-    return save_figure(fig, out)
+    return fig
+
+
+def plot_attention(tokens_q: list[str], tokens_k: list[str], weights: np.ndarray | list, out: str | Path,
+                   titles: list[str] | None = None, cols: int = 4) -> Path:
+    """:func:`attention_figure` written to ``out``."""
+    return save_figure(attention_figure(tokens_q, tokens_k, weights, titles, cols), out)
+
+
+def embedding_map_figure(words: list[str], coords: np.ndarray, title: str | None = None):
+    """A labelled scatter plot of 2-D word coordinates (words, 2); a Figure."""
+    size = max(6.0, min(24.0, 0.45 * np.sqrt(len(words)) * 2))
+    fig = new_figure((size, size))
+    ax = fig.subplots()
+    ax.scatter(coords[:, 0], coords[:, 1], s=6, alpha=0.6)
+    for word, (x, y) in zip(words, coords):
+        ax.annotate(word, (x, y), fontsize=7, alpha=0.85, xytext=(2, 2), textcoords="offset points")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title)
+    return fig

@@ -71,7 +71,7 @@ def train_serve_runs(root, data) -> dict:
 
     text = "".join(" ".join(sentence()).capitalize() + ". " for _ in range(400))
     (data / "lm.txt").write_text(text, encoding="utf-8")
-    api.train("lm-char", root / "lm", overrides=_fast(
+    api.train_run("lm-char", root / "lm", overrides=_fast(
         f"data.source={data / 'lm.txt'}", "model.n_layers=2", "model.n_heads=2", "model.d_model=16", "model.d_ff=32",
         "model.max_len=24", "train.max_steps=6", "train.batch_size=4", "train.eval_every=3", "train.save_every=3",
         "train.warmup_steps=1", "train.eval_batches=2"), **quiet)
@@ -80,7 +80,7 @@ def train_serve_runs(root, data) -> dict:
               for _ in range(60)]
     files = {s: write_conll(data / f"ner.{s}.txt", part) for s, part in
              (("train", tagged[:40]), ("valid", tagged[40:50]), ("test", tagged[50:]))}
-    api.train("ner-bilstm", root / "ner", overrides=_fast(
+    api.train_run("ner-bilstm", root / "ner", overrides=_fast(
         *(f"data.{s}={p}" for s, p in files.items()), "data.min_freq=1", "model.n_layers=1", "model.d_model=8",
         "model.hidden_size=8", "model.dropout=0", "train.max_steps=40", "train.batch_size=8", "train.lr=3e-2",
         "train.eval_every=20", "train.save_every=20", "train.warmup_steps=1"), **quiet)  # learns the names
@@ -88,7 +88,7 @@ def train_serve_runs(root, data) -> dict:
     labelled = [(" ".join(s), "pos" if "cat" in s else "neg") for s in (sentence() for _ in range(60))]
     for split, part in (("train", labelled[:40]), ("valid", labelled[40:50]), ("test", labelled[50:])):
         (data / f"cls.{split}.tsv").write_text("sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in part))
-    api.train("sentiment-lstm", root / "sentiment", overrides=_fast(
+    api.train_run("sentiment-lstm", root / "sentiment", overrides=_fast(
         *(f"data.{s}={data / f'cls.{s}.tsv'}" for s in ("train", "valid", "test")), "model.d_model=8",
         "model.hidden_size=8", "model.dropout=0", "train.max_steps=4", "train.batch_size=8", "train.eval_every=2",
         "train.save_every=2", "train.warmup_steps=1"), **quiet)
@@ -98,19 +98,19 @@ def train_serve_runs(root, data) -> dict:
         (data / f"mt.{split}.en").write_text("".join(s + "\n" for s in src), encoding="utf-8")
         (data / f"mt.{split}.de").write_text("".join(" ".join(SERVE_DICT[w] for w in s.split()) + "\n" for s in src),
                                              encoding="utf-8")
-    api.train("mt-transformer", root / "mt", overrides=_fast(
+    api.train_run("mt-transformer", root / "mt", overrides=_fast(
         *(f"data.{s}={data / f'mt.{s}'}" for s in ("train", "valid", "test")), "data.src=en", "data.tgt=de",
         "data.tokenizer=word", "model.n_layers=1", "model.n_heads=2", "model.d_model=16", "model.d_ff=32",
         "model.max_len=16", "model.dropout=0", "train.max_steps=4", "train.batch_size=8", "train.eval_every=2",
         "train.save_every=2", "train.warmup_steps=1"), **quiet)
 
     (data / "w2v.txt").write_text("".join(" ".join(sentence(4, 9)) + "\n" for _ in range(300)), encoding="utf-8")
-    api.train("w2v-sgns", root / "w2v", overrides=_fast(
+    api.train_run("w2v-sgns", root / "w2v", overrides=_fast(
         f"data.source={data / 'w2v.txt'}", "data.min_freq=1", "model.dim=8", "model.window=2", "train.epochs=1"),
         **quiet)
 
     (data / "sine.csv").write_text("".join(f"{math.sin(2 * math.pi * t / 20)!r}\n" for t in range(200)))
-    api.train("forecast-lstm", root / "forecast", overrides=_fast(
+    api.train_run("forecast-lstm", root / "forecast", overrides=_fast(
         f"data.source={data / 'sine.csv'}", "model.max_len=8", "model.hidden_size=8", "train.max_steps=4",
         "train.batch_size=8", "train.eval_every=2", "train.save_every=2", "train.warmup_steps=1"), **quiet)
     label = root.resolve().name

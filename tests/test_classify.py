@@ -126,7 +126,7 @@ def test_config_checks():
 
 @pytest.mark.parametrize("arch,pooling", [("lstm", "last"), ("gru", "max"), ("transformer", "mean")])
 def test_a_keyword_task_is_learned(corpus, tmp_path, arch, pooling):
-    run = api.train(run_config(corpus, arch, steps=60, pooling=pooling), tmp_path / "run", **QUIET)
+    run = api.train_run(run_config(corpus, arch, steps=60, pooling=pooling), tmp_path / "run", **QUIET)
     assert json.loads((run / "labels.json").read_text())["labels"] == ["neg", "pos"]
     valid = [json.loads(r) for r in (run / "metrics.jsonl").read_text().splitlines()][-1]
     assert valid["split"] == "valid" and valid["accuracy"] > 0.9 and valid["loss"] < math.log(2) / 2
@@ -149,7 +149,7 @@ def test_a_keyword_task_is_learned(corpus, tmp_path, arch, pooling):
 
 
 def test_evaluate_matches_the_metrics_of_the_predictions(corpus, tmp_path):
-    run = api.train(run_config(corpus, steps=3), tmp_path / "run", **QUIET)  # barely trained: errors to score
+    run = api.train_run(run_config(corpus, steps=3), tmp_path / "run", **QUIET)  # barely trained: errors to score
     classifier = api.load(run, device="cpu")
     test = corpus["test_examples"]
     predicted = [r["label"] for r in classifier.predict([s for s, _ in test])]
@@ -157,9 +157,9 @@ def test_evaluate_matches_the_metrics_of_the_predictions(corpus, tmp_path):
 
 
 def test_resume_continues_exactly(corpus, tmp_path):
-    straight = api.train(run_config(corpus, steps=10), tmp_path / "a", **QUIET)
-    api.train(run_config(corpus, steps=5), tmp_path / "b", **QUIET)
-    resumed = api.train(run_config(corpus, steps=10), tmp_path / "b", resume=True, **QUIET)
+    straight = api.train_run(run_config(corpus, steps=10), tmp_path / "a", **QUIET)
+    api.train_run(run_config(corpus, steps=5), tmp_path / "b", **QUIET)
+    resumed = api.train_run(run_config(corpus, steps=10), tmp_path / "b", resume=True, **QUIET)
     assert_same_weights(straight, resumed)
 
 
@@ -172,7 +172,7 @@ def test_numeric_labels_keep_their_spelling_and_order(tmp_path):
     (tmp_path / "all.txt").write_text("\n".join(lines) + "\n")
     cfg = tasks.from_dict({**run_config({"train": "", "valid": "", "test": ""}).to_dict(),
                             "data": {"train": str(tmp_path / "all.txt"), "tokenizer": "word"}})
-    run = api.train(cfg, tmp_path / "run", **QUIET)
+    run = api.train_run(cfg, tmp_path / "run", **QUIET)
     assert json.loads((run / "labels.json").read_text())["labels"] == ["2", "7", "10"]
     classifier = api.load(run, device="cpu")
     assert classifier.predict(["w10 the film"])[0]["label"] == "10"
@@ -203,13 +203,13 @@ def test_frozen_word_vectors(corpus, tmp_path):
     (tmp_path / "vec.txt").write_text("3 16\n" + "".join(f"{w} " + " ".join(f"{v:.9g}" for v in row) + "\n"
                                                           for w, row in zip(words, vectors)))
     cfg = run_config(corpus, steps=8, vectors=str(tmp_path / "vec.txt"), freeze_vectors=True)
-    classifier = api.load(api.train(cfg, tmp_path / "run", **QUIET), device="cpu")
+    classifier = api.load(api.train_run(cfg, tmp_path / "run", **QUIET), device="cpu")
     E = classifier.model.token_embedding.weight.detach().numpy()
     vocab = classifier.tokenizer.vocab
     assert np.array_equal(E[[vocab.stoi("great"), vocab.stoi("film")]], vectors[:2])
     bpe = run_config(corpus, steps=2, data={"tokenizer": "bpe", "vocab_size": 300}, vectors=str(tmp_path / "vec.txt"))
     with pytest.raises(SeqlabError, match="model.vectors needs a word"):
-        api.train(bpe, tmp_path / "bpe", **QUIET)
+        api.train_run(bpe, tmp_path / "bpe", **QUIET)
 
 
 # --- bad input ---
@@ -218,9 +218,9 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
     no_label = tmp_path / "nolabel.tsv"
     no_label.write_text("sentence\tscore\nfine film\t1\n")
     with pytest.raises(SeqlabError, match=rf"{no_label}:1: tab-separated file whose header .* has no 'label' column"):
-        api.train(run_config({**corpus, "train": str(no_label)}), tmp_path / "r0", **QUIET)
+        api.train_run(run_config({**corpus, "train": str(no_label)}), tmp_path / "r0", **QUIET)
 
-    run = api.train(run_config(corpus, steps=2), tmp_path / "run", **QUIET)
+    run = api.train_run(run_config(corpus, steps=2), tmp_path / "run", **QUIET)
     classifier = api.load(run, device="cpu")
     odd = tmp_path / "odd.txt"
     odd.write_text("pos a great film\n\nmeh a film\n")
@@ -236,7 +236,7 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
 
 def test_transformer_leaves_out_long_training_sentences_and_refuses_them_at_prediction(corpus, tmp_path):
     messages = []
-    run = api.train(run_config(corpus, "transformer", steps=2, max_len=6), tmp_path / "run", log=messages.append)
+    run = api.train_run(run_config(corpus, "transformer", steps=2, max_len=6), tmp_path / "run", log=messages.append)
     assert any(m.startswith("train: left out ") and "model.max_len=6" in m for m in messages)
     with pytest.raises(SeqlabError, match="input line 1 has 7 tokens, more than model.max_len=6"):
         api.load(run, device="cpu").predict(["a b c d e f g"])
@@ -247,7 +247,7 @@ def test_transformer_leaves_out_long_training_sentences_and_refuses_them_at_pred
 def test_cli_predict_and_eval(corpus, tmp_path, monkeypatch, capsys):
     from seqlab.cli import main
 
-    run = api.train(run_config(corpus, steps=60), tmp_path / "run", **QUIET)
+    run = api.train_run(run_config(corpus, steps=60), tmp_path / "run", **QUIET)
     monkeypatch.setattr("sys.stdin", io.StringIO("the plot was great\nthe acting was long\n"))
     assert main(["predict", str(run), "--device", "cpu"]) == 0
     lines = capsys.readouterr().out.splitlines()

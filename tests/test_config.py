@@ -125,13 +125,13 @@ def test_unused_train_keys_are_refused_naming_the_keys_the_task_uses():
 def test_unused_train_keys_are_refused_before_a_run_directory_exists(tmp_path, monkeypatch, capsys):
     run = tmp_path / "runs" / "w2v"
     with pytest.raises(SeqlabError, match='train.warmup_steps is not used by task.kind = "embed"'):  # --set
-        api.train("w2v-sgns", run, overrides=["train.warmup_steps=10"], **QUIET)
+        api.train_run("w2v-sgns", run, overrides=["train.warmup_steps=10"], **QUIET)
     assert not run.exists()
     toml = tmp_path / "embed.toml"  # a TOML file
     toml.write_text('[task]\nkind = "embed"\n[data]\ntokenizer = "word"\n[model]\narch = "glove"\n'
                     "[train]\nepochs = 2\ngrad_clip = 1.0\n")
     with pytest.raises(SeqlabError, match='train.grad_clip is not used by task.kind = "embed"'):
-        api.train(str(toml), run, **QUIET)
+        api.train_run(str(toml), run, **QUIET)
     assert not run.exists()
     preset = config.load_preset_or_file  # a preset: w2v-sgns as it was, with max_steps = 1000000
 
@@ -141,7 +141,7 @@ def test_unused_train_keys_are_refused_before_a_run_directory_exists(tmp_path, m
 
     monkeypatch.setattr(config, "load_preset_or_file", old_presets)
     with pytest.raises(SeqlabError, match='train.max_steps is not used by task.kind = "embed"'):
-        api.train("w2v-sgns", run, **QUIET)
+        api.train_run("w2v-sgns", run, **QUIET)
     assert not run.exists()
     assert main(["train", "ar", "--set", "train.seed=3", "--out", str(run)]) == 2  # the command line
     err = capsys.readouterr().err
@@ -179,7 +179,7 @@ def test_the_run_config_model_has_no_placeholder_sizes():
 # --- run directories ---
 
 def test_config_toml_records_only_the_train_keys_the_task_uses(sine_csv, tmp_path):
-    run = api.train("ar", tmp_path / "ar", overrides=[f"data.source={sine_csv}", "model.max_p=4",
+    run = api.train_run("ar", tmp_path / "ar", overrides=[f"data.source={sine_csv}", "model.max_p=4",
                                                       "train.progress=false"], **QUIET)
     doc = tomllib.loads((run / "config.toml").read_text(encoding="utf-8"))
     assert doc["train"] == {"progress": False} and doc["model"]["arch"] == "ar"
@@ -190,7 +190,7 @@ def test_config_toml_records_only_the_train_keys_the_task_uses(sine_csv, tmp_pat
 
     by_hand = RunConfig(task=TaskConfig("forecast"), data=DataConfig(source=str(sine_csv)), model=ARConfig(max_p=4),
                         arch="ar", train=TrainConfig(progress=False))
-    run = api.train(by_hand, tmp_path / "by_hand", **QUIET)
+    run = api.train_run(by_hand, tmp_path / "by_hand", **QUIET)
     assert tomllib.loads((run / "config.toml").read_text(encoding="utf-8"))["train"] == {"progress": False}
     assert api.load(run).config == tasks.resolve("ar", [f"data.source={sine_csv}", "model.max_p=4",
                                                         "train.progress=false"])
@@ -207,7 +207,7 @@ def _as_written_by_the_previous_version(run: Path) -> dict:
 def test_a_run_with_every_train_key_in_config_toml_loads_and_resumes(sine_csv, tmp_path):
     overrides = [f"data.source={sine_csv}", "model.max_len=8", "model.hidden_size=8", "train.eval_every=0",
                  "train.save_every=0", "train.progress=false", "train.threads=1", "train.batch_size=8"]
-    run = api.train("forecast-lstm", tmp_path / "lstm", overrides=[*overrides, "train.max_steps=4"], **QUIET)
+    run = api.train_run("forecast-lstm", tmp_path / "lstm", overrides=[*overrides, "train.max_steps=4"], **QUIET)
     old = _as_written_by_the_previous_version(run)
     assert old["train"]["eval_batches"] == 20 and old["train"]["label_smoothing"] == 0.0  # unused here
     forecaster = api.load(run, device="cpu")
@@ -223,13 +223,13 @@ def test_a_run_with_every_train_key_in_config_toml_loads_and_resumes(sine_csv, t
     assert checkpoint.load_state(run)["step"] == 6
     # a key the task uses still may not change on resume
     with pytest.raises(SeqlabError, match="cannot resume .*train.lr differ"):
-        api.train("forecast-lstm", run, overrides=[*overrides, "train.max_steps=6", "train.lr=0.1"], resume=True,
+        api.train_run("forecast-lstm", run, overrides=[*overrides, "train.max_steps=6", "train.lr=0.1"], resume=True,
                   **QUIET)
     # the old ar run: load and resume (nothing to do: AR is fitted in closed form)
-    ar = api.train("ar", tmp_path / "ar", overrides=[f"data.source={sine_csv}", "model.max_p=4"], **QUIET)
+    ar = api.train_run("ar", tmp_path / "ar", overrides=[f"data.source={sine_csv}", "model.max_p=4"], **QUIET)
     _as_written_by_the_previous_version(ar)
     assert api.load(ar).model.p >= 1
-    api.train("ar", ar, overrides=[f"data.source={sine_csv}", "model.max_p=4"], resume=True, **QUIET)
+    api.train_run("ar", ar, overrides=[f"data.source={sine_csv}", "model.max_p=4"], resume=True, **QUIET)
 
 
 def test_reading_a_run_config_drops_unused_keys_but_a_user_config_refuses_them():
@@ -239,3 +239,94 @@ def test_reading_a_run_config_drops_unused_keys_but_a_user_config_refuses_them()
         tasks.from_dict(doc)
     cfg = tasks.from_dict(doc, drop_unused=True)
     assert cfg == tasks.resolve("w2v-sgns") and cfg.train.max_steps == TrainConfig().max_steps
+
+
+# --- model keys the run would not use; from_sections (the Python API's dict of sections) ---
+
+def test_ar_p_under_order_selection_is_refused_on_the_command_line(tmp_path, capsys):
+    with pytest.raises(SeqlabError, match=r"^model\.p is not used while model\.max_p = 30 chooses p by model\.ic; "
+                                          r"also set model\.max_p=0 to fit AR\(9\)$"):
+        registry.resolve("ar", ["model.p=9"])
+    assert registry.resolve("ar", ["model.p=9", "model.max_p=0"]).model.p == 9
+    assert registry.resolve("ar").model.max_p == 30  # the preset's own p = 2 beside max_p = 30 is its choice
+    assert main(["train", "ar", "--set", "model.p=9", "--out", str(tmp_path / "ar")]) == 2  # the CLI path
+    assert "model.p is not used while model.max_p = 30" in capsys.readouterr().err
+    assert not (tmp_path / "ar").exists()
+
+
+@pytest.mark.parametrize("preset, model, match", [
+    ("ar", {"p": 9}, r"model\.p is not used while model\.max_p = 30 .*set model\.max_p=0 to fit AR\(9\)"),
+    ("ar", {"max_p": 0, "ic": "bic"}, r"model\.ic is not used while model\.max_p = 0 keeps model\.p = 2"),
+    ("w2v-hs", {"ns_exponent": 0.5}, r"model\.ns_exponent is not used while model\.negative = 0"),
+    ("forecast-lstm", {"dropout": 0.2}, r"model\.dropout is not used while model\.n_layers = 1"),
+    ("lm-lstm", {"nonlinearity": "tanh"}, r"model\.nonlinearity is not used while model\.cell = 'lstm'"),
+    ("ner-bilstm", {"nonlinearity": "tanh"}, r"model\.nonlinearity is not used while model\.cell = 'lstm'"),
+    ("ner-minilm", {"n_layers": 2}, r"model\.n_layers comes from the pretrained checkpoint .*\(valid model keys: "
+                                    r"arch, pretrained, dropout, max_len"),
+])
+def test_a_model_key_the_user_sets_but_the_run_would_not_use_is_refused(preset, model, match):
+    for resolve in (lambda: registry.from_sections(preset, {"model": model}),
+                    lambda: registry.resolve(preset, [f"model.{k}={v!r}".replace("'", '"') for k, v in model.items()])):
+        with pytest.raises(SeqlabError, match=match) as err:
+            resolve()
+        assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("preset, model", [
+    ("ar", {"max_p": 5, "ic": "bic"}), ("ar", {"max_p": 0}), ("w2v-hs", {"negative": 3, "ns_exponent": 0.5}),
+    ("w2v-sgns", {"ns_exponent": 0.5}), ("forecast-lstm", {"n_layers": 2, "dropout": 0.2}),
+    ("lm-lstm", {"arch": "rnn", "cell": "rnn", "nonlinearity": "relu"}),
+])
+def test_the_same_keys_are_used_once_the_deciding_key_allows_them(preset, model):
+    cfg = registry.from_sections(preset, {"model": model})
+    assert all(getattr(cfg.model, k) == v for k, v in model.items() if k != "arch")
+
+
+def test_from_sections_applies_sections_then_overrides_checked_as_set():
+    cfg = registry.from_sections("lm-char", {"model": {"n_layers": 3}, "train": {"max_steps": 7, "lr": 0.01}},
+                                 ["train.max_steps=9"])
+    assert (cfg.model.n_layers, cfg.train.max_steps, cfg.train.lr) == (3, 9, 0.01)
+    assert cfg == registry.resolve("lm-char", ["model.n_layers=3", "train.lr=0.01", "train.max_steps=9"])
+    assert registry.from_sections("lm-char", None) == registry.from_sections("lm-char", {}) == tasks.resolve("lm-char")
+    cases = [({"optim": {"lr": 1}}, r"^unknown config section 'optim'; valid sections: task, data, model, train$"),
+             ({"model": 4}, r"^section model must be a dict of keys"),
+             ({"train": {1: 2}}, r"^section train: key 1 is not a str"),
+             ([("model", {})], r"^sections must be a dict of sections"),
+             ({"model": {"n_layer": 4}}, r"^unknown key model\.n_layer; valid model keys: arch, n_layers, n_heads"),
+             ({"train": {"max_steps": "ten"}}, r"^train\.max_steps must be an integer, got 'ten'"),
+             ({"train": {"warmup_steps": 10}}, r'^train\.warmup_steps is not used by task\.kind = "embed"')]
+    for sections, match in cases:
+        with pytest.raises(SeqlabError, match=match):
+            registry.from_sections("w2v-sgns" if "warmup_steps" in str(sections) else "lm-char", sections)
+
+
+def test_from_sections_on_a_run_config_applies_the_overrides_too():
+    for name in config.preset_names():  # a RunConfig's own dict is the base: nothing changes without sections
+        cfg = tasks.resolve(name)
+        assert registry.from_sections(cfg, None) == cfg, name
+    ar = tasks.resolve("ar")
+    assert registry.from_sections(ar, None, ["model.max_p=0", "model.p=4"]).model.p == 4  # not dropped
+    assert registry.from_sections(ar, {"model": {"max_p": 3}}).model.max_p == 3
+    by_hand = config.RunConfig(task=config.TaskConfig("forecast"), model=registry.model_config_class(
+        "forecast", "ar")(max_p=4), arch="ar")  # every TrainConfig key: complete() keeps those the task uses
+    assert registry.from_sections(by_hand, {"train": {"progress": False}}).train.progress is False
+    with pytest.raises(SeqlabError, match=r"model\.p is not used while model\.max_p = 4"):
+        registry.from_sections(by_hand, None, ["model.p=3"])
+    with pytest.raises(SeqlabError, match=r'train\.lr is not used by task\.kind = "forecast"'):
+        registry.from_sections(ar, {"train": {"lr": 0.1}})
+
+
+def test_parsed_config_records_the_keys_the_user_set():
+    raw = config.load_preset_or_file("ar")
+    sections = config.parse_overrides(["model.p=3", "train.progress=false", "model.p=4"])
+    assert sections == {"model": {"p": 4}, "train": {"progress": False}}
+    assert config.given_keys(sections) == {"model.p", "train.progress"}
+    parsed = config.parse(config.merge_sections(raw, sections), given=config.given_keys(sections))
+    assert parsed.given == {"model.p", "train.progress"} and parsed.model["max_p"] == 30
+    assert config.parse(raw).given == frozenset()
+
+
+def test_a_whole_number_too_large_for_a_float_is_checked_without_overflow():
+    assert registry.resolve("lm-char", ["train.max_steps=" + "9" * 400]).train.max_steps == int("9" * 400)
+    with pytest.raises(SeqlabError, match=r"train\.warmup_steps must be >= 0, got -9999"):
+        registry.resolve("lm-char", ["train.warmup_steps=-" + "9" * 400])

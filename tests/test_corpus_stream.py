@@ -208,7 +208,7 @@ def test_embed_run_leaves_no_corpus_files(tmp_path):
 
     text = "\n".join(f"the cat {w} sat on the mat {w}" for w in ["red", "blue", "green"] * 40)
     (tmp_path / "c.txt").write_text(text, encoding="utf-8")
-    run = api.train("glove", tmp_path / "run", overrides=[f"data.source={tmp_path / 'c.txt'}", "data.min_freq=1",
+    run = api.train_run("glove", tmp_path / "run", overrides=[f"data.source={tmp_path / 'c.txt'}", "data.min_freq=1",
                                                           "train.epochs=1", "model.dim=8", "data.max_memory_mb=1"],
                     log=lambda *a, **k: None)
     assert (run / "vectors.txt").exists() and not (run / "corpus").exists()

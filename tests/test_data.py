@@ -34,7 +34,7 @@ def test_pystdlib_is_python_source_and_deterministic():
 
 def test_list_sources_rows():
     rows = {r["name"]: r for r in list_sources()}
-    assert {"pydocs", "pystdlib", "tinyshakespeare", "multi30k", "conll2003", "sst2"} <= set(rows)
+    assert {"pydocs", "pystdlib", "pyprose", "tinyshakespeare", "multi30k", "conll2003", "sst2"} <= set(rows)
     assert rows["pydocs"]["kind"] == "embedded" and rows["pydocs"]["cached"] is True
     assert rows["multi30k"]["kind"] == "download" and isinstance(rows["multi30k"]["cached"], bool)
     assert all(r["description"] for r in rows.values())
@@ -69,7 +69,7 @@ def test_read_text_bad_input(tmp_path, make, match):
 
 
 def test_read_text_unknown_name_lists_valid_names():
-    with pytest.raises(SeqlabError, match=r"unknown corpus 'shakespear'.*pydocs, pystdlib, tinyshakespeare"):
+    with pytest.raises(SeqlabError, match=r"unknown corpus 'shakespear'.*pydocs, pystdlib, pyprose, tinyshakespeare"):
         read_text("shakespear")
 
 

@@ -46,7 +46,7 @@ def lm_run(request, corpus, tmp_path_factory):
     if request.param == "char":
         extra = ["model.activation=\"gelu_tanh\""]  # GPT-2's own activation; the bpe run keeps exact GELU
     cfg = tasks.resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.eval_every=10", *extra])
-    return api.train(cfg, tmp_path_factory.mktemp("runs") / request.param, **QUIET)
+    return api.train_run(cfg, tmp_path_factory.mktemp("runs") / request.param, **QUIET)
 
 
 def no_temporaries(folder) -> bool:
@@ -281,7 +281,7 @@ def test_embed_run_exports_word2vec_text_and_binary(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     rng = np.random.default_rng(0)
     corpus.write_text("\n".join(" ".join(f"w{rng.integers(40)}" for _ in range(12)) for _ in range(400)) + "\n")
-    run = api.train("w2v-sgns", tmp_path / "w2v", overrides=[
+    run = api.train_run("w2v-sgns", tmp_path / "w2v", overrides=[
         f"data.source={corpus}", "model.dim=8", "train.epochs=1", "train.threads=1", "train.progress=false"],
         **QUIET)
     vectors = api.load(run).vectors

@@ -33,7 +33,7 @@ def tiny_bert(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tagger_run(tiny_bert, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tag")
-    return api.train(tag_config(tmp, tiny_bert, steps=20), tmp / "run", **QUIET)
+    return api.train_run(tag_config(tmp, tiny_bert, steps=20), tmp / "run", **QUIET)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def classifier_runs(tiny_bert, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("classify")
     cfg = classify_config(tmp, tiny_bert, steps=20)
     cls = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, pooling="cls"))
-    return api.train(cls, tmp / "cls", **QUIET), api.train(cfg, tmp / "mean", **QUIET)
+    return api.train_run(cls, tmp / "cls", **QUIET), api.train_run(cfg, tmp / "mean", **QUIET)
 
 
 def test_tagger_exports_to_bert_for_token_classification(tagger_run, tmp_path):

@@ -60,7 +60,7 @@ def corpus(tmp_path_factory):
 def test_lm_forward_pass(preset, corpus, tmp_path, capsys):
     size = (["model.n_layers=2", "model.n_heads=2", "model.d_model=32", "model.d_ff=64"] if preset == "lm-char"
             else ["model.hidden_size=32", "model.d_model=32"])
-    run = api.train(tasks.resolve(preset, [*TRAIN, *size, "model.max_len=40", f"data.source=\"{corpus}\""]),
+    run = api.train_run(tasks.resolve(preset, [*TRAIN, *size, "model.max_len=40", f"data.source=\"{corpus}\""]),
                     tmp_path / "run", **QUIET)
     out = tmp_path / "lm.onnx"
     assert main(["export", str(run), "--format", "onnx", "--out", str(out)]) == 0
@@ -95,7 +95,7 @@ def tiny_bert(tmp_path_factory):
 @pytest.mark.parametrize("task", ["tag", "classify"])
 def test_fine_tuned_heads(task, tiny_bert, tmp_path):
     make = tag_config if task == "tag" else classify_config
-    run = api.train(make(tmp_path, tiny_bert, steps=10), tmp_path / "run", **QUIET)
+    run = api.train_run(make(tmp_path, tiny_bert, steps=10), tmp_path / "run", **QUIET)
     out = tmp_path / "model.onnx"
     export(run, "onnx", out)
     obj = api.load(run, device="cpu")
@@ -123,7 +123,7 @@ def test_transformer_tagger(tmp_path):
     cfg = tasks.resolve("ner-transformer", [*TRAIN, *[f"data.{k}=\"{v}\"" for k, v in files.items()],
                                              "model.d_model=16", "model.d_ff=32", "model.n_layers=1",
                                              "model.n_heads=2"])
-    run = api.train(cfg, tmp_path / "run", **QUIET)
+    run = api.train_run(cfg, tmp_path / "run", **QUIET)
     export(run, "onnx", tmp_path / "tagger.onnx")
     tagger = api.load(run, device="cpu")
     ids, mask = padded([tagger.tokenizer.encode(s.split()) for s in ("Kim sees Bonn", "a", "the film sees a Kim")])

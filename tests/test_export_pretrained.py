@@ -44,7 +44,7 @@ def exported(corpus, tmp_path_factory):
                                     f"data.source=\"{corpus}\"",
                                     *[f"train.{k}={json.dumps(v).lower()}" for k, v in TRAIN.items()],
                                     "train.max_steps=30", "train.eval_every=10", "train.lr=3e-3"])
-    run = api.train(cfg, tmp / "run", **QUIET)
+    run = api.train_run(cfg, tmp / "run", **QUIET)
     export(run, "hf", tmp / "hf")
     return run, tmp / "hf"
 
@@ -122,7 +122,7 @@ def test_a_gpt2_saved_by_transformers(corpus, tmp_path):
     ids = torch.tensor([tokenizer.encode(read_text("pydocs")[-400:])[:32]])
     with torch.no_grad():
         assert (hf(ids).logits - model(ids)).abs().max().item() <= 1e-5
-    run = api.train(run_cfg, tmp_path / "run", **QUIET)
+    run = api.train_run(run_cfg, tmp_path / "run", **QUIET)
     assert api.load(run, device="cpu").model.cfg.vocab_size == 320
 
 

@@ -174,11 +174,11 @@ def test_padding_changes_no_real_output(tiny_bert, tokenizer, head):
 
 def test_config_validation(tiny_bert, tmp_path):
     with pytest.raises(SeqlabError, match="max_len=40 is more than the encoder's 24 positions"):
-        api.train(tag_config(tmp_path, tiny_bert, steps=1, max_len=40), tmp_path / "run", **QUIET)
+        api.train_run(tag_config(tmp_path, tiny_bert, steps=1, max_len=40), tmp_path / "run", **QUIET)
     with pytest.raises(SeqlabError, match="unknown key model.d_model; valid model keys: arch, pretrained"):
         tasks.from_dict({"task": {"kind": "tag"}, "model": {"arch": "pretrained", "d_model": 8}})
     with pytest.raises(SeqlabError, match="neither a directory nor a known model"):
-        api.train(tag_config(tmp_path, tmp_path / "missing", steps=1), tmp_path / "run2", **QUIET)
+        api.train_run(tag_config(tmp_path, tmp_path / "missing", steps=1), tmp_path / "run2", **QUIET)
     for preset, kind in (("ner-minilm", PretrainedTaggerConfig), ("sentiment-minilm", PretrainedClassifierConfig)):
         cfg = tasks.resolve(preset)
         assert isinstance(cfg.model, kind) and cfg.model.pretrained == "all-MiniLM-L6-v2"
@@ -188,7 +188,7 @@ def test_config_validation(tiny_bert, tmp_path):
 # --- the tasks end to end on a tiny BERT ---
 
 def test_a_tiny_tagging_task_is_fine_tuned(tiny_bert, tmp_path, monkeypatch, capsys):
-    run = api.train(tag_config(tmp_path, tiny_bert, steps=60), tmp_path / "run", **QUIET)
+    run = api.train_run(tag_config(tmp_path, tiny_bert, steps=60), tmp_path / "run", **QUIET)
     assert {"pretrained.json", "wordpiece.json", "labels.json"} <= {p.name for p in run.iterdir()}
     assert not (run / "vocab.json").exists()
     shutil.rmtree(tiny_bert)  # the run holds all it needs
@@ -217,7 +217,7 @@ def test_a_tiny_tagging_task_is_fine_tuned(tiny_bert, tmp_path, monkeypatch, cap
 
 
 def test_a_tiny_classification_task_is_fine_tuned(tiny_bert, tmp_path):
-    run = api.train(classify_config(tmp_path, tiny_bert, steps=50), tmp_path / "run", **QUIET)
+    run = api.train_run(classify_config(tmp_path, tiny_bert, steps=50), tmp_path / "run", **QUIET)
     valid = [json.loads(r) for r in (run / "metrics.jsonl").read_text().splitlines()][-1]
     assert valid["split"] == "valid" and valid["accuracy"] > 0.9
     classifier = api.load(run, device="cpu")
@@ -241,9 +241,9 @@ def test_a_tiny_classification_task_is_fine_tuned(tiny_bert, tmp_path):
 
 
 def test_resume_continues_exactly(tiny_bert, tmp_path):
-    straight = api.train(classify_config(tmp_path, tiny_bert, steps=6, n_train=40), tmp_path / "a", **QUIET)
-    api.train(classify_config(tmp_path, tiny_bert, steps=3, n_train=40), tmp_path / "b", **QUIET)
-    resumed = api.train(classify_config(tmp_path, tiny_bert, steps=6, n_train=40), tmp_path / "b", resume=True,
+    straight = api.train_run(classify_config(tmp_path, tiny_bert, steps=6, n_train=40), tmp_path / "a", **QUIET)
+    api.train_run(classify_config(tmp_path, tiny_bert, steps=3, n_train=40), tmp_path / "b", **QUIET)
+    resumed = api.train_run(classify_config(tmp_path, tiny_bert, steps=6, n_train=40), tmp_path / "b", resume=True,
                         **QUIET)
     from seqlab.checkpoint import load_tensors
 
@@ -262,7 +262,7 @@ def test_ner_minilm_preset_fine_tunes_the_real_encoder(tmp_path):
     overrides = [f"data.{split}={path}" for split, path in files.items()] + [
         "train.max_steps=3", "train.batch_size=8", "train.warmup_steps=1", "train.eval_every=0",
         "train.save_every=0", "train.progress=false", "train.device=cpu", "train.precision=fp32", "train.threads=1"]
-    run = api.train("ner-minilm", tmp_path / "run", overrides=overrides, **QUIET)
+    run = api.train_run("ner-minilm", tmp_path / "run", overrides=overrides, **QUIET)
     tagger = api.load(run, device="cpu")
     assert tagger.predict(["Anna sees unbelievably Limas"])[0]["tags"][0] in ("O", "B-LOC")
     assert len(tagger.predict(["Anna sees unbelievably Limas"])[0]["tags"]) == 4

@@ -41,7 +41,7 @@ def births_csv(shared_data):
 @pytest.fixture(scope="module")
 def ar_run(births_csv, tmp_path_factory):
     """The `ar` preset (p by AIC up to 30) on the births, default split [0.9, 0.05, 0.05]."""
-    return api.train("ar", tmp_path_factory.mktemp("ar") / "run", overrides=[f"data.source={births_csv}"],
+    return api.train_run("ar", tmp_path_factory.mktemp("ar") / "run", overrides=[f"data.source={births_csv}"],
                     log=lambda *a, **k: None)
 
 
@@ -98,7 +98,7 @@ def test_ar_run_directory(ar_run):
 def test_ar_resume_does_not_refit(ar_run):
     before = (ar_run / "model.safetensors").stat().st_mtime_ns
     logs = []
-    api.train(api.read_run_config(ar_run), ar_run, resume=True, log=logs.append)
+    api.train_run(api.read_run_config(ar_run), ar_run, resume=True, log=logs.append)
     assert (ar_run / "model.safetensors").stat().st_mtime_ns == before
     assert any("nothing to do" in line for line in logs)
 
@@ -203,7 +203,7 @@ SINE_SPLIT = f"data.split=[{260 / 300!r}, {20 / 300!r}, {20 / 300!r}]"
     ("forecast-transformer", []),
 ])
 def test_neural_forecasters_learn_a_sine(preset, extra, sine_csv, tmp_path):
-    run = api.train(preset, tmp_path / "run", log=lambda *a, **k: None,
+    run = api.train_run(preset, tmp_path / "run", log=lambda *a, **k: None,
                     overrides=[f"data.source={sine_csv}", SINE_SPLIT, "model.max_len=20", "train.max_steps=300",
                                "train.eval_every=0", "train.save_every=0", *FAST, *extra])
     f = api.load(run, device="cpu")
@@ -259,5 +259,5 @@ def test_bad_input_is_one_line_exit_2(case, sets, match, tmp_path, capsys):
 
 def test_valid_and_test_files_are_refused(births_csv, tmp_path):
     with pytest.raises(SeqlabError, match="data.horizon"):
-        api.train("ar", tmp_path / "run", overrides=[f"data.train={births_csv}", f"data.test={births_csv}"],
+        api.train_run("ar", tmp_path / "run", overrides=[f"data.train={births_csv}", f"data.test={births_csv}"],
                   log=lambda *a, **k: None)

@@ -258,11 +258,11 @@ def test_stores_give_the_in_memory_examples_batches_and_losses(tmp_path, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_resume_reuses_the_stores(tmp_path, kind):
     data = write_files(kind, tmp_path, 300)
-    run = api.train(config(kind, data), tmp_path / "run", log=lambda *a: None)
+    run = api.train_run(config(kind, data), tmp_path / "run", log=lambda *a: None)
     files = sorted((run / "data").iterdir())
     assert {f.name for f in files} >= {"train.json", "valid.json"} and any(f.suffix == ".bin" for f in files)
     before = {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in files}
-    api.train(config(kind, data, max_steps=4), run, resume=True, log=lambda *a: None)
+    api.train_run(config(kind, data, max_steps=4), run, resume=True, log=lambda *a: None)
     assert {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in sorted((run / "data").iterdir())} == before
 
 
@@ -281,6 +281,6 @@ def test_bad_input_is_one_error_and_leaves_no_run(tmp_path, kind, problem):
         path.unlink()
         path.mkdir()
     with pytest.raises(SeqlabError) as e:
-        api.train(config(kind, data), tmp_path / "run", log=lambda *a: None)
+        api.train_run(config(kind, data), tmp_path / "run", log=lambda *a: None)
     assert "\n" not in str(e.value) and str(path.name) in str(e.value)
     assert not (tmp_path / "run").exists()

@@ -132,14 +132,14 @@ def test_prepared_folder_is_reused_without_tokenizing_again(tmp_path, corpus, mo
     monkeypatch.setattr(workers, "encode_ranges", lambda *a, **k: pytest.fail("encoded again"))
     runs = []
     for i, extra in enumerate((["train.max_steps=2"], ["train.max_steps=3", "model.d_model=8", "train.lr=1e-2"])):
-        run = api.train("lm-char", tmp_path / f"r{i}", overrides=[*TINY, f'data.prepared="{out}"', *extra], **QUIET)
+        run = api.train_run("lm-char", tmp_path / f"r{i}", overrides=[*TINY, f'data.prepared="{out}"', *extra], **QUIET)
         runs.append(run)
         assert not (run / "data" / "train.bin").exists()
         splits = lm_tokens.load_splits(run)
         assert Path(splits["train"].filename) == (out / "train.bin").resolve()
         assert api.load(run, device="cpu").evaluate("valid")["tokens"] == len(splits["valid"]) - 1
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
-    resumed = api.train("lm-char", runs[0], overrides=[*TINY, f'data.prepared="{out}"', "train.max_steps=4"],
+    resumed = api.train_run("lm-char", runs[0], overrides=[*TINY, f'data.prepared="{out}"', "train.max_steps=4"],
                         resume=True, **QUIET)
     assert json.loads((resumed / "state.json").read_text())["step"] == 4
 
@@ -149,19 +149,19 @@ def test_prepared_mismatch_is_refused_naming_the_key(tmp_path, corpus):
     api.prepare("lm-char", out, overrides=[f'data.source="{corpus}"', "data.min_freq=2"], progress=False)
     base = [*TINY, f'data.prepared="{out}"', "train.max_steps=1"]
     with pytest.raises(SeqlabError, match=r"data.min_freq=1 \(prepared with 2\); set these keys"):
-        api.train("lm-char", tmp_path / "r", overrides=base, **QUIET)
+        api.train_run("lm-char", tmp_path / "r", overrides=base, **QUIET)
     with pytest.raises(SeqlabError, match=r'data.tokenizer="word" \(prepared with "char"\)'):
-        api.train("lm-char", tmp_path / "r", overrides=[*base, "data.min_freq=2", 'data.tokenizer="word"'], **QUIET)
+        api.train_run("lm-char", tmp_path / "r", overrides=[*base, "data.min_freq=2", 'data.tokenizer="word"'], **QUIET)
     with pytest.raises(SeqlabError, match=r"data.split=\[0.8, 0.1, 0.1\] \(prepared with \[0.9, 0.05, 0.05\]\)"):
-        api.train("lm-char", tmp_path / "r", overrides=[*base, "data.min_freq=2", "data.split=[0.8,0.1,0.1]"], **QUIET)
+        api.train_run("lm-char", tmp_path / "r", overrides=[*base, "data.min_freq=2", "data.split=[0.8,0.1,0.1]"], **QUIET)
     assert not (tmp_path / "r").exists()
     # keys that do not decide a char tokenizer's tokens, the source keys and model/train keys may differ
-    run = api.train("lm-char", tmp_path / "r", overrides=[*base, "data.min_freq=2", "data.vocab_size=99",
+    run = api.train_run("lm-char", tmp_path / "r", overrides=[*base, "data.min_freq=2", "data.vocab_size=99",
                                                           'data.source="elsewhere.txt"', "model.d_model=8"], **QUIET)
     assert (run / "model.safetensors").exists()
     (out / "valid.bin").write_bytes(b"\0")
     with pytest.raises(SeqlabError, match="valid.bin holds 1 bytes.*damaged"):
-        api.train("lm-char", tmp_path / "r2", overrides=[*base, "data.min_freq=2"], **QUIET)
+        api.train_run("lm-char", tmp_path / "r2", overrides=[*base, "data.min_freq=2"], **QUIET)
 
 
 def test_interrupted_prepare_leaves_nothing(tmp_path, corpus, monkeypatch, small_pieces):

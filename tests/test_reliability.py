@@ -93,11 +93,11 @@ def test_a_failed_start_leaves_no_run_directory_and_the_corrected_command_works(
     for case, (preset, overrides) in _bad_inputs(tmp_path).items():
         out = tmp_path / "runs" / "deep" / "x"
         with pytest.raises(SeqlabError):
-            api.train(preset, out, overrides=overrides, log=quiet)
+            api.train_run(preset, out, overrides=overrides, log=quiet)
         assert not (tmp_path / "runs").exists(), f"{case}: {sorted(map(str, (tmp_path / 'runs').rglob('*')))}"
     with pytest.raises(SeqlabError, match="file not found"):
-        api.train("lm-char", tmp_path / "x", overrides=lm(tmp_path / "nope.txt", 2), log=quiet)
-    run = api.train("lm-char", tmp_path / "x", overrides=lm(corpus, 2), log=quiet)  # the corrected command
+        api.train_run("lm-char", tmp_path / "x", overrides=lm(tmp_path / "nope.txt", 2), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "x", overrides=lm(corpus, 2), log=quiet)  # the corrected command
     assert checkpoint.load_state(run)["step"] == 2 and not (run / rundir.LOCK).exists()
 
 
@@ -107,24 +107,24 @@ def test_a_failed_start_keeps_the_users_files(tmp_path, corpus):
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(SeqlabError):
-        api.train("lm-char", empty, overrides=lm(tmp_path / "nope.txt", 2), log=quiet)
+        api.train_run("lm-char", empty, overrides=lm(tmp_path / "nope.txt", 2), log=quiet)
     assert empty.is_dir() and not any(empty.iterdir())
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("mine")
     (mine / "config.toml").write_text("# my own\n")
     with pytest.raises(SeqlabError):
-        api.train("lm-char", mine, overrides=lm(tmp_path / "nope.txt", 2), resume=True, log=quiet)
+        api.train_run("lm-char", mine, overrides=lm(tmp_path / "nope.txt", 2), resume=True, log=quiet)
     assert sorted(p.name for p in mine.iterdir()) == ["config.toml", "notes.txt"]
     assert (mine / "config.toml").read_text() == "# my own\n"
 
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 3), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 3), log=quiet)
     before = (run / "model.safetensors").read_bytes()
     with pytest.raises(SeqlabError, match="file not found"):
-        api.train("lm-char", run, overrides=lm(tmp_path / "nope.txt", 2), force=True, log=quiet)
+        api.train_run("lm-char", run, overrides=lm(tmp_path / "nope.txt", 2), force=True, log=quiet)
     assert (run / "model.safetensors").read_bytes() == before and checkpoint.load_state(run)["step"] == 3
     assert [p.name for p in tmp_path.iterdir() if "replaced" in p.name] == []
-    api.train("lm-char", run, overrides=lm(corpus, 2), force=True, log=quiet)
+    api.train_run("lm-char", run, overrides=lm(corpus, 2), force=True, log=quiet)
     assert checkpoint.load_state(run)["step"] == 2
     assert [p.name for p in tmp_path.iterdir() if "replaced" in p.name] == []
 
@@ -146,24 +146,24 @@ def _lock(run: Path, pid: int, host: str | None = None, journal: dict | None = N
 
 
 def test_a_live_lock_refuses_a_second_writer_and_readers_ignore_it(tmp_path, corpus):
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
     _lock(run, os.getpid())
     with pytest.raises(SeqlabError, match=f"is being trained by PID {os.getpid()} on .*; one process writes a run"):
-        api.train("lm-char", run, overrides=lm(corpus, 4), resume=True, log=quiet)
+        api.train_run("lm-char", run, overrides=lm(corpus, 4), resume=True, log=quiet)
     with pytest.raises(SeqlabError, match="is being trained by"):
-        api.train("lm-char", run, overrides=lm(corpus, 4), force=True, log=quiet)
+        api.train_run("lm-char", run, overrides=lm(corpus, 4), force=True, log=quiet)
     assert api.load(run, device="cpu").checkpoint["step"] == 2  # readers never take the lock
     _lock(run, 12345, host="elsewhere")
     with pytest.raises(SeqlabError, match="another host, .*delete .*lock.json"):
-        api.train("lm-char", run, overrides=lm(corpus, 4), resume=True, log=quiet)
+        api.train_run("lm-char", run, overrides=lm(corpus, 4), resume=True, log=quiet)
 
 
 def test_a_stale_lock_is_taken_over_with_a_message(tmp_path, corpus):
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
     dead = _dead_pid()
     _lock(run, dead)
     lines = []
-    api.train("lm-char", run, overrides=lm(corpus, 4), resume=True, log=lines.append)
+    api.train_run("lm-char", run, overrides=lm(corpus, 4), resume=True, log=lines.append)
     assert f"taking over {run / rundir.LOCK}: PID {dead} on {socket.gethostname()}" in lines[0]
     assert checkpoint.load_state(run)["step"] == 4 and not (run / rundir.LOCK).exists()
 
@@ -177,7 +177,7 @@ def test_a_start_killed_before_its_first_checkpoint_is_undone_by_the_next_writer
     with pytest.raises(SeqlabError, match="has no checkpoint yet"):
         api.load(run)
     lines = []
-    api.train("lm-char", run, overrides=lm(corpus, 2), log=lines.append)  # no --resume, no --force needed
+    api.train_run("lm-char", run, overrides=lm(corpus, 2), log=lines.append)  # no --resume, no --force needed
     assert "ended before its first checkpoint (the process is gone); removed what it had written" in lines[0]
     assert checkpoint.load_state(run)["step"] == 2
 
@@ -225,7 +225,7 @@ def _flip_a_bit(path: Path, at: float = 0.6) -> None:
 
 
 def test_state_records_hashes_and_keep_last_keeps_earlier_checkpoints(tmp_path, corpus):
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 10, "train.save_every=2", "train.keep_last=3",
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 10, "train.save_every=2", "train.keep_last=3",
                                                                 "train.eval_every=4"), log=quiet)
     for directory in (run, run / "best", run / "checkpoints" / "step-8"):
         state = checkpoint.load_state(directory)
@@ -234,20 +234,20 @@ def test_state_records_hashes_and_keep_last_keeps_earlier_checkpoints(tmp_path, 
             assert checkpoint.sha256((directory / name).read_bytes()) == digest
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-6", "step-8"]
     with pytest.raises(SeqlabError, match="train.keep_last must be >= 1"):
-        api.train("lm-char", tmp_path / "k", overrides=lm(corpus, 2, "train.keep_last=0"), log=quiet)
+        api.train_run("lm-char", tmp_path / "k", overrides=lm(corpus, 2, "train.keep_last=0"), log=quiet)
 
 
 def test_damage_is_detected_on_load_and_resume_falls_back_bit_for_bit(tmp_path, corpus):
     extra = ("train.save_every=3", "model.dropout=0.1")
-    straight = api.train("lm-char", tmp_path / "a", overrides=lm(corpus, 12, *extra), log=quiet)
-    run = api.train("lm-char", tmp_path / "b", overrides=lm(corpus, 12, *extra), log=quiet)
+    straight = api.train_run("lm-char", tmp_path / "a", overrides=lm(corpus, 12, *extra), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "b", overrides=lm(corpus, 12, *extra), log=quiet)
     assert checkpoint.load_state(run)["step"] == 12 and (run / "checkpoints" / "step-9").is_dir()
     _flip_a_bit(run / "model.safetensors")
     with pytest.raises(SeqlabError, match=f"{run / 'model.safetensors'} is damaged: its SHA-256 does not match"):
         api.load(run, last=True)
     (run / "trainer.safetensors").write_bytes((run / "trainer.safetensors").read_bytes()[:100])  # truncated too
     lines = []
-    api.train("lm-char", run, overrides=lm(corpus, 12, *extra), resume=True, log=lines.append)
+    api.train_run("lm-char", run, overrides=lm(corpus, 12, *extra), resume=True, log=lines.append)
     warning = next(line for line in lines if line.startswith("warning:"))
     assert "model.safetensors is damaged" in warning
     assert "resumed from the newest intact checkpoint, checkpoints/step-9 (step 9)" in warning
@@ -258,13 +258,13 @@ def test_damage_is_detected_on_load_and_resume_falls_back_bit_for_bit(tmp_path, 
 
 
 def test_damage_without_a_fallback_is_one_clear_error(tmp_path, corpus):
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 4, "train.keep_last=1", "train.save_every=2"),
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 4, "train.keep_last=1", "train.save_every=2"),
                     log=quiet)
     assert not (run / "checkpoints").exists()
     (run / "state.json").write_text('{"format_version": 1, "st')
     with pytest.raises(SeqlabError, match="state.json is not a valid checkpoint state JSON file .*no intact "
                                           "earlier checkpoint is kept \\(train.keep_last\\)"):
-        api.train("lm-char", run, overrides=lm(corpus, 6, "train.keep_last=1", "train.save_every=2"), resume=True,
+        api.train_run("lm-char", run, overrides=lm(corpus, 6, "train.keep_last=1", "train.save_every=2"), resume=True,
                   log=quiet)
     assert not (run / rundir.LOCK).exists()
 
@@ -272,8 +272,8 @@ def test_damage_without_a_fallback_is_one_clear_error(tmp_path, corpus):
 def test_a_reader_meeting_a_commit_in_progress_reads_the_committed_checkpoint(tmp_path, corpus):
     """A kill between COMPLETE and the last rename leaves a mix of old and new files in the run root: readers
     take the committed (new) checkpoint without changing anything; the next writer rolls it forward."""
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
-    new = api.train("lm-char", tmp_path / "n", overrides=lm(corpus, 3), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
+    new = api.train_run("lm-char", tmp_path / "n", overrides=lm(corpus, 3), log=quiet)
     (run / ".next").mkdir()
     for name in ("trainer.safetensors", "state.json"):
         (run / ".next" / name).write_bytes((new / name).read_bytes())
@@ -331,7 +331,7 @@ def test_disk_full_during_training_is_one_error_and_resume_finishes(tmp_path, co
     first = seqlab("train", str(cfg), "--out", str(tmp_path / "r"), limit=300)  # config.toml fits, little else
     assert first.returncode == 2 and first.stderr.startswith("error: no space left to write ")
     assert "nothing of the new run" in first.stderr and not (tmp_path / "r").exists()
-    run = api.train(str(cfg), tmp_path / "r", overrides=["train.max_steps=3"], log=quiet)
+    run = api.train_run(str(cfg), tmp_path / "r", overrides=["train.max_steps=3"], log=quiet)
     sizes = sorted(p.stat().st_size for p in run.rglob("*") if p.is_file())
     limit = random.Random(1).randrange(sizes[len(sizes) // 2], sizes[-1])  # a write mid-way through a file fails
     out = seqlab("train", str(cfg), "--out", str(run), "--resume", limit=limit)
@@ -341,12 +341,12 @@ def test_disk_full_during_training_is_one_error_and_resume_finishes(tmp_path, co
     assert error[0].startswith("error: no space left to write ") and error[0].endswith("continue with --resume")
     assert ".next" not in error[0] and leftovers(run) == [] and not (run / rundir.LOCK).exists()
     api.load(run, device="cpu", last=True)  # intact
-    api.train(str(cfg), run, resume=True, log=quiet)
+    api.train_run(str(cfg), run, resume=True, log=quiet)
     assert checkpoint.load_state(run)["step"] == 12
 
 
 def test_disk_full_writing_an_out_file_keeps_the_old_one(tmp_path, corpus):
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
     out = tmp_path / "att.png"
     out.write_bytes(b"old")
     done = seqlab("attention", str(run), "--text", "def f", "--out", str(out), limit=2000)
@@ -357,14 +357,14 @@ def test_disk_full_writing_an_out_file_keeps_the_old_one(tmp_path, corpus):
 def test_a_stale_lock_takeover_finishes_the_dead_writers_writes(tmp_path, corpus):
     """kill -9 in the middle of writes: the next writer rolls a complete commit forward, discards an incomplete
     one (best/ included) and removes the temporaries of atomic writes, its lock's included."""
-    run = api.train("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
+    run = api.train_run("lm-char", tmp_path / "r", overrides=lm(corpus, 2), log=quiet)
     dead = _dead_pid()
     _lock(run, dead)
     (run / f".{rundir.LOCK}.{dead}.tmp").write_text("{")
     (run / "plots" / ".loss.abc123.tmp.png").write_bytes(b"half")
     (run / "best" / ".next").mkdir()
     (run / "best" / ".next" / "model.safetensors").write_bytes(b"half")
-    api.train("lm-char", run, overrides=lm(corpus, 3), resume=True, log=quiet)
+    api.train_run("lm-char", run, overrides=lm(corpus, 3), resume=True, log=quiet)
     assert leftovers(run) == [] and checkpoint.load_state(run)["step"] == 3
 
 

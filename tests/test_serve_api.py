@@ -314,7 +314,7 @@ def test_models_are_cached_lru_and_a_newer_checkpoint_is_picked_up(served, tmp_p
     assert cache.loads == 3 and len(cache) == 2  # ner was dropped
     c.post("/api/runs/runs/ner/predict", json=body)
     assert cache.loads == 4
-    api.train(str(root / "ner" / "config.toml"), root / "ner", overrides=["train.max_steps=44"], resume=True,
+    api.train_run(str(root / "ner" / "config.toml"), root / "ner", overrides=["train.max_steps=44"], resume=True,
               log=lambda *a, **k: None)
     c.post("/api/runs/runs/ner/predict", json=body)
     assert cache.loads == 5

@@ -103,7 +103,7 @@ def test_loss_is_summed_over_real_tokens_only(corpus):
 
 @pytest.mark.parametrize("arch", ["lstm", "transformer"])
 def test_a_tiny_tagging_task_is_learned(corpus, tmp_path, arch):
-    run = api.train(run_config(corpus, arch, steps=60), tmp_path / "run", **QUIET)
+    run = api.train_run(run_config(corpus, arch, steps=60), tmp_path / "run", **QUIET)
     assert json.loads((run / "labels.json").read_text())["labels"] == ["O", "B-NAME"]
     valid = [json.loads(r) for r in (run / "metrics.jsonl").read_text().splitlines()][-1]
     assert valid["split"] == "valid" and valid["f1"] > 0.95
@@ -124,7 +124,7 @@ def test_a_tiny_tagging_task_is_learned(corpus, tmp_path, arch):
 def test_evaluate_matches_entity_f1_of_the_predictions(corpus, tmp_path):
     from seqlab.data.conll import read_conll
 
-    run = api.train(run_config(corpus, steps=4), tmp_path / "run", **QUIET)  # barely trained: errors to score
+    run = api.train_run(run_config(corpus, steps=4), tmp_path / "run", **QUIET)  # barely trained: errors to score
     tagger = api.load(run, device="cpu")
     for split in ("test", "valid"):
         sentences = read_conll(corpus[split])
@@ -134,9 +134,9 @@ def test_evaluate_matches_entity_f1_of_the_predictions(corpus, tmp_path):
 
 
 def test_resume_continues_exactly(corpus, tmp_path):
-    straight = api.train(run_config(corpus, steps=10), tmp_path / "a", **QUIET)
-    api.train(run_config(corpus, steps=5), tmp_path / "b", **QUIET)
-    resumed = api.train(run_config(corpus, steps=10), tmp_path / "b", resume=True, **QUIET)
+    straight = api.train_run(run_config(corpus, steps=10), tmp_path / "a", **QUIET)
+    api.train_run(run_config(corpus, steps=5), tmp_path / "b", **QUIET)
+    resumed = api.train_run(run_config(corpus, steps=10), tmp_path / "b", resume=True, **QUIET)
     assert_same_weights(straight, resumed)
 
 
@@ -147,7 +147,7 @@ def test_iob1_files_are_learned_and_scored_in_iob2(tmp_path):
         s = [(w, "O") for w in rng.sample(LOWER, 2)] + [("Anna", "I-NAME"), ("Kim", "I-NAME")]
         sentences.append(s[rng.randint(0, 1):])
     corpus = {split: write_conll(tmp_path / f"{split}.txt", sentences) for split in ("train", "valid", "test")}
-    run = api.train(run_config(corpus, steps=40), tmp_path / "run", **QUIET)
+    run = api.train_run(run_config(corpus, steps=40), tmp_path / "run", **QUIET)
     assert json.loads((run / "labels.json").read_text())["labels"] == ["O", "B-NAME", "I-NAME"]
     tagger = api.load(run, device="cpu")
     assert tagger.predict(["the Anna Kim"])[0]["tags"] == ["O", "B-NAME", "I-NAME"]
@@ -191,7 +191,7 @@ def test_embeddings_start_from_word2vec_vectors(corpus, tmp_path, freeze):
     words = ["Paris", "the", "unused"]
     vectors = write_vectors(tmp_path / "vec.txt", words, 16)
     cfg = run_config(corpus, steps=8, vectors=str(tmp_path / "vec.txt"), freeze_vectors=freeze)
-    tagger = api.load(api.train(cfg, tmp_path / "run", **QUIET), device="cpu")
+    tagger = api.load(api.train_run(cfg, tmp_path / "run", **QUIET), device="cpu")
     E = tagger.model.token_embedding.weight.detach().numpy()
     rows = [tagger.tokenizer.stoi(w) for w in words[:2]]
     assert np.array_equal(E[rows], vectors[:2]) == freeze  # frozen: kept exactly; trainable: moved
@@ -217,9 +217,9 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("Anna B-NAME\nruns\n", encoding="utf-8")
     with pytest.raises(SeqlabError, match=rf"{bad}:2: expected at least 2 columns"):
-        api.train(run_config({**corpus, "train": str(bad)}), tmp_path / "r0", **QUIET)
+        api.train_run(run_config({**corpus, "train": str(bad)}), tmp_path / "r0", **QUIET)
 
-    run = api.train(run_config(corpus, steps=2), tmp_path / "run", **QUIET)
+    run = api.train_run(run_config(corpus, steps=2), tmp_path / "run", **QUIET)
     odd = tmp_path / "odd.txt"
     odd.write_text("the NN O O\nAnna NN O B-NAME\n\nKim NN O B-CITY\n", encoding="utf-8")
     tagger = api.load(run, device="cpu")
@@ -230,18 +230,18 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
     with pytest.raises(SeqlabError, match=r"input line 2 is empty"):
         tagger.predict(["Anna runs", "  ", "Kim"])
     with pytest.raises(SeqlabError, match="data.tokenizer=word"):
-        api.train(run_config(corpus, data={"tokenizer": "char"}), tmp_path / "r1", **QUIET)
+        api.train_run(run_config(corpus, data={"tokenizer": "char"}), tmp_path / "r1", **QUIET)
 
 
 def test_unknown_label_in_validation_file_names_the_line(corpus, tmp_path):
     valid = tmp_path / "valid.txt"
     valid.write_text("the NN O O\nruns NN O I-THING\n", encoding="utf-8")
     with pytest.raises(SeqlabError, match=rf"{valid}:2 \(written 'I-THING', read as IOB2\): label 'B-THING' does not"):
-        api.train(run_config({**corpus, "valid": str(valid)}), tmp_path / "run", **QUIET)
+        api.train_run(run_config({**corpus, "valid": str(valid)}), tmp_path / "run", **QUIET)
 
 
 def test_transformer_refuses_a_long_sentence_naming_its_line(corpus, tmp_path):
-    tagger = api.load(api.train(run_config(corpus, "transformer", steps=2), tmp_path / "run", **QUIET), device="cpu")
+    tagger = api.load(api.train_run(run_config(corpus, "transformer", steps=2), tmp_path / "run", **QUIET), device="cpu")
     with pytest.raises(SeqlabError, match=r"input line 2 has 13 tokens, more than model.max_len=12"):
         tagger.predict(["the", " ".join(["a"] * 13)])
 

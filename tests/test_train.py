@@ -90,7 +90,7 @@ def test_learning_rate_schedule():
 
 
 def test_train_writes_a_complete_run_directory(tmp_path, corpus):
-    run = api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6",
+    run = api.train_run(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6",
                                         "train.eval_every=3", "train.keep_best=true"]), tmp_path / "run",
                     log=lambda *a, **k: None)
     for name in ("config.toml", "model.safetensors", "trainer.safetensors", "state.json", "tokenizer.json",
@@ -106,9 +106,9 @@ def test_train_writes_a_complete_run_directory(tmp_path, corpus):
         torch.tensor(result["loss"]).exp().item())
     # an existing run is never overwritten without --force; a changed key is refused on resume
     with pytest.raises(SeqlabError, match="already exists"):
-        api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\""]), run)
+        api.train_run(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\""]), run)
     with pytest.raises(SeqlabError, match="train.lr differ"):
-        api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6", "train.lr=0.5",
+        api.train_run(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6", "train.lr=0.5",
                                       "train.eval_every=3", "train.keep_best=true"]), run, resume=True)
 
 
@@ -121,7 +121,7 @@ def test_compiled_training_step_equals_eager(tmp_path, corpus):
     rows = {}
     for compiled in (False, True):
         counters.clear()
-        run = api.train(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6", "train.log_every=1",
+        run = api.train_run(resolve("lm-char", [*TINY, f"data.source=\"{corpus}\"", "train.max_steps=6", "train.log_every=1",
                                             "train.eval_every=3", f"train.compile={str(compiled).lower()}"]),
                         tmp_path / f"compile-{compiled}", log=lambda *a, **k: None)
         rows[compiled] = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -299,7 +299,7 @@ def test_patience_counter_resumes_exactly(tmp_path):
 def test_readers_use_the_best_checkpoint_unless_last(tmp_path, corpus):
     """api.load and the reading verbs take best/ by default and the final checkpoint with --last."""
     cfg = config_file(tmp_path, corpus, 12, ["train.eval_every=4", "train.save_every=4"])
-    run = api.train(str(cfg), tmp_path / "r", log=lambda *a, **k: None)
+    run = api.train_run(str(cfg), tmp_path / "r", log=lambda *a, **k: None)
     best_step = checkpoint.load_state(run)["best_step"]
     best, last = api.load(run, device="cpu"), api.load(run, device="cpu", last=True)
     assert best.checkpoint["step"] == best_step and best.checkpoint["dir"] == str(run / "best")
@@ -310,5 +310,5 @@ def test_readers_use_the_best_checkpoint_unless_last(tmp_path, corpus):
         out = seqlab("eval", str(run), "--split", "valid", *flag)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["loss"] == pytest.approx(expected.evaluate("valid")["loss"], rel=1e-5)
-    no_best = api.train(str(cfg), tmp_path / "n", overrides=["train.keep_best=false"], log=lambda *a, **k: None)
+    no_best = api.train_run(str(cfg), tmp_path / "n", overrides=["train.keep_best=false"], log=lambda *a, **k: None)
     assert api.load(no_best, device="cpu").checkpoint["dir"] == str(no_best)  # no best/: the final checkpoint

@@ -119,7 +119,7 @@ def test_separate_and_joint_vocabularies():
 
 @pytest.mark.parametrize("arch", ["transformer", "seq2seq-attention"])
 def test_train_load_predict_evaluate(corpus, tmp_path, arch):
-    run = api.train(run_config(corpus, arch, steps=40), tmp_path / "run", log=lambda *a: None)
+    run = api.train_run(run_config(corpus, arch, steps=40), tmp_path / "run", log=lambda *a: None)
     assert (run / "src_tokenizer.json").exists() and (run / "tgt_tokenizer.json").exists()
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     valid = [r for r in rows if r["split"] == "valid"][-1]
@@ -149,7 +149,7 @@ def test_train_load_predict_evaluate(corpus, tmp_path, arch):
 
 
 def test_a_long_source_is_refused_naming_the_line(corpus, tmp_path):
-    run = api.train(run_config(corpus, steps=2), tmp_path / "run", log=lambda *a: None)
+    run = api.train_run(run_config(corpus, steps=2), tmp_path / "run", log=lambda *a: None)
     model = api.load(run, device="cpu")
     with pytest.raises(SeqlabError, match=r"input line 2 has 17 tokens \(with <eos>\), more than model.max_len=16"):
         model.predict(["red cat", " ".join(["dog"] * 16)])
@@ -161,13 +161,13 @@ def test_share_embeddings_needs_a_joint_vocabulary(corpus, tmp_path):
     cfg = run_config(corpus, "transformer", n_layers=1, n_heads=2, d_model=16, d_ff=32, max_len=16,
                      share_embeddings=True)
     with pytest.raises(SeqlabError, match="joint_vocab"):
-        api.train(cfg, tmp_path / "run", log=lambda *a: None)
+        api.train_run(cfg, tmp_path / "run", log=lambda *a: None)
 
 
 def test_resume_continues_exactly(corpus, tmp_path):
-    straight = api.train(run_config(corpus, "seq2seq-attention", steps=12), tmp_path / "a", log=lambda *a: None)
-    api.train(run_config(corpus, "seq2seq-attention", steps=6), tmp_path / "b", log=lambda *a: None)
-    resumed = api.train(run_config(corpus, "seq2seq-attention", steps=12), tmp_path / "b", resume=True,
+    straight = api.train_run(run_config(corpus, "seq2seq-attention", steps=12), tmp_path / "a", log=lambda *a: None)
+    api.train_run(run_config(corpus, "seq2seq-attention", steps=6), tmp_path / "b", log=lambda *a: None)
+    resumed = api.train_run(run_config(corpus, "seq2seq-attention", steps=12), tmp_path / "b", resume=True,
                         log=lambda *a: None)
     assert_same_weights(straight, resumed)
 
@@ -177,7 +177,7 @@ def test_cli_predict_and_eval(corpus, tmp_path, monkeypatch, capsys):
 
     from seqlab.cli import main
 
-    run = api.train(run_config(corpus, steps=10), tmp_path / "run", log=lambda *a: None)
+    run = api.train_run(run_config(corpus, steps=10), tmp_path / "run", log=lambda *a: None)
     capsys.readouterr()  # what training printed
     monkeypatch.setattr("sys.stdin", io.StringIO("red cat runs\nsmall dog\n"))
     assert main(["predict", str(run), "--beam", "2", "--device", "cpu"]) == 0
@@ -238,7 +238,7 @@ def test_joint_vocabulary_with_shared_embeddings(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr("seqlab.tasks.translate.joint_vocab", lambda data: True)
     cfg = run_config(corpus, "transformer", steps=3, n_layers=1, n_heads=2, d_model=16, d_ff=32, max_len=16,
                      share_embeddings=True)
-    run = api.train(cfg, tmp_path / "run", log=lambda *a: None)
+    run = api.train_run(cfg, tmp_path / "run", log=lambda *a: None)
     assert (run / "src_tokenizer.json").read_text() == (run / "tgt_tokenizer.json").read_text()
     model = api.load(run, device="cpu")
     assert model.model.src_embed.tokens.weight is model.model.tgt_embed.tokens.weight

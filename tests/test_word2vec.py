@@ -241,12 +241,12 @@ def test_run_directory_interrupt_resume_and_eval(corpus_file, tmp_path, monkeypa
     import os
     import signal
 
-    from seqlab.api import Interrupted, load, train
+    from seqlab.api import Interrupted, load, train_run
     from seqlab.models import word2vec
 
     monkeypatch.setattr(word2vec, "CHUNKS_PER_STEP", 1)  # 3 chunks of 10k words: 3 steps per epoch
     overrides = _overrides(corpus_file, "train.epochs=3", "model.sample=0")
-    full = train("w2v-sgns", tmp_path / "full", overrides=overrides, log=_quiet)
+    full = train_run("w2v-sgns", tmp_path / "full", overrides=overrides, log=_quiet)
     update = SkipGramSGD.update
 
     def ctrl_c_in_epoch_2(self, epoch, index, lr):  # as a Ctrl-C while epoch 2's second step runs
@@ -257,16 +257,16 @@ def test_run_directory_interrupt_resume_and_eval(corpus_file, tmp_path, monkeypa
 
     monkeypatch.setattr(SkipGramSGD, "update", ctrl_c_in_epoch_2)
     with pytest.raises(Interrupted, match="step 5"):
-        train("w2v-sgns", tmp_path / "part", overrides=overrides, log=_quiet)
+        train_run("w2v-sgns", tmp_path / "part", overrides=overrides, log=_quiet)
     monkeypatch.setattr(SkipGramSGD, "update", update)
     part = tmp_path / "part"
     rows = [json.loads(line) for line in (part / "metrics.jsonl").read_text().splitlines()]
     assert [(r["step"], r["epoch"]) for r in rows] == [(3, 1)] and rows[0]["split"] == "train"
     assert json.loads((part / "state.json").read_text())["step"] == 5
     assert not (part / "vectors.txt").exists()
-    train("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)
+    train_run("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)
     mtime = (part / "model.safetensors").stat().st_mtime_ns
-    train("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)  # finished: nothing to do
+    train_run("w2v-sgns", part, overrides=overrides, resume=True, log=_quiet)  # finished: nothing to do
     assert (part / "model.safetensors").stat().st_mtime_ns == mtime
     rows = [json.loads(line) for line in (part / "metrics.jsonl").read_text().splitlines()]
     full_rows = [json.loads(line) for line in (full / "metrics.jsonl").read_text().splitlines()]
@@ -299,10 +299,10 @@ def _quiet(*args, **kwargs):
 
 @pytest.mark.parametrize("arch", ["w2v-hs", "glove"])
 def test_other_presets_train(corpus_file, tmp_path, arch):
-    from seqlab.api import load, train
+    from seqlab.api import load, train_run
 
     extra = ["model.sample=0"] if arch.startswith("w2v") else []
-    run = train(arch, tmp_path / arch, overrides=_overrides(corpus_file, "train.epochs=3", *extra), log=_quiet)
+    run = train_run(arch, tmp_path / arch, overrides=_overrides(corpus_file, "train.epochs=3", *extra), log=_quiet)
     kv = load(run).vectors
     assert _topic_accuracy(kv) >= 0.9
     assert (run / "plots" / "loss.png").exists()
@@ -324,9 +324,9 @@ def _cli(argv: list[str]) -> int:
 
 
 def test_cli_verbs(corpus_file, tmp_path, capsys):
-    from seqlab.api import train
+    from seqlab.api import train_run
 
-    run = train("w2v-sgns", tmp_path / "run", overrides=_overrides(corpus_file, "train.epochs=2"), log=_quiet)
+    run = train_run("w2v-sgns", tmp_path / "run", overrides=_overrides(corpus_file, "train.epochs=2"), log=_quiet)
     capsys.readouterr()
     assert _cli(["neighbors", str(run), "t3w0", "-k", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -350,7 +350,7 @@ def test_cli_verbs(corpus_file, tmp_path, capsys):
 
 
 def test_bad_input(tmp_path):
-    from seqlab.api import train
+    from seqlab.api import train_run
 
     empty = tmp_path / "empty.txt"
     empty.write_text("   \n")
@@ -365,7 +365,7 @@ def test_bad_input(tmp_path):
     ]
     for i, (overrides, message) in enumerate(cases):
         with pytest.raises(SeqlabError, match=message):
-            train("w2v-sgns", tmp_path / f"r{i}", overrides=[*overrides, "train.progress=false"], log=_quiet)
+            train_run("w2v-sgns", tmp_path / f"r{i}", overrides=[*overrides, "train.progress=false"], log=_quiet)
 
 
 def test_keyed_vectors_files_and_transfer(tmp_path):
@@ -397,16 +397,16 @@ def test_keyed_vectors_files_and_transfer(tmp_path):
 def test_time_budget_stops_at_a_step_and_resume_finishes(corpus_file, tmp_path, monkeypatch):
     """train.max_minutes is the Trainer's: the run stops at a step boundary with a checkpoint and the vectors
     of that step; --resume with a larger budget (a change --resume allows) finishes it."""
-    from seqlab.api import load, train
+    from seqlab.api import load, train_run
     from seqlab.models import word2vec
 
     monkeypatch.setattr(word2vec, "CHUNKS_PER_STEP", 1)
     lines = []
     overrides = _overrides(corpus_file, "train.epochs=3", "model.sample=0")
-    run = train("w2v-sgns", tmp_path / "run", overrides=[*overrides, "train.max_minutes=1e-9"], log=lines.append)
+    run = train_run("w2v-sgns", tmp_path / "run", overrides=[*overrides, "train.max_minutes=1e-9"], log=lines.append)
     assert json.loads((run / "state.json").read_text())["step"] == 1
     assert any("train.max_minutes reached at step 1 of 9" in line for line in lines)
     assert (run / "vectors.txt").exists()
-    train("w2v-sgns", run, overrides=overrides, resume=True, log=_quiet)
+    train_run("w2v-sgns", run, overrides=overrides, resume=True, log=_quiet)
     assert json.loads((run / "state.json").read_text())["step"] == 9
     assert topic_of(load(run).neighbors("t0w1", 1)[0][0]) == "t0"

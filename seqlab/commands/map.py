@@ -15,9 +15,11 @@ def add(sub):
 
 def run(args) -> int:
     from seqlab.api import open_vectors
-    from seqlab.vectors import plot_embedding_map, tsne_map
+    from seqlab.vectors import tsne_map
+    from seqlab.viz import embedding_map_figure, save_figure
 
-    kv = open_vectors(args.run_dir)
+    kv = open_vectors(args.run_dir)  # a run's vectors or a vectors file: the map of Embeddings.map, drawn
     words, coords = tsne_map(kv, args.words, seed=args.seed)
-    print(plot_embedding_map(words, coords, args.out, title=f"t-SNE of the {len(words)} most frequent words"))
+    title = f"t-SNE of the {len(words)} most frequent words"
+    print(save_figure(embedding_map_figure(words, coords, title), args.out))
     return 0

@@ -20,10 +20,10 @@ def add(sub):
 def run(args) -> int:
     import sys
 
-    from seqlab.api import Interrupted, train
+    from seqlab.api import Interrupted, train_run
 
     try:
-        run_dir = train(args.config, args.out, overrides=args.overrides, resume=args.resume, force=args.force,
+        run_dir = train_run(args.config, args.out, overrides=args.overrides, resume=args.resume, force=args.force,
                         log=lambda *a, **k: print(*a, **{"file": sys.stderr, **k}))
     except Interrupted as e:
         print(str(e), file=sys.stderr)

@@ -334,7 +334,7 @@ def _fetch(f: RemoteFile, dest: Path, progress: bool) -> None:
     import urllib.error  # here, not at the top: `seqlab data list` starts ~25 ms faster without http/ssl
     import urllib.request
 
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     url = f.url()
     dest.parent.mkdir(parents=True, exist_ok=True)

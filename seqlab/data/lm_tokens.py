@@ -24,6 +24,7 @@ import numpy as np
 
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data import beacon, prepared, text_pieces, workers
+from seqlab.data.prose import pyprose_manifest
 from seqlab.data.sources import source_file, split_points
 from seqlab.errors import SeqlabError, shown
 from seqlab.io import read_json, versions, write_json_atomic
@@ -59,7 +60,7 @@ class Ranks(Protocol):
 
 def progress_bar(desc: str, total: int, enabled: bool):
     """A tqdm bar in bytes on stderr (its rate reads in MB/s)."""
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1000, disable=not enabled,
                 dynamic_ncols=True, leave=False)
@@ -133,8 +134,10 @@ def prepare_tokens(cfg: RunConfig, out: Path, *, tokenizer: Tokenizer | None = N
         sources, splits = [], {}
         for split, (f, lo, hi) in ranges.items():
             embedded = f.path.parent == tmp  # written there from memory: recorded by name
-            ident = f.identity() | ({"path": None, "mtime": None, "embedded": f.path.name[1:-len(".txt")]}
-                                    if embedded else {})
+            name = f.path.name[1:-len(".txt")] if embedded else None
+            ident = f.identity() | ({"path": None, "mtime": None, "embedded": name} if embedded else {})
+            if name == "pyprose":  # what went into it: Python version, modules (missing ones), characters
+                ident["corpus"] = pyprose_manifest()
             if ident not in sources:
                 sources.append(ident)
             splits[split] = {"source": sources.index(ident), "bytes": [lo, hi]}

@@ -5,9 +5,11 @@
   ``pydocs``   the running interpreter's documentation topics (``pydoc_data.topics.topics``, the text
                of ``help('topic')``: English prose), values joined in sorted key order;
   ``pystdlib`` the standard library's ``.py`` source files (see :func:`pystdlib_files`);
+  ``pyprose``  the documentation topics and the docstrings of a fixed list of standard-library modules, read
+               from their source, tables and code removed: English prose, ~1.8M chars (:mod:`seqlab.data.prose`);
 - a downloadable dataset name (:mod:`seqlab.data.download`), read from the cache, downloaded when missing;
 - a path to a UTF-8 text file.
-The text depends on the Python version (both embedded corpora come from the running interpreter)
+The text depends on the Python version (the embedded corpora come from the running interpreter)
 but is identical from run to run.
 """
 
@@ -34,6 +36,7 @@ PYSTDLIB_MAX_CHARS = 8_000_000  # cap: whole files in sorted path order until th
 EMBEDDED: dict[str, str] = {  # name -> description
     "pydocs": "the running Python's documentation topics (pydoc_data), English prose, ~0.5M chars",
     "pystdlib": f"the running Python's standard-library .py source, up to {PYSTDLIB_MAX_CHARS / 1e6:.0f}M chars",
+    "pyprose": "pydocs plus standard-library docstrings, tables and code removed, English prose, ~1.8M chars",
 }
 
 DEFAULT_SPLIT = (0.9, 0.05, 0.05)  # train, valid, test
@@ -75,7 +78,14 @@ def pystdlib_text() -> str:
     return "\n".join(parts)
 
 
-_EMBEDDED_TEXT = {"pydocs": pydocs_text, "pystdlib": pystdlib_text}
+def _pyprose_text() -> str:
+    """:func:`seqlab.data.prose.pyprose_text` (imported here when asked for: prose reads this module)."""
+    from seqlab.data.prose import pyprose_text
+
+    return pyprose_text()
+
+
+_EMBEDDED_TEXT = {"pydocs": pydocs_text, "pystdlib": pystdlib_text, "pyprose": _pyprose_text}
 
 
 def source_names() -> list[str]:

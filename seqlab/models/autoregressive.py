@@ -68,6 +68,15 @@ class ARConfig:
         if self.trend != "c":
             raise SeqlabError(f"model.trend {self.trend!r} is not supported; use \"c\" (a constant term)")
 
+    def unused_keys(self) -> dict[str, str]:
+        """The keys this combination leaves unused, each with why and the fix (a user who sets one is told:
+        seqlab.tasks.registry.build): ``p`` while ``max_p`` chooses it, ``ic`` while ``max_p = 0``."""
+        if self.max_p:
+            return {"p": f"while model.max_p = {self.max_p} chooses p by model.ic; also set model.max_p=0 to fit "
+                         f"AR({self.p})"}
+        return {"ic": f"while model.max_p = 0 keeps model.p = {self.p}; set model.max_p >= 1 to choose p by "
+                      "model.ic, or remove model.ic"}
+
 
 def _check_order(p: Any, name: str = "p") -> int:
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:

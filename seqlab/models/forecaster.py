@@ -67,6 +67,13 @@ class RecurrentForecasterConfig:
                               + " or ".join(repr(c) for c in self.arch_cells) + " (or change model.arch)")
         self.stack_config()  # validates cell, impl, sizes and dropout
 
+    def unused_keys(self) -> dict[str, str]:
+        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.build)."""
+        if self.n_layers == 1:  # dropout acts between stacked layers only (RecurrentStack, as torch.nn.LSTM)
+            return {"dropout": "while model.n_layers = 1 (it acts between stacked layers only); set "
+                               "model.n_layers >= 2, or remove model.dropout"}
+        return {}
+
     def stack_config(self) -> RecurrentConfig:
         """The recurrent stack: a 1-wide input (one value per step), left to right."""
         return RecurrentConfig(cell=self.cell, input_size=1, hidden_size=self.hidden_size, n_layers=self.n_layers,

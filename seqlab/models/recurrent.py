@@ -56,6 +56,13 @@ class RecurrentModelConfig:
                               + " or ".join(repr(c) for c in self.arch_cells) + " (or change model.arch)")
         self.stack_config()  # validates cell, nonlinearity, impl, sizes and dropout
 
+    def unused_keys(self) -> dict[str, str]:
+        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.build)."""
+        if self.cell != "rnn":
+            return {"nonlinearity": f"while model.cell = {self.cell!r} (it is the Elman rnn cell's g only); "
+                                    "remove model.nonlinearity"}
+        return {}
+
     def stack_config(self, bidirectional: bool = False) -> RecurrentConfig:
         """The recurrent stack's config: d_model in, hidden_size per direction."""
         return RecurrentConfig(cell=self.cell, input_size=self.d_model, hidden_size=self.hidden_size,

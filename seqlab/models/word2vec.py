@@ -87,6 +87,13 @@ class Word2VecConfig:
         if self.engine not in ("auto", "numba", "torch"):
             raise ValueError(f"engine must be one of auto, numba, torch; got {self.engine!r}")
 
+    def unused_keys(self) -> dict[str, str]:
+        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.build)."""
+        if self.negative == 0:  # model.arch = "hs" without negative sampling: no noise distribution
+            return {"ns_exponent": "while model.negative = 0 draws no noise words; set model.negative >= 1 to add "
+                                   "negative sampling, or remove model.ns_exponent"}
+        return {}
+
 
 # ------------------------------------------------------------------------------------------------------
 # the PyTorch model (the readable reference, and the GPU path)

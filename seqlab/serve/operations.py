@@ -1,5 +1,6 @@
-"""What the pages and the JSON API compute, each a thin call into the trained object ``seqlab.load`` returns
-(its ``generate``, ``predict``, ``evaluate``, ``attention``, ``neighbors``, ``analogy``...), shaped as JSON.
+"""What the pages and the JSON API compute, each a thin call into the verbs of the trained object ``seqlab.load``
+returns (its ``generate``, ``hypotheses``, ``tag``, ``forecast``, ``map``, ``predict``, ``evaluate``,
+``attention``...), shaped as JSON.
 
 Where an output overlaps the command line it is the same: ``predict`` results are the objects
 ``seqlab predict --format json`` prints, ``evaluate`` the object ``seqlab eval`` prints, and generation gives
@@ -15,7 +16,7 @@ import numpy as np
 
 from seqlab.decode import Sampling, stream
 from seqlab.errors import SeqlabError
-from seqlab.metrics.entities import get_entities
+from seqlab.tasks.tag import spans
 
 TOP_ALTERNATIVES = 5  # the alternatives each streamed token carries
 
@@ -82,7 +83,7 @@ def translate(tr, text: str, beam: int) -> dict:
     "source_tokens", "target_tokens", "weights": [head][target][source]}``."""
     if not text.strip():
         raise SeqlabError("the source text is empty; give a sentence to translate")
-    hyp = tr.translate([text], beam)[0]  # one beam search: its hypothesis is also the one the weights show
+    hyp = tr.hypotheses([text], beam)[0]  # one beam search: its hypothesis is also the one the weights show
     src, tgt, weights = tr.attention(text, hypothesis=hyp)
     return {**tr.result(text, hyp), "source_tokens": src, "target_tokens": tgt,
             "weights": np.round(weights.numpy(), 5).tolist()}  # (heads or 1, tgt, src)
@@ -101,10 +102,10 @@ def tag(tagger, text: str) -> dict:
     "text"}]}`` (``end`` inclusive, token positions; seqeval's default-mode chunks)."""
     if not text.split():
         raise SeqlabError("the sentence is empty; give some words to tag")
-    result = tagger.predict([text])[0]
-    entities = [{"type": t, "start": s, "end": e, "text": " ".join(result["tokens"][s:e + 1])}
-                for t, s, e in get_entities(result["tags"])]
-    return {**result, "entities": entities}
+    pairs = tagger.tag(text)
+    tokens, tags = [w for w, _ in pairs], [t for _, t in pairs]
+    entities = [{"type": e.type, "start": e.start, "end": e.end - 1, "text": e.text} for e in spans(tokens, tags)]
+    return {"tokens": tokens, "tags": tags, "entities": entities}
 
 
 # ---- forecasting -----------------------------------------------------------------------------------------
@@ -112,7 +113,7 @@ def tag(tagger, text: str) -> dict:
 def forecast(fc, steps: int) -> dict:
     """The series and ``steps`` forecasts after train + valid: ``{"name", "values", "origin", "forecast",
     "dates"}`` (the held-out tail is ``values[origin:]``)."""
-    values = fc.predict(None, steps=steps)
+    values = [float(v) for v in fc.forecast(steps)]
     s = fc.series
     return _finite({"name": s.name, "values": [float(v) for v in s.values], "origin": s.start("test"),
                     "forecast": values, "dates": list(s.dates) if s.dates else None})
@@ -126,22 +127,9 @@ def answers(pairs: list[tuple[str, float]]) -> list[dict]:
 
 
 def embedding_map(emb, n_words: int, method: str) -> dict:
-    """The ``n_words`` most frequent words in 2-D: t-SNE (:func:`seqlab.vectors.tsne_map`, cosine geometry)
-    or PCA of the unit vectors. ``{"method", "words", "x", "y"}``."""
-    from seqlab.vectors import tsne_map
-
-    kv = emb.vectors
-    if method == "tsne":
-        words, coords = tsne_map(kv, n_words)
-    else:
-        n = min(n_words, len(kv))
-        if n < 3:
-            raise SeqlabError(f"a map needs at least 3 words, the run has {len(kv)}")
-        x = kv.vectors[:n] / np.maximum(kv.norms[:n, None], 1e-12)  # (N, D) unit rows
-        x = x - x.mean(axis=0)
-        _, _, vt = np.linalg.svd(x.astype(np.float64), full_matrices=False)  # principal axes (D', D)
-        coords = x @ vt[:2].T  # (N, 2)
-        words = kv.words[:n]
+    """The ``n_words`` most frequent words in 2-D (:meth:`~seqlab.tasks.embed.Embeddings.map`: t-SNE, cosine
+    geometry, or PCA of the unit vectors). ``{"method", "words", "x", "y"}``."""
+    words, coords = emb.map(n_words, method)
     return {"method": method, "words": list(words), "x": coords[:, 0].round(5).tolist(),
             "y": coords[:, 1].round(5).tolist()}
 

@@ -30,6 +30,7 @@ index, not the text.
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +43,7 @@ from torch import Tensor, nn
 
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
+from seqlab.data.in_memory import spool
 from seqlab.data.indexed import lengths_of
 from seqlab.data.labelled import iter_labelled
 from seqlab.data.streamed import Streamed, chunks
@@ -282,7 +284,8 @@ def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title:
 
 
 class SentenceClassifier(Labeller):
-    """A trained classifier loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``, see
+    """A trained classifier loaded from a run directory: ``classify``, ``evaluate`` (a split or labelled texts in
+    memory), ``predict`` (the ``seqlab predict`` results), and ``sentence_encoder`` (see
     :class:`~seqlab.tasks.labelling.Labeller`)."""
 
     def probabilities(self, texts: list[str], where) -> list[np.ndarray]:
@@ -292,31 +295,52 @@ class SentenceClassifier(Labeller):
         probs = run_classifier(self.model, Encoded(ids, []), self.device)[2]
         return [probs[i] for i in range(len(texts))]
 
+    def classify(self, texts: str | Iterable[str]) -> dict[str, float] | list[dict[str, float]]:
+        """Each text's class probabilities, ``{label: p}`` in the label vocabulary's order (labels spelled as in
+        the training data): one dict for a str, a list of dicts for a list. An empty text is an error naming
+        it."""
+        single = isinstance(texts, str)
+        items = [texts] if single else list(texts)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise SeqlabError(f"text {i + 1} is a {type(text).__name__}, not a str; give texts as strings")
+        out = [self._distribution(p) for p in self.probabilities(items, lambda i: f"text {i + 1}")]
+        return out[0] if single else out
+
+    def _distribution(self, p: np.ndarray) -> dict[str, float]:
+        return {name: float(q) for name, q in zip(self.labels.names, p)}
+
     def predict(self, lines: list[str] | None, **options) -> list[dict]:
-        """One result per line: ``{"label", "probability", "probabilities": {label: p}}``, the label spelled as
-        in the training data. An empty line is an error naming it."""
+        """``seqlab predict``'s results, one per line: ``{"label", "probability", "probabilities": {label:
+        p}}``, the label spelled as in the training data. An empty line is an error naming it."""
         if lines is None or options:
-            raise SeqlabError("a classifier reads sentences from stdin, one per line, and takes no --beam or --steps")
-        names = self.labels.names
+            raise SeqlabError("a classifier predicts input lines, one sentence each, and takes no --beam or --steps")
         results = []
         for p in self.probabilities(list(lines), lambda i: f"input line {i + 1}"):
-            best = int(np.argmax(p))
-            results.append({"label": names[best], "probability": float(p[best]),
-                            "probabilities": {name: float(q) for name, q in zip(names, p)}})
+            probabilities = self._distribution(p)
+            label = max(probabilities, key=probabilities.get)  # the first of equals, as argmax
+            results.append({"label": label, "probability": probabilities[label], "probabilities": probabilities})
         return results
 
     def format_prediction(self, result: dict) -> str:
         return f"{result['label']}\t{result['probability']:.4f}"
 
-    def evaluate(self, split: str = "test") -> dict:
-        """``accuracy`` and ``macro_f1`` on a split; writes RUN/plots/confusion.png. An unknown gold label is
-        an error naming its file:line."""
-        examples = evaluation_split(self.config, split, read_data)
+    def evaluate(self, split: str = "test", *, data: Iterable[tuple[str, str]] | None = None) -> dict:
+        """``accuracy`` and ``macro_f1`` on a split, or with ``data`` on (text, label) pairs in memory (written as
+        a labelled file and read as a split is); writes RUN/plots/confusion.png. An unknown gold label is an
+        error naming its file:line."""
+        if data is None:
+            return self._scores(evaluation_split(self.config, split, read_data), split)
+        with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
+            path = spool("classify", data, Path(scratch) / "data.tsv", what="data")
+            return self._scores(read_examples(str(path)), "data")
+
+    def _scores(self, examples: Streamed[Example], name: str) -> dict:
         for ex in examples:
             self.labels.id(ex.label, ex.where)  # a label the model never saw: error naming its line
         with scratch_run_dir() as scratch:
-            data, _ = split_data(self.config, scratch, {f"eval-{split}": examples}, self.tokenizer, self.labels,
-                                 refuse=True)[f"eval-{split}"]  # no tokens or too long: error naming its line
+            data, _ = split_data(self.config, scratch, {f"eval-{name}": examples}, self.tokenizer, self.labels,
+                                 refuse=True)[f"eval-{name}"]  # no tokens or too long: error naming its line
             probs = run_classifier(self.model, data, self.device)[2]
             probs = [probs[i] for i in range(len(data.ids))]
             gold = [self.labels.names[y] for y in data.labels]
@@ -324,7 +348,7 @@ class SentenceClassifier(Labeller):
         scores = classification_scores(gold, pred)
         _, counts = confusion_matrix(gold, pred, labels=self.labels.names)
         plot_confusion(self.labels.names, counts, self.run_dir / CONFUSION_PLOT,
-                       f"{split}: accuracy {scores['accuracy']:.4f}, macro-F1 {scores['macro_f1']:.4f}")
+                       f"{name}: accuracy {scores['accuracy']:.4f}, macro-F1 {scores['macro_f1']:.4f}")
         return scores
 
 

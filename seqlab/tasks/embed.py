@@ -42,10 +42,11 @@ from seqlab.errors import SeqlabError
 from seqlab.io import read_json, write_text_atomic
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
+from seqlab.tasks.results import EmbeddingMap
 from seqlab.text.tokenizers import split_words
 from seqlab.devices import Dist, resolve_device
 from seqlab.trainer import Trainer
-from seqlab.vectors import KeyedVectors
+from seqlab.vectors import KeyedVectors, tsne_map
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
 # The train.* keys used (batch_size by the PyTorch engine); embeddings train whole epochs, not max_steps.
@@ -219,27 +220,69 @@ def evaluation_sets(cfg: RunConfig, analogies: str | None = None,
 
 
 class Embeddings:
-    """The word vectors of a trained run: ``neighbors``, ``analogy``, ``evaluate``; ``vectors`` is the
-    :class:`~seqlab.vectors.KeyedVectors`."""
+    """The word vectors of a trained run, with gensim KeyedVectors' verbs: ``most_similar``, ``similarity``,
+    ``analogy``; ``neighbors`` (``seqlab neighbors``), ``map`` (2-D coordinates that plot), ``evaluate``;
+    ``vectors`` is the :class:`~seqlab.vectors.KeyedVectors`."""
 
     def __init__(self, run_dir: Path, cfg: RunConfig, vectors: KeyedVectors):
         self.run_dir, self.config, self.vectors = run_dir, cfg, vectors
+
+    def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
+                     topn: int = 10) -> list[tuple[str, float]]:
+        """gensim's ``most_similar``: the ``topn`` words (not among the query words) closest by cosine to the mean
+        of the ``positive`` words' unit vectors minus the ``negative`` ones', best first, as (word, cosine):
+        ``most_similar("king")``, ``most_similar(positive=["king", "woman"], negative=["man"])``."""
+        _check_topn(topn)
+        return self.vectors.most_similar(positive or (), negative or (), topn=topn)
+
+    def similarity(self, w1: str, w2: str) -> float:
+        """Cosine similarity of two words' vectors (gensim's ``similarity``)."""
+        return self.vectors.similarity(w1, w2)
 
     def neighbors(self, word: str, k: int = 10) -> list[tuple[str, float]]:
         """The k words closest to ``word`` by cosine, best first."""
         return self.vectors.most_similar(word, topn=k)
 
-    def analogy(self, a: str, b: str, c: str, k: int = 10, method: str = "3cosadd") -> list[tuple[str, float]]:
-        """``a`` is to ``b`` as ``c`` is to ?, best first."""
-        return self.vectors.analogy(a, b, c, topn=k, method=method)
+    def analogy(self, a: str, b: str, c: str, topn: int | None = None, method: str = "3cosadd", *,
+                k: int | None = None) -> list[tuple[str, float]]:
+        """``a`` is to ``b`` as ``c`` is to ?: the ``topn`` (default 10) best answers, as (word, score) (3CosAdd:
+        ``most_similar(positive=[b, c], negative=[a])``; or ``method="3cosmul"``). ``k`` is the earlier name of
+        ``topn``, still taken."""
+        if k is not None and topn is not None:
+            raise SeqlabError(f"analogy got topn={topn} and k={k}, two names for one number; give topn only")
+        topn = k if k is not None else 10 if topn is None else topn
+        _check_topn(topn)
+        return self.vectors.analogy(a, b, c, topn=topn, method=method)
+
+    def map(self, n_words: int = 200, method: str = "tsne", seed: int = 0) -> EmbeddingMap:
+        """The ``n_words`` most frequent words in 2-D: an :class:`~seqlab.tasks.results.EmbeddingMap` (``words,
+        coords``, (words, 2)) that plots. ``method``: "tsne" (:func:`seqlab.vectors.tsne_map`, cosine geometry,
+        random state ``seed``) or "pca" (the first two principal axes of the unit vectors)."""
+        if method == "tsne":
+            return EmbeddingMap(*tsne_map(self.vectors, n_words, seed=seed))
+        if method != "pca":
+            raise SeqlabError(f"unknown map method {method!r}; use tsne or pca")
+        kv = self.vectors
+        n = min(n_words, len(kv))
+        if n < 3:
+            raise SeqlabError(f"a map needs at least 3 words, the run has {len(kv)}")
+        x = kv.vectors[:n] / np.maximum(kv.norms[:n, None], 1e-12)  # (N, D) unit rows
+        x = x - x.mean(axis=0)
+        _, _, vt = np.linalg.svd(x.astype(np.float64), full_matrices=False)  # principal axes (D', D)
+        return EmbeddingMap(list(kv.words[:n]), x @ vt[:2].T)  # (N, 2)
 
     def evaluate(self, split: str = "test", analogies: str | None = None,
-                 similarity: str | list[str] | None = None) -> dict:
+                 similarity: str | list[str] | None = None, *, data: object = None) -> dict:
         """``analogy_accuracy``, ``wordsim353_spearman``, ``simlex999_spearman`` (None when the set is not
         available), ``oov_ratio`` (items skipped for an unknown word over all items of every set) and per set
         ``*_oov_ratio``; ``analogy_sections`` maps each section to its accuracy. ``analogies`` / ``similarity``
         (paths or dataset names) replace the run's data.analogies / data.similarity. The sets are fixed, so
-        ``split`` (valid | test) does not change the result."""
+        ``split`` (valid | test) does not change the result. Word vectors have no in-memory form of these sets:
+        ``data`` is refused, naming what to use instead."""
+        if data is not None:
+            raise SeqlabError("word vectors are evaluated on analogy questions and similarity pairs from files: "
+                              "evaluate(analogies=PATH, similarity=PATH); ask analogy(a, b, c) or similarity(w1, w2) "
+                              "for single items")
         if split not in ("valid", "test"):
             raise SeqlabError(f"unknown split {split!r}; valid splits: valid, test")
         analogy_path, sets = evaluation_sets(self.config, analogies, similarity)
@@ -261,6 +304,11 @@ class Embeddings:
             skipped, items = skipped + r["oov"], items + r["pairs"] + r["oov"]
         out["oov_ratio"] = skipped / items if items else None
         return out
+
+
+def _check_topn(topn: int) -> None:
+    if isinstance(topn, bool) or not isinstance(topn, (int, np.integer)) or topn < 1:
+        raise SeqlabError(f"topn must be a whole number >= 1, got {topn!r}")
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Embeddings:

@@ -23,19 +23,22 @@ Models (``model.arch``):
   recursive forecast of the valid part from the end of train (``rmse``, original units).
   ``train.precision = "auto"`` means fp32 here: a bf16 forecast carries only ~3 significant digits.
 
-Forecasts are recursive. ``predict(steps=N)`` forecasts the N values after train + valid (the first of them
-cover the held-out tail); ``evaluate("test")`` compares the forecast from the end of train + valid with the
-tail, ``evaluate("valid")`` the forecast from the end of train with valid (for AR in-sample: its coefficients
-saw valid): ``{"rmse": sqrt(mean (f - x)^2), "mae": mean |f - x|}`` in the series' units. Training ends by
-writing ``RUN/plots/forecast.png``: the history, the forecast of the tail and the tail itself.
+Forecasts are recursive. ``forecast(N)`` (and ``predict(steps=N)``) forecasts the N values after train + valid
+(the first of them cover the held-out tail); ``forecast(N, history=series)`` continues a new series (the neural
+forecasters read it standardised with the run's train statistics). ``evaluate("test")`` compares the forecast
+from the end of train + valid with the tail, ``evaluate("valid")`` the forecast from the end of train with valid
+(for AR in-sample: its coefficients saw valid), ``evaluate(data=series)`` the forecast of a series' last values
+(as many as the tail has) from the values before them: ``{"rmse": sqrt(mean (f - x)^2), "mae": mean |f - x|}``
+in the series' units. Training ends by writing ``RUN/plots/forecast.png``: the history, the forecast of the
+tail and the tail itself. The series and its parts: :mod:`seqlab.tasks.series_parts`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -44,12 +47,14 @@ from torch import nn
 
 from seqlab import checkpoint
 from seqlab.config import RunConfig
+from seqlab.data.in_memory import VALUE_COLUMN, spool
 from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
-from seqlab.io import read_json, versions, write_text_atomic
+from seqlab.io import versions
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
 from seqlab.devices import Dist, resolve_device
+from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
@@ -58,112 +63,7 @@ MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
 TRAIN_KEYS = {"ar": ("progress",),
               **dict.fromkeys(FORECASTER_CONFIGS, tuple(k for k in TRAINER_KEYS if k != "eval_batches"))}
 SPLITS = ("train", "valid", "test")
-SERIES_FILE = "series.json"
-SERIES_FORMAT = 1  # format_version of series.json
 EVAL_BATCH = 1024  # windows per validation forward pass
-
-
-# ------------------------------------------------------------------------------------------------------
-# the series and its parts
-
-
-@dataclass(frozen=True, eq=False)
-class Series:
-    """A series cut into train, valid and test (contiguous, in time order), with the train part's statistics."""
-
-    values: np.ndarray  # (n,) float64: train, then valid, then test
-    dates: list[str] | None  # the date column's labels, one per value (None without data.date_column)
-    n_train: int  # values in the train part
-    n_valid: int  # values in the valid part
-    n_test: int  # values in the held-out tail
-    name: str  # what the values are: the column's header (its index as text without a header)
-    mean: float  # mean of the train part (neural forecasters standardise with it)
-    std: float  # standard deviation of the train part (population, ddof 0)
-
-    def start(self, split: str) -> int:
-        """Position of the first value of a split; the values before it are the forecast's history."""
-        return {"train": 0, "valid": self.n_train, "test": self.n_train + self.n_valid}[split]
-
-    def part(self, split: str) -> np.ndarray:
-        n = {"train": self.n_train, "valid": self.n_valid, "test": self.n_test}[split]
-        return self.values[self.start(split):self.start(split) + n]
-
-    @property
-    def history(self) -> np.ndarray:
-        """Everything before the held-out tail (train + valid): what AR is fitted on, where predict starts."""
-        return self.values[:self.start("test")]
-
-    def standardised(self) -> np.ndarray:
-        return (self.values - self.mean) / self.std
-
-    def to_dict(self) -> dict:
-        return {"format_version": SERIES_FORMAT, "name": self.name, "n_train": self.n_train, "n_valid": self.n_valid,
-                "n_test": self.n_test, "mean": self.mean, "std": self.std, "values": self.values.tolist(),
-                "dates": self.dates}
-
-
-def _data_options(cfg: RunConfig) -> tuple[str | None, str | None, int]:
-    """(column, date column, horizon); read with defaults so configs without these keys keep working."""
-    d = cfg.data
-    column, date_column, horizon = getattr(d, "column", ""), getattr(d, "date_column", ""), getattr(d, "horizon", 0)
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 0:
-        raise SeqlabError(f"data.horizon must be a whole number >= 0 (0 = the test fraction of data.split), "
-                          f"got {horizon!r}")
-    return _column_spec(column), _column_spec(date_column), horizon
-
-
-def _column_spec(value: object) -> str | None:
-    """A column as read_series takes it: None for "" (not given), else text (an index may come as an int)."""
-    return None if value is None or value == "" else str(value)
-
-
-def read_splits(cfg: RunConfig) -> Series:
-    """Read the configured CSV series and cut it into train, valid and test (module docstring)."""
-    d = cfg.data
-    if d.valid or d.test:
-        raise SeqlabError("data.valid / data.test are not used for forecasting: valid and the held-out tail are "
-                          "cut from the end of the one series; set data.horizon=N (and data.split) instead")
-    path = d.train or d.source
-    if not path or not Path(path).is_file():
-        raise SeqlabError(f"data.source {path!r} is not a CSV file; forecasting reads a series: "
-                          "--set data.source=PATH.csv (one column of numbers, optionally a header and dates)")
-    column, date_column, horizon = _data_options(cfg)
-    col = read_column(path, column=column, date_column=date_column)
-    values, dates = col.values, col.dates
-    n = len(values)
-    f_train, f_valid, _ = d.split
-    a, b = round(n * f_train), round(n * (f_train + f_valid))
-    n_test = horizon if horizon else n - b
-    n_valid = round(n * f_valid) if horizon else b - a
-    n_train = n - n_valid - n_test
-    if n_train < 2:
-        raise SeqlabError(f"{path}: the series has {n} values, too few for a held-out tail of {n_test} and a valid "
-                          f"part of {n_valid} with 2 or more left to train on; use a longer series, a smaller "
-                          "data.horizon or other data.split fractions")
-    train = values[:n_train]
-    mean, std = float(train.mean()), float(train.std())
-    if std == 0.0:
-        raise SeqlabError(f"{path}: the series is constant over its train part (every value is {train[0]!r}); "
-                          "forecasting needs a series that varies")
-    return Series(values, dates, n_train, n_valid, n_test, col.name, mean, std)
-
-
-def save_series(series: Series, run_dir: Path) -> None:
-    write_text_atomic(run_dir / SERIES_FILE, json.dumps(series.to_dict()) + "\n")
-
-
-def load_series(run_dir: Path) -> Series:
-    path = Path(run_dir) / SERIES_FILE
-    doc = read_json(path, "series", "train the run again with `seqlab train`", expect=dict)
-    version = doc.get("format_version")
-    if version != SERIES_FORMAT:
-        raise SeqlabError(f"{path} has format_version {version!r}, this seqlab reads {SERIES_FORMAT}; "
-                          "use the seqlab version that wrote it")
-    try:
-        return Series(np.asarray(doc["values"], dtype=np.float64), doc["dates"], int(doc["n_train"]),
-                      int(doc["n_valid"]), int(doc["n_test"]), str(doc["name"]), float(doc["mean"]), float(doc["std"]))
-    except (KeyError, TypeError, ValueError) as e:
-        raise SeqlabError(f"{path} is missing or has a bad field ({e}); the run directory is damaged") from None
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -245,13 +145,16 @@ class ForecastTask:
         for i in range(0, len(self.Yv), EVAL_BATCH):
             x, y = self.Xv[i:i + EVAL_BATCH].to(device), self.Yv[i:i + EVAL_BATCH].to(device)
             total += float(((model(x).float() - y) ** 2).sum())
-        forecast = forecast_neural(model, self.series, "valid", self.series.n_valid, device)
+        forecast = forecast_neural(model, self.series, self.series.values[:self.series.start("valid")],
+                                   self.series.n_valid, device)
         return {"loss": total / len(self.Yv), **errors(forecast, self.series.part("valid"))}
 
 
-def forecast_neural(model: nn.Module, series: Series, split: str, steps: int, device: torch.device) -> np.ndarray:
-    """Recursive forecasts of ``steps`` values from the start of ``split``, in the series' units."""
-    z = torch.from_numpy(series.standardised()[:series.start(split)].astype(np.float32)).to(device)  # seq
+def forecast_neural(model: nn.Module, series: Series, history: np.ndarray, steps: int,
+                    device: torch.device) -> np.ndarray:
+    """Recursive forecasts of ``steps`` values after ``history`` (seq,), in the series' units: the model reads
+    the history standardised with the run's train statistics (``series.mean``, ``series.std``), as in training."""
+    z = torch.from_numpy(((history - series.mean) / series.std).astype(np.float32)).to(device)  # seq
     out = recursive_forecast(model, z, steps).float().cpu().numpy().astype(np.float64)  # steps
     return out * series.std + series.mean
 
@@ -316,6 +219,20 @@ def _train_neural(cfg: RunConfig, run_dir: Path, series: Series, resume: bool, d
 # a trained forecaster
 
 
+def _check_steps(steps: object, name: str) -> None:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise SeqlabError(f"{name} must be a whole number >= 1, got {steps!r}; ask for 1 or more forecasts")
+
+
+def read_series(values: Iterable[float], what: str) -> np.ndarray:
+    """A series in memory (a 1-D sequence, numpy array or pandas Series) as float64 values (n,): written as a
+    series file (:func:`seqlab.data.in_memory.spool`) and read back by the run's reader, so the checks and the
+    values are a file's (``what`` names it in messages)."""
+    with tempfile.TemporaryDirectory(prefix="seqlab-series-") as scratch:
+        path = spool("forecast", values, Path(scratch) / "series.csv", what=what)
+        return read_column(path, column=VALUE_COLUMN).values
+
+
 class Forecaster:
     """A trained forecaster loaded from a run directory: ``forecast``, ``predict``, ``evaluate``, ``plot``.
 
@@ -326,43 +243,75 @@ class Forecaster:
                  device: torch.device):
         self.run_dir, self.config, self.series, self.model, self.device = run_dir, cfg, series, model, device
 
-    def forecast(self, steps: int, split: str = "test") -> np.ndarray:
-        """Recursive forecasts of the ``steps`` values from the start of ``split`` (history: all values before it)."""
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-            raise SeqlabError(f"--steps must be a whole number >= 1, got {steps!r}; ask for 1 or more forecasts")
-        if split not in SPLITS:
-            raise SeqlabError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
-        origin = self.series.start(split)
+    def forecast(self, steps: int, history: Iterable[float] | None = None, split: str = "test") -> np.ndarray:
+        """Recursive forecasts (steps,) of the ``steps`` values after a history, in the series' units: by
+        default everything before ``split`` of the run's series (test: after train + valid); or ``history``, a
+        new series to continue (a 1-D sequence, numpy array or pandas Series; written and read back as a
+        series file is, so a value that is not a finite number is an error naming it). The neural forecasters
+        read it standardised with the run's train statistics and the forecasts are put back in its units;
+        AR(p) continues its last p values."""
+        _check_steps(steps, "steps")
+        if history is None:
+            if split not in SPLITS:
+                raise SeqlabError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+            return self._continue(self.series.values[:self.series.start(split)], int(steps), f"the {split} part")
+        if isinstance(history, str):
+            raise SeqlabError(f"history is the series to continue (numbers), got the str {history!r}; to forecast "
+                              "from the start of a split of the run's series, pass split=...")
+        if split != "test":
+            raise SeqlabError(f"give history (a series to continue) or split={split!r} (where to start in the run's "
+                              "series), not both")
+        return self._continue(read_series(history, "history"), int(steps), "history")
+
+    def _continue(self, history: np.ndarray, steps: int, where: str) -> np.ndarray:
+        """The forecasts after ``history``; ``where`` names it in messages."""
         if isinstance(self.model, FittedAR):
             p = self.model.p
-            if origin < p:
-                raise SeqlabError(f"AR({p}) needs {p} values before the {split} part, which has {origin}")
+            if len(history) < p:
+                raise SeqlabError(f"AR({p}) needs {p} values before {where}, which has {len(history)}; give a longer "
+                                  "history")
             # from the end of train + valid this is exactly the fit's own forecast (its `last` values)
-            fitted = dataclasses.replace(self.model, last=self.series.values[origin - p:origin].copy())
-            return fitted.forecast(int(steps))
-        return forecast_neural(self.model, self.series, split, int(steps), self.device)
+            fitted = dataclasses.replace(self.model, last=history[len(history) - p:].copy())
+            return fitted.forecast(steps)
+        if not len(history):
+            raise SeqlabError(f"{where} holds no values to continue; give at least one")
+        return forecast_neural(self.model, self.series, history, steps, self.device)
 
     def predict(self, lines: list[str] | None = None, steps: int | None = None, beam: int | None = None) -> list[float]:
-        """The ``steps`` forecasts after the end of train + valid (the first ones cover the held-out tail)."""
+        """``seqlab predict --steps N``'s results: the ``steps`` forecasts after the end of train + valid (the
+        first ones cover the held-out tail)."""
         if beam is not None:
             raise SeqlabError("--beam is for translation; a forecast takes --steps N only")
         if lines is not None or steps is None:
             raise SeqlabError("forecasting reads no input lines; give the number of values to forecast: "
                               "`seqlab predict RUN --steps N`")
-        return [float(v) for v in self.forecast(steps, "test")]
+        _check_steps(steps, "--steps")
+        return [float(v) for v in self.forecast(steps)]
 
     def format_prediction(self, value: float) -> str:
         return repr(float(value))  # round-trips exactly
 
-    def evaluate(self, split: str = "test") -> dict[str, float]:
-        """RMSE and MAE of the recursive forecast of ``split`` (test: the held-out tail; valid)."""
+    def evaluate(self, split: str = "test", *, data: Iterable[float] | None = None) -> dict[str, float]:
+        """RMSE and MAE of the recursive forecast of ``split`` (test: the held-out tail; valid). With ``data``, a
+        series in memory (as ``history`` of :meth:`forecast`) instead: its last values, as many as the run's
+        held-out tail has, are forecast from the values before them and compared with them."""
+        if data is not None:
+            values = read_series(data, "data")
+            n = self.series.n_test
+            if not n:
+                raise SeqlabError(f"{self.run_dir} has no held-out tail, so no horizon to score data with; forecast "
+                                  "it yourself: forecast(steps, history=data[:-steps])")
+            if len(values) <= n:
+                raise SeqlabError(f"data has {len(values)} values; scoring forecasts its last {n} (the run's "
+                                  f"held-out tail) from the values before them, so give more than {n}")
+            return errors(self._continue(values[:-n], n, f"data without its last {n} values"), values[-n:])
         if split not in ("valid", "test"):
             raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
         truth = self.series.part(split)
         if not len(truth):
             raise SeqlabError(f"the {split} part of {self.run_dir} is empty; train with --set data.horizon=N "
                               "(the held-out tail) or a non-zero fraction for it in data.split")
-        return errors(self.forecast(len(truth), split), truth)
+        return errors(self.forecast(len(truth), split=split), truth)
 
     def plot(self, out: str | Path | None = None) -> Path:
         """History, the forecast from the end of train + valid, and the held-out tail (default
@@ -370,7 +319,7 @@ class Forecaster:
         s = self.series
         origin = s.start("test")
         steps = s.n_test or max(1, len(s.values) // 10)
-        forecast = self.forecast(steps, "test")
+        forecast = self.forecast(steps)
         title = f"{self.config.arch}: forecast of {steps} values"
         if s.n_test:
             m = errors(forecast, s.part("test"))

@@ -1,27 +1,41 @@
 """A trained language model, loaded from a run directory (:func:`seqlab.tasks.lm.load`, what ``seqlab.load``
-returns for an lm run): ``generate`` for ``seqlab generate`` and serve, ``evaluate`` for ``seqlab eval``,
-``attention`` for ``seqlab attention``.
+returns for an lm run): ``generate`` for ``seqlab generate`` and serve, ``score`` (per-token log-probabilities),
+``evaluate`` for ``seqlab eval`` (a split, or texts in memory), ``attention`` for ``seqlab attention``.
+
+Scoring, in :meth:`LanguageModel.score` as in ``evaluate``, follows :func:`seqlab.metrics.lm.score_stream`: the
+tokens are cut into the same non-overlapping windows of ``model.max_len`` predictions
+(:func:`~seqlab.metrics.lm.eval_windows`), so the loss ``score`` gives a text is the loss ``evaluate`` gives the
+same tokens, and a text longer than ``max_len`` is scored window by window (a window's first prediction sees
+one token of context). The first token of a text has no context and is not scored: seqlab's LM streams are
+encoded without <sos>/<eos> (:mod:`seqlab.data.lm_tokens`), so the model never learned what follows them, and
+a probability given <sos> would mean nothing.
 """
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
 from seqlab.config import RunConfig
+from seqlab.data.in_memory import spool
 from seqlab.data.lm_tokens import SPLITS, load_splits
+from seqlab.data.text_pieces import ENCODE_PIECE, read_pieces
 from seqlab.decode import Sampling, forget_compiled, generate
 from seqlab.devices import decode_products
 from seqlab.errors import SeqlabError
-from seqlab.metrics.lm import perplexity, score_stream
+from seqlab.metrics.lm import eval_windows, perplexity, score_stream
 from seqlab.nn.weight_only import to_weight_only
+from seqlab.tasks.results import LMAttention, TokenScores
 from seqlab.text.tokenizers import Tokenizer
 
 
 class LanguageModel:
-    """A trained LM loaded from a run directory: ``generate``, ``evaluate``, ``attention``."""
+    """A trained LM loaded from a run directory: ``generate``, ``score``, ``evaluate``, ``attention``."""
 
     def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, model: nn.Module,
                  device: torch.device):
@@ -50,25 +64,83 @@ class LanguageModel:
             forget_compiled(self.model)  # a step compiled before holds the fp32 layers (and froze them)
         return converted
 
-    def evaluate(self, split: str = "test", batch_size: int = 16) -> dict[str, float]:
+    def score(self, texts: str | Iterable[str], batch_size: int = 16) -> TokenScores | list[TokenScores]:
+        """Per-token log-probabilities of each text under the model: a :class:`~seqlab.tasks.results.TokenScores`
+        for a str, a list of them for a list. Every token but the text's first is scored, given the tokens
+        before it (the first has no context: module docstring); a text longer than ``model.max_len`` is scored
+        in ``evaluate``'s windows. A text of fewer than 2 tokens is an error."""
+        single = isinstance(texts, str)
+        items = [texts] if single else list(texts)
+        if not single and any(not isinstance(t, str) for t in items):
+            bad = next(i for i, t in enumerate(items) if not isinstance(t, str))
+            raise SeqlabError(f"text {bad + 1} is a {type(items[bad]).__name__}, not a str; give texts as strings")
+        scores = []
+        for number, text in enumerate(items, start=1):
+            ids = self.tokenizer.encode(text)
+            if len(ids) < 2:
+                raise SeqlabError(f"text {number} has {len(ids)} token(s); scoring needs 2 or more (the first has "
+                                  "no context and is not scored)")
+            logprobs = self._token_logprobs(ids, batch_size)
+            total = float(-logprobs.sum())
+            scores.append(TokenScores([self.tokenizer.decode([i]) for i in ids[1:]], logprobs.tolist(),
+                                      total / len(logprobs), perplexity(total, len(logprobs))))
+        return scores[0] if single else scores
+
+    @torch.no_grad()
+    def _token_logprobs(self, ids: list[int], batch_size: int) -> np.ndarray:
+        """log p(ids[t] | ids[:t]) for t = 1 .. n - 1 (n - 1,), float64, in score_stream's windows."""
+        windows = eval_windows(len(ids), self.model.cfg.max_len)  # (start, predictions) each
+        tokens = torch.tensor(ids, dtype=torch.long)  # n
+        out = []
+        for first in range(0, len(windows), batch_size):
+            batch = windows[first:first + batch_size]
+            length = max(n for _, n in batch)
+            x = torch.zeros(len(batch), length, dtype=torch.long)  # batch, seq: a short last window padded after
+            y = torch.zeros(len(batch), length, dtype=torch.long)  # batch, seq
+            for row, (start, n) in enumerate(batch):
+                x[row, :n], y[row, :n] = tokens[start:start + n], tokens[start + 1:start + n + 1]
+            logits = self.model(x.to(self.device)).float()  # batch, seq, vocab
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, y.to(self.device)[..., None])[..., 0]  # batch, seq
+            out += [logp[row, :n].double().cpu() for row, (_, n) in enumerate(batch)]
+        return torch.cat(out).numpy()
+
+    def evaluate(self, split: str = "test", batch_size: int = 16, *,
+                 data: str | Iterable[str] | None = None) -> dict[str, float]:
+        """``{"loss", "perplexity", "tokens"}`` over a split's token stream, or with ``data`` over texts in memory
+        (a str, or an iterable of str; written as a text file and encoded as ``seqlab data prepare`` encodes
+        one, as one stream)."""
+        if data is not None:
+            with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
+                path = spool("lm", data, Path(scratch) / "data.txt", what="data")
+                size = path.stat().st_size
+                tokens = np.asarray([i for piece in read_pieces(path, 0, size, ENCODE_PIECE)
+                                     for i in self.tokenizer.encode(piece)], dtype=np.int64)
+            if len(tokens) < 2:
+                raise SeqlabError(f"data has {len(tokens)} token(s), nothing to score; give texts of 2 or more "
+                                  "tokens")
+            return self._evaluate_tokens(tokens, batch_size)
         if split not in SPLITS:
             raise SeqlabError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
         tokens = load_splits(self.run_dir)[split]
         if len(tokens) < 2:
             raise SeqlabError(f"the {split} split of {self.run_dir} has {len(tokens)} tokens, nothing to score; "
                               "choose another --split or train with a non-zero fraction for it in data.split")
+        return self._evaluate_tokens(tokens, batch_size)
+
+    def _evaluate_tokens(self, tokens: np.ndarray, batch_size: int) -> dict[str, float]:
         total, count = score_stream(self.model, tokens, self.model.cfg.max_len, batch_size, self.device)
         return {"loss": total / count, "perplexity": perplexity(total, count), "tokens": count}
 
-    def attention(self, text: str) -> tuple[list[str], list[torch.Tensor]]:
-        """Token strings and per-layer attention weights (head, seq, seq) for ``text``."""
+    def attention(self, text: str) -> LMAttention:
+        """Token strings and per-layer attention weights (head, seq, seq) for ``text`` (its last ``max_len``
+        tokens): an :class:`~seqlab.tasks.results.LMAttention`, which unpacks as ``tokens, layers`` and plots."""
         if not hasattr(self.model, "attention_maps"):
             raise SeqlabError(f"{self.run_dir} is a {self.config.arch} language model, which has no attention weights; "
                               "attention maps need a Transformer run")
         ids = self.tokenizer.encode(text)[-self.model.cfg.max_len:]
         if not ids:
-            raise SeqlabError("--text is empty after tokenisation; give some text")
+            raise SeqlabError("the text is empty after tokenisation; give some text")
         with torch.no_grad():
             weights = self.model.attention_maps(torch.tensor([ids], device=self.device))
         tokens = [self.tokenizer.decode([i]) for i in ids]
-        return tokens, [w[0].float().cpu() for w in weights]
+        return LMAttention(tokens, [w[0].float().cpu() for w in weights])

@@ -8,9 +8,14 @@
   task reads the data and ``dataclasses.replace``-s them in;
 - a ``train.*`` key the task does not use (``TRAIN_KEYS`` of the task module, per arch where it is a
   dict) is refused when the config sets it, so no setting is silently ignored. A run's own ``config.toml``
-  is read with ``drop_unused=True``: earlier versions recorded every train key there.
+  is read with ``drop_unused=True``: earlier versions recorded every train key there;
+- a ``model.*`` key the user set (``--set``, :func:`from_sections`; not the preset's or file's own keys, whose
+  combinations are the preset's choice) that the other model keys leave unused is refused, naming the key that
+  decides: the model config's ``unused_keys()`` (e.g. ARConfig: ``p`` while ``max_p`` chooses it), and for
+  ``model.arch = "pretrained"`` the architecture keys, which come from the checkpoint.
 
-Entry points: :func:`resolve` (a preset or TOML file plus ``--set`` overrides) and :func:`from_dict`.
+Entry points: :func:`resolve` (a preset or TOML file plus ``--set`` overrides), :func:`from_sections` (the same
+with a dict of sections, or on top of a RunConfig: the Python API) and :func:`from_dict`.
 """
 
 from __future__ import annotations
@@ -97,9 +102,35 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
     if derived:
         raise SeqlabError(f"model.{sorted(derived)[0]} is derived from the data and cannot be set; "
                           f"valid model keys: {', '.join(['arch', *valid])}")
+    _refuse_checkpoint_keys(parsed, valid)
     model = config.build_section(cls, parsed.model, "model", exclude=DERIVED_MODEL_KEYS, extra_valid=("arch",))
+    _refuse_unused_model_keys(model, parsed.given)
     return RunConfig(task=parsed.task, data=parsed.data, model=model, train=train, arch=arch, model_keys=valid,
                      train_keys=used)
+
+
+def _refuse_unused_model_keys(model: Any, given: frozenset[str]) -> None:
+    """A model key the user set that the model config's other keys leave unused (its ``unused_keys()``: key ->
+    why, naming the deciding key, and the fix) is refused; the preset's own keys are its choice."""
+    unused = model.unused_keys() if hasattr(model, "unused_keys") else {}
+    for key, why in unused.items():
+        if f"model.{key}" in given:
+            raise SeqlabError(f"model.{key} is not used {why}")
+
+
+def _refuse_checkpoint_keys(parsed: ParsedConfig, valid: tuple[str, ...]) -> None:
+    """``model.arch = "pretrained"`` (PretrainedLMConfig, the fine-tuning PretrainedConfig): a Transformer
+    architecture key is the checkpoint's (its config.json), not the config's; named so, not as an unknown key."""
+    if parsed.arch != "pretrained":
+        return
+    from seqlab.models.transformer import TransformerLMConfig  # loaded with the task module anyway
+
+    architecture = {f.name for f in fields(TransformerLMConfig)} - DERIVED_MODEL_KEYS - set(valid)
+    for key in parsed.model:
+        if key in architecture:
+            raise SeqlabError(f"model.{key} comes from the pretrained checkpoint (its config.json, model.pretrained) "
+                              f"with model.arch = \"pretrained\"; remove it (valid model keys: "
+                              f"{', '.join(['arch', *valid])})")
 
 
 def complete(cfg: RunConfig) -> RunConfig:
@@ -118,4 +149,20 @@ def from_dict(raw: dict[str, Any], *, drop_unused: bool = False) -> RunConfig:
 
 def resolve(name_or_path: str, overrides: list[str] | None = None) -> RunConfig:
     """Preset or TOML file, then ``--set`` overrides, validated."""
-    return from_dict(config.apply_overrides(config.load_preset_or_file(name_or_path), overrides or []))
+    return from_sections(name_or_path, None, overrides)
+
+
+def from_sections(preset_or_path: str | RunConfig, sections: Mapping[str, Any] | None,
+                  overrides: list[str] | None = None) -> RunConfig:
+    """A preset, TOML file or RunConfig (its :meth:`~RunConfig.to_dict`), then ``sections`` ({"model":
+    {"n_layers": 4}, "train": {"max_steps": 500}}), then ``--set`` overrides, validated as :func:`resolve`
+    validates ``--set``: an unknown section or key, a wrong type, an unused train key, or a model key the user
+    set that the run would not use, is a one-line error naming the valid keys (or the deciding key)."""
+    if isinstance(preset_or_path, RunConfig):
+        base = complete(preset_or_path).to_dict()
+    else:
+        base = config.load_preset_or_file(preset_or_path)
+    sections = {} if sections is None else sections
+    over = config.parse_overrides(overrides or [])
+    raw = config.merge_sections(config.merge_sections(base, sections), over)  # checks that sections are dicts
+    return build(config.parse(raw, given=config.given_keys(sections) | config.given_keys(over)))

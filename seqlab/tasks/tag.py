@@ -32,7 +32,8 @@ instead), ``labels.json`` (tags), the Trainer's checkpoint files.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -43,9 +44,11 @@ from torch import Tensor, nn
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
+from seqlab.data.in_memory import spool
 from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
 from seqlab.errors import SeqlabError
+from seqlab.metrics.entities import get_entities
 from seqlab.metrics.lm import nll_sum
 from seqlab.metrics.ner import entity_f1
 from seqlab.models import finetune
@@ -54,6 +57,7 @@ from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, check_lengths, first_labels, \
     labelling_model, load_labeller, start_vectors
+from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     stored_splits
 from seqlab.text.vocab import Vocab
@@ -292,40 +296,96 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 # a trained tagger
 
 
-class SequenceTagger(Labeller):
-    """A trained tagger loaded from a run directory: ``predict``, ``evaluate`` (and ``sentence_encoder``, see
-    :class:`~seqlab.tasks.labelling.Labeller`); ``tokenizer`` is the word vocabulary or the sub-word
-    tokenizer."""
+Sentences = str | Iterable[str | Sequence[str]]  # one sentence (split at whitespace), or several, each a str or tokens
 
-    def _run(self, sentences: list[list[str]], where) -> dict[int, list[int]]:
-        """Predicted tag ids of each sentence; ``where(i)`` names sentence i in messages."""
+
+def token_lists(sentences: Sentences) -> tuple[bool, list[list[str]]]:
+    """(whether one sentence was given, the sentences as token lists): a str is one sentence split at
+    whitespace, as ``seqlab predict`` splits a line; anything else is a sequence of sentences, each a str (split
+    the same way) or a list of token strings. One tokenised sentence goes in a list of its own: ``[tokens]``."""
+    if isinstance(sentences, str):
+        return True, [sentences.split()]
+    out = []
+    for i, s in enumerate(sentences):
+        if isinstance(s, str):
+            out.append(s.split())
+        elif isinstance(s, (list, tuple)) and all(isinstance(t, str) for t in s):
+            out.append(list(s))
+        else:
+            raise SeqlabError(f"sentence {i + 1} is a {type(s).__name__}; give each sentence as a str or a list of "
+                              "token strings")
+    return False, out
+
+
+def spans(tokens: Sequence[str], tags: Sequence[str]) -> list[Entity]:
+    """The typed entities of a tagged sentence, read as the entity-level F1 reads them (seqeval's default mode,
+    :func:`seqlab.metrics.entities.get_entities`: IOB2, IOBES and ill-formed sequences alike), with exclusive
+    ends."""
+    return [Entity(kind, start, end + 1, " ".join(tokens[start:end + 1]))
+            for kind, start, end in get_entities(list(tags))]
+
+
+class SequenceTagger(Labeller):
+    """A trained tagger loaded from a run directory: ``tag``, ``entities``, ``evaluate`` (a split or tagged
+    sentences in memory), ``predict`` (the ``seqlab predict`` results), and ``sentence_encoder`` (see
+    :class:`~seqlab.tasks.labelling.Labeller`); ``tokenizer`` is the word vocabulary or the sub-word tokenizer."""
+
+    def _tags(self, sentences: list[list[str]], where) -> list[list[str]]:
+        """The predicted tags of each sentence; ``where(i)`` names sentence i in messages (empty or too long: an
+        error)."""
         ids, first = encode_sentences(sentences, self.tokenizer, self.config.data.lowercase)
         check_lengths(ids, max_len(self.config), where)
-        return run_tagger(self.model, Encoded(ids, [[] for _ in ids], first), self.device)[2]
+        predicted = run_tagger(self.model, Encoded(ids, [[] for _ in ids], first), self.device)[2]
+        return [[self.labels.names[t] for t in predicted[i]] for i in range(len(sentences))]
+
+    def tag(self, sentences: Sentences) -> list[tuple[str, str]] | list[list[tuple[str, str]]]:
+        """(token, tag) pairs of each sentence (:func:`token_lists`: a str is one sentence, split at whitespace;
+        a list holds sentences, each a str or a list of tokens): one list for a str, a list of lists for a list.
+        An empty sentence is an error naming it."""
+        single, sentences = token_lists(sentences)
+        tags = self._tags(sentences, lambda i: f"sentence {i + 1}")
+        pairs = [list(zip(tokens, t)) for tokens, t in zip(sentences, tags)]
+        return pairs[0] if single else pairs
+
+    def entities(self, sentences: Sentences) -> list[Entity] | list[list[Entity]]:
+        """The typed spans of each sentence's predicted tags (:func:`spans`: ``Entity(type, start, end, text)``,
+        token positions, ``end`` exclusive), for sentences as :meth:`tag` takes them: one list for a str, a list
+        of lists for a list."""
+        tagged = self.tag(sentences)
+        one = isinstance(sentences, str)
+        found = [spans([w for w, _ in pairs], [t for _, t in pairs]) for pairs in ([tagged] if one else tagged)]
+        return found[0] if one else found
 
     def predict(self, lines: list[str] | None, **options) -> list[dict]:
-        """One result per line: ``{"tokens": [...], "tags": [...]}``, the line split at whitespace, one tag per
-        token. An empty line is an error naming it."""
+        """``seqlab predict``'s results, one per line: ``{"tokens": [...], "tags": [...]}``, the line split at
+        whitespace, one tag per token. An empty line is an error naming it."""
         if lines is None or options:
-            raise SeqlabError("a tagger reads sentences from stdin, one per line, and takes no --beam or --steps")
+            raise SeqlabError("a tagger predicts input lines, one sentence each, and takes no --beam or --steps")
         sentences = [line.split() for line in lines]
-        predicted = self._run(sentences, lambda i: f"input line {i + 1}")
-        return [{"tokens": tokens, "tags": [self.labels.names[t] for t in predicted[i]]}
-                for i, tokens in enumerate(sentences)]
+        tags = self._tags(sentences, lambda i: f"input line {i + 1}")
+        return [{"tokens": tokens, "tags": t} for tokens, t in zip(sentences, tags)]
 
     def format_prediction(self, result: dict) -> str:
         return " ".join(result["tags"])
 
-    def evaluate(self, split: str = "test") -> dict:
+    def evaluate(self, split: str = "test", *, data: Iterable[Sequence[tuple[str, str]]] | None = None) -> dict:
         """Entity-level ``precision``, ``recall``, ``f1`` (micro) and ``per_type`` on a split (seqeval default
-        mode); an unknown gold tag is an error naming its file:line."""
-        examples = evaluation_split(self.config, split, read_data)
+        mode), or with ``data`` on tagged sentences in memory, each a list of (token, tag) pairs (written as a
+        CoNLL file and read as a split is: IOB1 is read as IOB2); an unknown gold tag is an error naming its
+        file:line."""
+        if data is None:
+            return self._entity_scores(evaluation_split(self.config, split, read_data), split)
+        with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
+            path = spool("tag", data, Path(scratch) / "data.conll", what="data")
+            return self._entity_scores(read_examples(str(path)), "data")
+
+    def _entity_scores(self, examples: Streamed[Example], name: str) -> dict:
         for ex in examples:
             for i, tag in enumerate(ex.tags):
                 self.labels.id(tag, ex.where(i))  # a tag the model never saw: error naming its line
         with scratch_run_dir() as scratch:
-            data, _ = split_data(self.config, scratch, {f"eval-{split}": examples}, self.tokenizer, self.labels,
-                                 refuse=True)[f"eval-{split}"]  # too long: error naming its line
+            data, _ = split_data(self.config, scratch, {f"eval-{name}": examples}, self.tokenizer, self.labels,
+                                 refuse=True)[f"eval-{name}"]  # too long: error naming its line
             predicted = run_tagger(self.model, data, self.device)[2]
             names = self.labels.names
             return entity_f1([[names[t] for t in data.tags[i]] for i in range(len(data.tags))],

@@ -27,7 +27,8 @@ the raw reference lines. Words not in a word/char vocabulary read as ``<unk>`` (
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -40,6 +41,7 @@ from seqlab import checkpoint
 from seqlab.beam import Hypothesis, translate_ids
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, sample_batch, spread_batches
+from seqlab.data.in_memory import spool
 from seqlab.data.indexed import lengths_of
 from seqlab.data.parallel import Pairs, encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
 from seqlab.data.streamed import chunks
@@ -49,6 +51,7 @@ from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
+from seqlab.tasks.results import TranslationAttention
 from seqlab.tasks.splits import scratch_run_dir, split_stores
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
@@ -221,7 +224,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 
 
 class Translator:
-    """A trained translation model loaded from a run directory: ``predict``, ``evaluate``, ``attention``."""
+    """A trained translation model loaded from a run directory: ``translate`` (text), ``hypotheses`` (ids and
+    scores), ``evaluate``, ``attention``, and ``predict`` (the ``seqlab predict`` results)."""
 
     def __init__(self, run_dir: Path, cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, model: nn.Module,
                  device: torch.device):
@@ -239,12 +243,13 @@ class Translator:
                                   f"{max_len}; split it into shorter sentences")
         return ids
 
-    def translate(self, lines: list[str], beam: int | None = None, alpha: float = DEFAULT_ALPHA,
-                  where: str = "input line") -> list[Hypothesis]:
-        """The best hypothesis for each source line (an empty line gives an empty translation)."""
+    def hypotheses(self, lines: list[str], beam: int | None = None, alpha: float = DEFAULT_ALPHA,
+                   where: str = "input line") -> list[Hypothesis]:
+        """The best hypothesis (ids, score) for each source line (an empty line gives an empty translation);
+        ``where`` names a line in messages."""
         beam = DEFAULT_BEAM if beam is None else beam
         if beam < 1:
-            raise SeqlabError(f"--beam must be >= 1 (1 = greedy), got {beam}")
+            raise SeqlabError(f"beam must be >= 1 (1 = greedy), got {beam}")
         lines = list(lines)
         real = [i for i, line in enumerate(lines) if line.strip()]
         sources = self.encode_sources([lines[i] for i in real], where)
@@ -256,11 +261,21 @@ class Translator:
             out[i] = h
         return out
 
+    def translate(self, sentences: str | Iterable[str], beam: int | None = None,
+                  alpha: float = DEFAULT_ALPHA) -> str | list[str]:
+        """The translation of each sentence (beam search, GNMT length penalty ``alpha``; ``beam=1`` is greedy):
+        a str for a str, a list for a list; an empty sentence translates to "". :meth:`hypotheses` gives the
+        ids and scores."""
+        single = isinstance(sentences, str)
+        lines = [sentences] if single else list(sentences)
+        texts = [self.tgt_tok.decode(h.tokens) for h in self.hypotheses(lines, beam, alpha, where="sentence")]
+        return texts[0] if single else texts
+
     def predict(self, lines: list[str] | None, beam: int | None = None) -> list[dict]:
         """One result per input line: ``{"source", "translation", "score"}`` (score: normalised log-prob)."""
         if lines is None:
             raise SeqlabError("translation reads source sentences from stdin, one per line; --steps is for forecasting")
-        hyps = self.translate(lines, beam)
+        hyps = self.hypotheses(lines, beam)
         return [self.result(line, h) for line, h in zip(lines, hyps)]
 
     def result(self, line: str, hyp: Hypothesis) -> dict:
@@ -270,28 +285,39 @@ class Translator:
     def format_prediction(self, result: dict) -> str:
         return result["translation"]
 
-    def evaluate(self, split: str = "test", beam: int | None = None, alpha: float = DEFAULT_ALPHA) -> dict:
-        """Corpus BLEU (sacreBLEU-identical, 13a) of the split's translations: ``{"bleu", "signature"}``."""
-        from seqlab.metrics.bleu import corpus_bleu
-
-        if split not in ("valid", "test"):
-            raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
-        pairs = read_splits(self.config.data, (split,), reader=stream_parallel)[split]
+    def evaluate(self, split: str = "test", beam: int | None = None, alpha: float = DEFAULT_ALPHA, *,
+                 data: Iterable[tuple[str, str]] | None = None) -> dict:
+        """Corpus BLEU (sacreBLEU-identical, 13a) of the split's translations: ``{"bleu", "signature"}``; with
+        ``data``, of (source, reference) pairs in memory instead (written as a parallel file pair and read as
+        a split is)."""
         beam = DEFAULT_BEAM if beam is None else beam
         if beam < 1:
-            raise SeqlabError(f"--beam must be >= 1 (1 = greedy), got {beam}")
+            raise SeqlabError(f"beam must be >= 1 (1 = greedy), got {beam}")
+        if data is None:
+            if split not in ("valid", "test"):
+                raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
+            pairs = read_splits(self.config.data, (split,), reader=stream_parallel)[split]
+            return self._bleu(pairs, split, beam, alpha)
+        with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
+            prefix = spool("translate", data, Path(scratch) / "data", what="data")
+            return self._bleu(stream_parallel(prefix, "src", "tgt"), "data", beam, alpha)
+
+    def _bleu(self, pairs: Pairs, name: str, beam: int, alpha: float) -> dict:
+        """``{"bleu", "signature"}`` of the pairs' translations; ``name`` (the split) names a sentence in
+        messages."""
+        from seqlab.metrics.bleu import corpus_bleu
 
         def sources(pairs: Pairs) -> Iterator[dict]:  # a source too long for the model: an error naming it
             done = 0
             for chunk in chunks(pairs):
-                for ids in self.encode_sources([s for s, _ in chunk], f"{split} sentence", first=done + 1):
+                for ids in self.encode_sources([s for s, _ in chunk], f"{name} sentence", first=done + 1):
                     yield {"src": ids}
                 done += len(chunk)
 
         tok = self.tgt_tok
         with scratch_run_dir() as scratch:
-            store, _ = split_stores(self.config, scratch, {f"eval-{split}": pairs},
-                                    {"src": self.src_tok.vocab_size}, sources)[f"eval-{split}"]
+            store, _ = split_stores(self.config, scratch, {f"eval-{name}": pairs},
+                                    {"src": self.src_tok.vocab_size}, sources)[f"eval-{name}"]
             hyps = translate_ids(self.model, store["src"], sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
                                  beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
         score = corpus_bleu([tok.decode(h.tokens) for h in hyps], [[t for _, t in pairs]])
@@ -302,11 +328,12 @@ class Translator:
 
     @torch.no_grad()
     def attention(self, text: str, beam: int | None = None,
-                  hypothesis: Hypothesis | None = None) -> tuple[list[str], list[str], Tensor]:
-        """Translate ``text`` and return (source tokens, output tokens, weights (heads or 1, tgt, src)).
+                  hypothesis: Hypothesis | None = None) -> TranslationAttention:
+        """Translate ``text`` and return its :class:`~seqlab.tasks.results.TranslationAttention` (source tokens,
+        output tokens, weights (heads or 1, tgt, src)), which unpacks as ``src, tgt, weights`` and plots.
 
-        ``hypothesis``: the translation of ``text`` already found by ``translate`` (the beam search is not run
-        again).
+        ``hypothesis``: the translation of ``text`` already found by :meth:`hypotheses` (the beam search is not
+        run again).
 
         Row i of the weights is the attention of the step that produced output token i (the last one is
         <eos> when the translation finished); column j is source token j (the last is <eos>).
@@ -314,9 +341,9 @@ class Translator:
         decoder layer, one map per head.
         """
         if not text.strip():
-            raise SeqlabError("--text is empty; give a source sentence")
-        src_ids = self.encode_sources([text], where="--text line")[0]
-        hyp = hypothesis if hypothesis is not None else self.translate([text], beam)[0]
+            raise SeqlabError("the text is empty; give a source sentence")
+        src_ids = self.encode_sources([text], where="sentence")[0]
+        hyp = hypothesis if hypothesis is not None else self.hypotheses([text], beam)[0]
         out_ids = hyp.tokens + ([self.tgt_tok.eos_id] if hyp.finished else [])
         src = torch.tensor([src_ids], device=self.device)  # 1, src
         tgt_in = torch.tensor([[self.tgt_tok.sos_id] + out_ids[:-1]], device=self.device)  # 1, tgt
@@ -325,8 +352,8 @@ class Translator:
         else:
             memory = self.model.encode(src)  # 1, src, d_model
             weights = self.model.decode(tgt_in, memory, need_weights=True).cross_attn[-1][0]  # head, tgt, src
-        return (self._token_strings(self.src_tok, src_ids), self._token_strings(self.tgt_tok, out_ids),
-                weights.float().cpu())
+        return TranslationAttention(self._token_strings(self.src_tok, src_ids),
+                                    self._token_strings(self.tgt_tok, out_ids), weights.float().cpu())
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Translator:
