@@ -46,7 +46,7 @@ class Interrupted(Exception):
 
 
 logger = logging.getLogger("seqlab")
-INPUT_DIR = Path("data") / "input"  # in-memory data given to train(), spooled in the task's file format
+INPUT_DIR = Path("input")  # in-memory data given to train(), spooled in the task's file format (data/ is derived)
 
 RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress", "train.keep_last"}
 
@@ -147,17 +147,17 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
 
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
               resume: bool = False, force: bool = False, log: Callable[..., Any] | None = None,
-              callbacks: Iterable[Any] = (), inputs: dict[str, Path] | None = None) -> Path:
+              callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
     """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory:
     what ``seqlab train`` runs (:func:`train` is the notebook form, returning the trained object).
 
     The run directory appears when training starts: an error before the run's first checkpoint (bad data, a
     full disk, SIGTERM) removes what this call created and puts back what ``force`` replaced. One process
-    writes a run (``lock.json``); a second one is refused. ``inputs`` maps a file name to a file staged
-    outside the run: each is moved into ``RUN/data/input/`` once the run directory is locked (in-memory data,
-    which ``cfg``'s data keys already name there)."""
+    writes a run (``lock.json``); a second one is refused. ``inputs``: a folder of files staged outside the
+    run, each moved into ``RUN/input/`` once the run directory is locked (in-memory data, which ``cfg``'s
+    data keys already name there)."""
     from seqlab.devices import init_distributed
-    from seqlab.trainer import calling
+    from seqlab.callbacks import calling
 
     log = log or _info
     name = cfg if isinstance(cfg, str) else None
@@ -217,7 +217,7 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
 
     ``train_data`` / ``valid_data`` / ``test_data``: in-memory data in the task's form (lm: a str or strings;
     embed: token lists or strings; tag: lists of (token, tag); classify: (text, label); translate: (source,
-    target); forecast: a 1-D series), written once into ``RUN/data/input/`` in the task's file format, which
+    target); forecast: a 1-D series), written once into ``RUN/input/`` in the task's file format, which
     the run's ``data.train`` / ``valid`` / ``test`` then name (so ``config.toml``, resume, ``seqlab eval`` and
     ``seqlab serve`` work as for files). Without ``valid_data`` / ``test_data``, ``data.split`` cuts them.
 
@@ -226,35 +226,47 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
     Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
     continues. Under ``torchrun`` every process returns the object."""
-    from seqlab.data.in_memory import data_file_name, spool
-    from seqlab.trainer import check_callbacks
+    from seqlab import callbacks as callback_hooks
 
     cfg = registry.from_sections(preset_or_config, config, overrides)
-    callbacks = check_callbacks(callbacks)
+    callbacks = callback_hooks.check(callbacks)
     name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
     run_dir = Path(out) if out is not None else fresh_run_dir(name)
-    given = {key: data for key, data in (("train", train_data), ("valid", valid_data), ("test", test_data))
+    given = {split: data for split, data in (("train", train_data), ("valid", valid_data), ("test", test_data))
              if data is not None}
-    if valid_data is not None and train_data is None or test_data is not None and train_data is None:
+    if given and "train" not in given:
         raise SeqlabError("valid_data / test_data need train_data too; give train_data, or name files in "
                           "config={'data': {'train': ..., 'valid': ..., 'test': ...}}")
+    if out is None:
+        (log or _info)(f"training {name} into {run_dir}")
     with contextlib.ExitStack() as stack:
-        inputs: dict[str, Path] = {}
+        staged = None
         if given:
-            staging = Path(stack.enter_context(_staging_dir(run_dir)))
-            folder = run_dir.resolve() / INPUT_DIR
-            paths = {}
-            for split, data in given.items():
-                file = data_file_name(cfg.task.kind, split)
-                inputs[file] = spool(cfg.task.kind, data, staging / file, what=f"{split}_data")
-                paths[split] = str(folder / file)
-            cfg = registry.from_sections(cfg, {"data": {**paths, **{s: "" for s in ("valid", "test")
-                                                                     if s not in paths}}})
-        if out is None:
-            log = log or _info
-            log(f"training {name} into {run_dir}")
-        train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
+            staged = Path(stack.enter_context(_staging_dir(run_dir)))
+            cfg = _spooled(cfg, given, staged, run_dir.resolve() / INPUT_DIR)
+        train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=staged)
     return load(run_dir, device=device)
+
+
+def _spooled(cfg: RunConfig, given: dict[str, Any], staged: Path, folder: Path) -> RunConfig:
+    """Write each in-memory split into ``staged`` in the task's file format (:func:`seqlab.data.in_memory.spool`)
+    and return ``cfg`` with ``data.train`` / ``valid`` / ``test`` naming where they will lie in the run
+    (``folder``); a split not given is cut from train by ``data.split``."""
+    from seqlab.data.in_memory import data_file_name, has_date_index, spool
+
+    kind, data = cfg.task.kind, cfg.data
+    src, tgt = (data.src or "src", data.tgt or "tgt") if kind == "translate" else ("src", "tgt")
+    keys: dict[str, Any] = {"valid": "", "test": ""}
+    for split, items in given.items():
+        file = data_file_name(kind, split)
+        spool(kind, items, staged / file, what=f"{split}_data", tokenizer=data.tokenizer if kind == "embed" else None,
+              src=src, tgt=tgt)
+        keys[split] = str(folder / file)
+    if kind == "translate":
+        keys.update(src=src, tgt=tgt)
+    if kind == "forecast" and has_date_index(given["train"]) and not data.date_column:
+        keys["date_column"] = "date"
+    return registry.from_sections(cfg, {"data": keys})
 
 
 def fresh_run_dir(name: str, root: Path = Path("runs")) -> Path:
@@ -281,19 +293,19 @@ def _staging_dir(run_dir: Path):
         yield staging
 
 
-def _take_inputs(run_dir: Path, inputs: dict[str, Path]) -> None:
-    """Move the staged in-memory data into ``RUN/data/input/``; on resume the files there must be identical."""
+def _take_inputs(run_dir: Path, staged: Path) -> None:
+    """Move the staged in-memory data into ``RUN/input/``; on resume the files there must be identical."""
     folder = run_dir / INPUT_DIR
-    for name, staged in inputs.items():
-        kept = folder / name
+    for file in sorted(staged.iterdir()):
+        kept = folder / file.name
         if kept.exists():
-            if not filecmp.cmp(kept, staged, shallow=False):
-                what = name.partition(".")[0]
+            if not filecmp.cmp(kept, file, shallow=False):
+                what = file.name.partition(".")[0]
                 raise SeqlabError(f"{what}_data differs from the data {run_dir} was trained on ({kept}); "
                                   "give the same data to resume, or train into a new out= (or force=True)")
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        shutil.move(staged, kept)
+        shutil.move(file, kept)
 
 
 def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,

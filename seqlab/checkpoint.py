@@ -95,6 +95,15 @@ def save(directory: str | Path, model: nn.Module, trainer_tensors: dict[str, tor
     _prune(directory, keep_last)
 
 
+def save_weights_only(directory: str | Path, weights: bytes, state: dict[str, Any]) -> None:
+    """Commit a checkpoint of ``weights`` (a model.safetensors file's bytes) with no trainer state (an empty
+    ``trainer.safetensors``): a model saved to be loaded, not resumed (:meth:`seqlab.tasks.trained.Trained.save`)."""
+    blobs = {"model.safetensors": weights, "trainer.safetensors": _save_bytes({}, metadata={"weights_only": "1"})}
+    state = {"format_version": FORMAT_VERSION, **state, "files": {n: sha256(b) for n, b in blobs.items()}}
+    blobs["state.json"] = (json.dumps(state, indent=1, sort_keys=True) + "\n").encode()
+    _commit(Path(directory), blobs)
+
+
 def _commit(directory: Path, files: dict[str, bytes | Path]) -> None:
     """Phase one: every file into .next/ (bytes written and fsynced, or a Path hard-linked), then COMPLETE;
     phase two: roll forward."""

@@ -22,12 +22,11 @@ saved with every checkpoint; validation draws from neither, so ``--resume`` cont
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +34,7 @@ import torch
 from torch import nn
 
 from seqlab import checkpoint, rundir
+from seqlab.callbacks import Callbacks
 from seqlab.config import TrainConfig
 from seqlab.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
 from seqlab.errors import SeqlabError
@@ -42,29 +42,6 @@ from seqlab.io import MetricsLog, versions
 from seqlab.optim import learning_rate, make_optimizer
 
 _logger = logging.getLogger("seqlab")
-CALLBACK_HOOKS = ("on_step", "on_eval", "on_checkpoint")
-_CALLBACKS: contextvars.ContextVar[tuple] = contextvars.ContextVar("seqlab_callbacks", default=())
-
-
-def check_callbacks(callbacks: Iterable[Any]) -> tuple:
-    """The callbacks as a tuple, each one checked to have at least one of :data:`CALLBACK_HOOKS`."""
-    callbacks = tuple(callbacks)
-    for i, cb in enumerate(callbacks):
-        if not any(callable(getattr(cb, hook, None)) for hook in CALLBACK_HOOKS):
-            raise SeqlabError(f"callbacks[{i}] ({type(cb).__name__}) has none of the methods "
-                              f"{', '.join(CALLBACK_HOOKS)}; give objects with at least one of them")
-    return callbacks
-
-
-@contextlib.contextmanager
-def calling(callbacks: Iterable[Any]) -> Iterator[None]:
-    """Every Trainer built in this block (by a task's ``train``, which knows nothing of callbacks) calls
-    ``callbacks``: how :func:`seqlab.api.train` hands them through the task layer."""
-    token = _CALLBACKS.set(check_callbacks(callbacks))
-    try:
-        yield
-    finally:
-        _CALLBACKS.reset(token)
 
 
 # The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
@@ -142,9 +119,7 @@ class Trainer:
         self.extra_state = extra_state or {}
         log = log or (lambda *a, **k: _logger.info(" ".join(map(str, a))))
         self.log = log if self.dist.main else (lambda *a, **k: None)
-        # callbacks run in the main process; one returning False stops every process at the next step boundary
-        self.callbacks = check_callbacks(_CALLBACKS.get() if callbacks is None else callbacks)
-        self.stop_requested = False
+        self.callbacks = Callbacks(callbacks, self.dist)
         if cfg.threads:  # the Trainer owns the process it trains in: it alone sets the thread counts
             torch.set_num_threads(cfg.threads)
         if self.kernel and getattr(task, "n_threads", 0):  # numba's Hogwild kernels: one thread per share
@@ -211,7 +186,7 @@ class Trainer:
             trainer_tensors = {**checkpoint.optimizer_tensors(self.optimizer), **checkpoint.rng_tensors(self.generator)}
         checkpoint.save(directory or self.run_dir, self.model, trainer_tensors, self.state(),
                         keep_last=1 if directory else self.cfg.keep_last)
-        self._call("on_checkpoint", {"step": self.step, "dir": str(directory or self.run_dir),
+        self.callbacks.call("on_checkpoint", {"step": self.step, "dir": str(directory or self.run_dir),
                                      "best": directory is not None})
         if directory is None and not self.committed:
             rundir.committed(self.run_dir)  # the run has its first checkpoint: it is no longer a start to undo
@@ -418,7 +393,7 @@ class Trainer:
                            "lr": learning_rate(self.step - 1, cfg), "tokens_per_s": rate, "tokens": self.tokens_seen}
                     if cfg.log_every and self.step % cfg.log_every == 0 or self.step == 1:
                         metrics.write(row)
-                self._call("on_step", row)
+                self.callbacks.call("on_step", row)
                 if self.over_budget():
                     break
                 if validates and cfg.eval_every and self.step % cfg.eval_every == 0 and not self.done():
@@ -429,7 +404,7 @@ class Trainer:
                 if interrupt.flag:
                     interrupted = True
                     break
-                if self._stop_agreed():
+                if self.callbacks.stop_agreed(self.device if not kernel else torch.device("cpu")):
                     self.log(f"stopped at step {self.step} by a callback; continue with resume")
                     break
         if validates and not interrupted and metrics.last_step("valid") != self.step:
@@ -438,29 +413,12 @@ class Trainer:
             self.save()
         progress.close()
         return {**self.state(), "interrupted": interrupted, "signal": interrupt.signum,
-                "stopped_by_callback": self.stop_requested}
-
-    def _call(self, hook: str, row: dict[str, Any]) -> None:
-        """Each callback's ``hook`` (those that have it) with a copy of ``row``; ``False`` asks to stop."""
-        if not self.dist.main:
-            return
-        for cb in self.callbacks:
-            method = getattr(cb, hook, None)
-            if callable(method) and method(dict(row)) is False:
-                self.stop_requested = True
-
-    def _stop_agreed(self) -> bool:
-        """Whether a callback asked to stop, agreed by every process (only the main one runs callbacks)."""
-        if self.dist.world > 1 and self.callbacks:
-            flag = torch.tensor([float(self.stop_requested)], device=self.device)
-            torch.distributed.all_reduce(flag)
-            self.stop_requested = bool(flag.item())
-        return self.stop_requested
+                "stopped_by_callback": self.callbacks.stop_requested}
 
     def _evaluate(self, metrics: MetricsLog, progress) -> None:
         result = self.validate(self.cfg.eval_batches)
         metrics.write({"step": self.step, "split": "valid", **result})
-        self._call("on_eval", {"step": self.step, "split": "valid", **result})
+        self.callbacks.call("on_eval", {"step": self.step, "split": "valid", **result})
         line = f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))
         progress.write(line, file=sys.stderr) if self.cfg.progress and self.dist.main else self.log(line)
         if result["loss"] < self.best:

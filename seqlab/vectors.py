@@ -418,21 +418,3 @@ def tsne_map(kv: KeyedVectors, n_words: int = 200, seed: int = 0) -> tuple[list[
     x = kv.vectors[:n] / np.maximum(kv.norms[:n, None], 1e-12)  # (N, D) unit rows: Euclidean = cosine order
     coords = TSNE(n_components=2, perplexity=min(30.0, (n - 1) / 3), init="pca", random_state=seed).fit_transform(x)
     return kv.words[:n], coords
-
-
-def plot_embedding_map(words: Sequence[str], coords: np.ndarray, out: str | os.PathLike,
-                       title: str | None = None) -> Path:
-    """A labelled scatter plot of 2-D word coordinates, written atomically (seqlab.viz conventions)."""
-    from seqlab.viz import pyplot, save_figure
-
-    plt = pyplot()
-    size = max(6.0, min(24.0, 0.45 * np.sqrt(len(words)) * 2))
-    fig, ax = plt.subplots(figsize=(size, size))
-    ax.scatter(coords[:, 0], coords[:, 1], s=6, alpha=0.6)
-    for word, (x, y) in zip(words, coords):
-        ax.annotate(word, (x, y), fontsize=7, alpha=0.85, xytext=(2, 2), textcoords="offset points")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    if title:
-        ax.set_title(title)
-    return save_figure(fig, out)

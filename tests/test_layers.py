@@ -5,7 +5,7 @@ Layers, top to bottom (same-layer imports are allowed):
     commands   cli.py, __main__.py, commands/, serve/  the command line and the web inspector
     api        api.py, exporters/                       train / load / export / open_* (what Python users call)
     tasks      tasks/                                   one module per task.kind
-    training   trainer.py, checkpoint.py, rundir.py, beam.py
+    training   trainer.py, checkpoint.py, rundir.py, beam.py, devices.py, optim.py, callbacks.py
     models     models/, decode.py
     blocks     nn/, text/, data/, metrics/, config.py, vectors.py, viz.py, explain.py, presets/
     base       io.py, errors.py, signals.py
@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # (layer, the top-level names in 
     ("commands", ("cli", "__main__", "commands", "serve")),
     ("api", ("api", "exporters")),
     ("tasks", ("tasks",)),
-    ("training", ("trainer", "checkpoint", "rundir", "beam", "devices", "optim")),
+    ("training", ("trainer", "checkpoint", "rundir", "beam", "devices", "optim", "callbacks")),
     ("models", ("models", "decode")),
     ("blocks", ("nn", "text", "data", "metrics", "config", "vectors", "viz", "explain", "presets")),
     ("base", ("io", "errors", "lazy", "signals")),

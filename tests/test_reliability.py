@@ -85,7 +85,7 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[str, list[str]]]:
         "a malformed CoNLL line": ("ner-bilstm", [f"data.train=\"{tmp / 'bad.conll'}\""]),
         "a TSV line without a label": ("sentiment-lstm", [f"data.train=\"{tmp / 'bad.tsv'}\""]),
         "a non-numeric CSV value": ("ar", [f"data.source=\"{tmp / 'bad.csv'}\""]),
-        "a series shorter than 2p+2": ("ar", [f"data.source=\"{tmp / 'short.csv'}\"", "model.p=8"]),
+        "a series shorter than 2p+2": ("ar", [f"data.source=\"{tmp / 'short.csv'}\"", "model.max_p=0", "model.p=8"]),
     }
 
 

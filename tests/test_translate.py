@@ -131,7 +131,7 @@ def test_train_load_predict_evaluate(corpus, tmp_path, arch):
     assert [r["source"] for r in results] == ["red cat runs", "", "small dog"]
     assert results[1]["translation"] == "" and all(isinstance(r["translation"], str) for r in results)
     assert model.format_prediction(results[0]) == results[0]["translation"]
-    greedy = model.translate(["red cat runs"], beam=1)[0]
+    greedy = model.hypotheses(["red cat runs"], beam=1)[0]
     assert model.predict(["red cat runs"], beam=1)[0]["translation"] == model.tgt_tok.decode(greedy.tokens)
 
     scores = model.evaluate("test", beam=2)

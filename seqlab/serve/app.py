@@ -284,12 +284,12 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
     @app.post("/api/runs/{run_id:path}/neighbors", summary="`seqlab neighbors`: nearest words by cosine")
     def api_neighbors(run_id: str, body: NeighborsIn):
         emb = _embeddings(loaded(run_id), run_id)
-        return {"word": body.word, "neighbors": ops.answers(emb.neighbors(body.word, body.k))}
+        return {"word": body.word, "neighbors": ops.answers(emb.most_similar(body.word, topn=body.k))}
 
     @app.post("/api/runs/{run_id:path}/analogy", summary="`seqlab analogy`: a is to b as c is to ?")
     def api_analogy(run_id: str, body: AnalogyIn):
         emb = _embeddings(loaded(run_id), run_id)
-        return {"answers": ops.answers(emb.analogy(body.a, body.b, body.c, body.k))}
+        return {"answers": ops.answers(emb.analogy(body.a, body.b, body.c, topn=body.k))}
 
     @app.post("/api/runs/{run_id:path}/map", summary="2-D map (PCA or t-SNE) of the most frequent words")
     def api_map(run_id: str, body: MapIn):

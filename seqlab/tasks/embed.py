@@ -47,6 +47,7 @@ from seqlab.text.tokenizers import split_words
 from seqlab.devices import Dist, resolve_device
 from seqlab.trainer import Trainer
 from seqlab.vectors import KeyedVectors, tsne_map
+from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
 # The train.* keys used (batch_size by the PyTorch engine); embeddings train whole epochs, not max_steps.
@@ -219,7 +220,7 @@ def evaluation_sets(cfg: RunConfig, analogies: str | None = None,
 # a trained run
 
 
-class Embeddings:
+class Embeddings(Trained):
     """The word vectors of a trained run, with gensim KeyedVectors' verbs: ``most_similar``, ``similarity``,
     ``analogy``; ``neighbors`` (``seqlab neighbors``), ``map`` (2-D coordinates that plot), ``evaluate``;
     ``vectors`` is the :class:`~seqlab.vectors.KeyedVectors`."""

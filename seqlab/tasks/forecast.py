@@ -56,6 +56,7 @@ from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recur
 from seqlab.devices import Dist, resolve_device
 from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
 # The train.* keys used, per model.arch: AR(p) is fitted in closed form (no Trainer); the neural forecasters
@@ -233,7 +234,7 @@ def read_series(values: Iterable[float], what: str) -> np.ndarray:
         return read_column(path, column=VALUE_COLUMN).values
 
 
-class Forecaster:
+class Forecaster(Trained):
     """A trained forecaster loaded from a run directory: ``forecast``, ``predict``, ``evaluate``, ``plot``.
 
     ``model`` is the :class:`~seqlab.models.autoregressive.FittedAR` (arch ``ar``) or the neural forecaster.

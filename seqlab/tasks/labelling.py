@@ -32,6 +32,7 @@ from seqlab.models.token_encoder import init_embeddings
 from seqlab.text.tokenizers import Tokenizer
 from seqlab.text.vocab import Vocab
 from seqlab.trainer import shard_rows
+from seqlab.tasks.trained import Trained
 
 T = TypeVar("T")
 L = TypeVar("L", bound="Labeller")
@@ -189,7 +190,7 @@ class LabellingTask:
 # a trained tagger or classifier
 
 
-class Labeller:
+class Labeller(Trained):
     """What ``seqlab.load`` returns for a tagging or classification run, loaded from its directory; the task
     modules subclass it with ``predict`` and ``evaluate``.
 

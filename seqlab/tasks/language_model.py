@@ -32,9 +32,10 @@ from seqlab.metrics.lm import eval_windows, perplexity, score_stream
 from seqlab.nn.weight_only import to_weight_only
 from seqlab.tasks.results import LMAttention, TokenScores
 from seqlab.text.tokenizers import Tokenizer
+from seqlab.tasks.trained import Trained
 
 
-class LanguageModel:
+class LanguageModel(Trained):
     """A trained LM loaded from a run directory: ``generate``, ``score``, ``evaluate``, ``attention``."""
 
     def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, model: nn.Module,

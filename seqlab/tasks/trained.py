@@ -3,7 +3,7 @@ directory and config, the metrics its training logged, and :meth:`Trained.save`,
 the model that :func:`seqlab.load` opens as it opens a run (HF's ``save_pretrained`` / ``from_pretrained``).
 
 A saved directory holds ``config.toml``, the weights as a checkpoint (``model.safetensors`` and ``state.json``,
-verified by SHA-256 when read; no optimiser state), and the run's own small files that loading reads: the
+verified by SHA-256 when read; an empty ``trainer.safetensors``: no optimiser state), and the run's own small files that loading reads: the
 tokenizer or vocabulary, the labels, the series statistics, a pretrained model's record, ``metrics.jsonl``.
 It has no data splits: ``evaluate(data=...)`` works on it, ``evaluate(split)`` needs the run.
 """
@@ -15,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from torch import nn
 
 from seqlab import checkpoint, rundir
 from seqlab.config import RunConfig
@@ -63,20 +65,20 @@ class Trained:
         directory = Path(directory)
         if directory.exists() and not (directory.is_dir() and not any(directory.iterdir())) and not force:
             raise SeqlabError(f"{shown(directory)} already exists; save elsewhere or pass force=True to replace it")
-        model = getattr(self, "model", None)
-        if model is None:
-            raise SeqlabError(f"a {self.config.task.kind} run has no model to save here; copy its run directory "
-                              f"{shown(self.run_dir)} instead")
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.saving-", dir=directory.parent))
         try:
             for path in sorted(Path(self.run_dir).iterdir()):
                 if path.is_file() and path.name not in _NOT_COPIED and not path.name.startswith("."):
                     shutil.copy2(path, tmp / path.name)
-            step = int(getattr(self, "checkpoint", {}).get("step", 0))
-            checkpoint.save(tmp, model, {}, {"step": step, "saved": True})
-            (tmp / SAVED_MARK).write_text(json.dumps({"from": str(Path(self.run_dir).resolve()), "step": step})
-                                          + "\n", encoding="utf-8")
+            source = Path(self.checkpoint.get("dir", self.run_dir)) if hasattr(self, "checkpoint") else Path(self.run_dir)
+            state = {k: v for k, v in checkpoint.load_state(source).items() if k not in ("files", "format_version")}
+            model = getattr(self, "model", None)
+            weights = (checkpoint.model_bytes(model, {"step": str(state.get("step", 0))}) if isinstance(model, nn.Module)
+                       else checkpoint.read_verified(source / "model.safetensors")[0])  # AR, word vectors: as trained
+            checkpoint.save_weights_only(tmp, weights, {**state, "saved": True})
+            (tmp / SAVED_MARK).write_text(json.dumps({"from": str(Path(self.run_dir).resolve()),
+                                                      "step": state.get("step")}) + "\n", encoding="utf-8")
             aside = directory.with_name(f".{directory.name}.replaced") if directory.exists() else None
             replace_atomic(tmp, directory, aside=aside)
         except BaseException:

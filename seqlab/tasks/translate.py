@@ -54,6 +54,7 @@ from seqlab.devices import Dist, resolve_device
 from seqlab.tasks.results import TranslationAttention
 from seqlab.tasks.splits import scratch_run_dir, split_stores
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
@@ -223,7 +224,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 # a trained translator
 
 
-class Translator:
+class Translator(Trained):
     """A trained translation model loaded from a run directory: ``translate`` (text), ``hypotheses`` (ids and
     scores), ``evaluate``, ``attention``, and ``predict`` (the ``seqlab predict`` results)."""
 

@@ -1,0 +1,181 @@
+"""The notebook API: ``seqlab.train`` from in-memory data returning the trained object, ``config`` sections checked
+as ``--set`` is, callbacks, interrupt then resume, and save -> load."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+
+import seqlab
+from seqlab.errors import SeqlabError
+
+FAST = {"train": {"progress": False, "device": "cpu", "threads": 1}}
+WORDS = ["the", "a", "cat", "dog", "sees", "runs", "big", "old"]
+
+
+def sections(**more):
+    out = {k: dict(v) for k, v in FAST.items()}
+    for section, keys in more.items():
+        out.setdefault(section, {}).update(keys)
+    return out
+
+
+def lm_config(steps=6, **train):
+    return sections(model={"n_layers": 1, "n_heads": 2, "d_model": 16, "d_ff": 32, "max_len": 16},
+                    train={"max_steps": steps, "batch_size": 4, "eval_every": 3, "save_every": 3,
+                           "warmup_steps": 1, "eval_batches": 2, **train})
+
+
+def sentences(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(3, 7))) for _ in range(n)]
+
+
+@pytest.fixture()
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_lm_from_a_string_returns_the_object_with_metrics_and_a_fresh_run_dir(in_tmp):
+    text = ". ".join(sentences(300)) + "."
+    lm = seqlab.train("lm-char", train_data=text, config=lm_config())
+    assert isinstance(lm, seqlab.LanguageModel) and lm.run_dir.parent.name == "runs"
+    assert lm.run_dir.name.startswith("lm-char-")
+    assert (lm.run_dir / "input" / "train.txt").read_text(encoding="utf-8") == text
+    assert lm.config.data.train == str((lm.run_dir / "input" / "train.txt").resolve())
+    splits = {r["split"] for r in lm.metrics}
+    assert splits == {"train", "valid"} and lm.metrics[-1]["step"] == 6
+    assert list(lm.metrics_frame().columns)[:2] == ["step", "split"]
+    assert isinstance(lm.generate("the ", max_new_tokens=5, seed=0), str)
+    scores = lm.score("the cat sees a dog")
+    assert math.isclose(scores.perplexity, math.exp(-np.mean(scores.logprobs)), rel_tol=1e-9)
+    again = seqlab.load(lm.run_dir)  # the same object as load gives
+    assert type(again) is type(lm) and again.evaluate("test") == lm.evaluate("test")
+
+
+def test_every_task_trains_from_in_memory_data(in_tmp):
+    rng = np.random.default_rng(1)
+    tagged = [[(w, "O") for w in s.split()] + [("Paris", "B-LOC")] for s in sentences(40)]
+    tagger = seqlab.train("ner-bilstm", out="ner", train_data=tagged[:30], valid_data=tagged[30:35],
+                          test_data=tagged[35:], config=sections(
+                              data={"min_freq": 1}, model={"n_layers": 1, "d_model": 8, "hidden_size": 8},
+                              train={"max_steps": 4, "batch_size": 8, "eval_every": 2, "save_every": 2,
+                                     "warmup_steps": 1}))
+    assert isinstance(tagger, seqlab.SequenceTagger) and len(tagger.tag("the cat sees Paris")) == 4
+    labelled = [(s, "pos" if "cat" in s else "neg") for s in sentences(40, seed=2)]
+    classifier = seqlab.train("sentiment-lstm", out="cls", train_data=labelled, config=sections(
+        model={"d_model": 8, "hidden_size": 8},
+        train={"max_steps": 3, "batch_size": 8, "eval_every": 3, "save_every": 3, "warmup_steps": 1}))
+    probs = classifier.classify("the cat runs")
+    assert set(probs) == {"pos", "neg"} and math.isclose(sum(probs.values()), 1.0, rel_tol=1e-6)
+    pairs = [(s, s.upper()) for s in sentences(60, seed=3)]
+    translator = seqlab.train("mt-transformer", out="mt", train_data=pairs, config=sections(
+        data={"tokenizer": "word"}, model={"n_layers": 1, "n_heads": 2, "d_model": 16, "d_ff": 32, "max_len": 16},
+        train={"max_steps": 3, "batch_size": 8, "eval_every": 3, "save_every": 3, "warmup_steps": 1}))
+    assert isinstance(translator.translate("the cat", beam=2), str)
+    assert (translator.run_dir / "input" / f"train.{translator.config.data.src or 'src'}").exists()
+    words = [s.split() for s in sentences(200, seed=4)]
+    vectors = seqlab.train("w2v-sgns", out="w2v", train_data=iter(words),  # a generator: consumed once
+                           config=sections(data={"min_freq": 1}, model={"dim": 8, "window": 2},
+                                           train={"epochs": 1}))
+    assert vectors.most_similar("cat", topn=3)[0][0] in WORDS
+    series = np.sin(np.arange(200) / 3.0) + 0.01 * rng.standard_normal(200)
+    forecaster = seqlab.train("forecast-lstm", out="fc", train_data=series, config=sections(
+        model={"max_len": 8, "hidden_size": 8},
+        train={"max_steps": 3, "batch_size": 8, "eval_every": 3, "save_every": 3, "warmup_steps": 1}))
+    assert forecaster.forecast(4, history=series[:50]).shape == (4,)
+
+
+def test_config_errors_leave_no_run_directory(in_tmp):
+    with pytest.raises(SeqlabError, match="n_layerz.*valid"):
+        seqlab.train("lm-char", out="bad", train_data="some text " * 50, config={"model": {"n_layerz": 2}})
+    with pytest.raises(SeqlabError, match="model.max_p"):
+        seqlab.train("ar", out="bad", train_data=np.arange(100.0), config={"model": {"p": 9}})
+    with pytest.raises(SeqlabError, match="item 1"):
+        seqlab.train("sentiment-lstm", out="bad", train_data=[("good", "pos"), ("bad",)])
+    with pytest.raises(SeqlabError, match="need train_data"):
+        seqlab.train("sentiment-lstm", out="bad", valid_data=[("good", "pos")])
+    with pytest.raises(SeqlabError, match="callbacks\\[0\\]"):
+        seqlab.train("lm-char", out="bad", train_data="x" * 100, callbacks=[object()])
+    assert not (in_tmp / "bad").exists() and not any(p.name.startswith(".bad") for p in in_tmp.iterdir())
+
+
+def test_overrides_on_a_run_config_are_applied_never_dropped(in_tmp):
+    from seqlab.tasks import resolve
+
+    cfg = resolve("lm-char", ["train.max_steps=50"])
+    lm = seqlab.train(cfg, out="r", train_data="the cat sees a dog. " * 60, config=lm_config(),
+                      overrides=["train.max_steps=4"])
+    assert lm.config.train.max_steps == 4 and lm.metrics[-1]["step"] == 4
+
+
+class Recorder:
+    def __init__(self, stop_at=None):
+        self.rows, self.stop_at = {"on_step": [], "on_eval": [], "on_checkpoint": []}, stop_at
+
+    def on_step(self, row):
+        self.rows["on_step"].append(row)
+        return False if row["step"] == self.stop_at else None
+
+    def on_eval(self, row):
+        self.rows["on_eval"].append(row)
+
+    def on_checkpoint(self, row):
+        self.rows["on_checkpoint"].append(row)
+
+
+def test_callbacks_see_steps_evaluations_checkpoints_and_false_stops_with_a_checkpoint(in_tmp):
+    text = "the cat sees a dog. " * 80
+    seen = Recorder(stop_at=4)
+    lm = seqlab.train("lm-char", out="run", train_data=text, config=lm_config(steps=9), callbacks=[seen])
+    assert [r["step"] for r in seen.rows["on_step"]] == [1, 2, 3, 4]
+    assert [r["step"] for r in seen.rows["on_eval"]] == [3, 4] and "loss" in seen.rows["on_eval"][0]
+    assert {r["step"] for r in seen.rows["on_checkpoint"]} == {3, 4}
+    assert lm.checkpoint["step"] in (3, 4) and seqlab.load(lm.run_dir, last=True).checkpoint["step"] == 4
+    more = Recorder()
+    lm = seqlab.train("lm-char", out="run", train_data=text, config=lm_config(steps=9), resume=True, callbacks=[more])
+    assert [r["step"] for r in more.rows["on_step"]] == list(range(5, 10))
+    with pytest.raises(SeqlabError, match="train_data differs"):
+        seqlab.train("lm-char", out="run", train_data=text + "more", config=lm_config(steps=12), resume=True)
+
+
+def test_interrupt_checkpoints_and_resume_continues_to_the_same_weights(in_tmp):
+    text = "the cat sees a dog. " * 80
+
+    class Interrupt:  # what a notebook's Interrupt button does: SIGINT to the kernel process, between steps
+        def on_step(self, row):
+            if row["step"] == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(seqlab.Interrupted, match="resume=True"):
+        seqlab.train("lm-char", out="cut", train_data=text, config=lm_config(steps=8), callbacks=[Interrupt()])
+    assert seqlab.load("cut", last=True).checkpoint["step"] == 3
+    cut = seqlab.train("lm-char", out="cut", train_data=text, config=lm_config(steps=8), resume=True)
+    whole = seqlab.train("lm-char", out="whole", train_data=text, config=lm_config(steps=8))
+    for p, q in zip(seqlab.load(cut.run_dir, last=True).model.state_dict().values(),
+                    seqlab.load(whole.run_dir, last=True).model.state_dict().values()):
+        assert torch.equal(p, q)
+
+
+def test_save_then_load_gives_the_same_model_without_the_run(in_tmp):
+    text = "the cat sees a dog. " * 80
+    lm = seqlab.train("lm-char", out="run", train_data=text, config=lm_config())
+    saved = lm.save(in_tmp / "saved")
+    assert not (saved / "data").exists() and (saved / "tokenizer.json").exists()
+    with pytest.raises(SeqlabError, match="already exists"):
+        lm.save(saved)
+    lm.save(saved, force=True)
+    again = seqlab.load(saved)
+    for p, q in zip(lm.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(p, q)
+    assert again.generate("the ", max_new_tokens=8, seed=1) == lm.generate("the ", max_new_tokens=8, seed=1)
+    assert again.score("the cat") == lm.score("the cat")
+    ar = seqlab.train("ar", out="ar", train_data=np.sin(np.arange(120) / 4.0), config={"train": {"progress": False}})
+    ar_again = seqlab.load(ar.save(in_tmp / "ar-saved"))
+    np.testing.assert_array_equal(ar_again.forecast(5), ar.forecast(5))
