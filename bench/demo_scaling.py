@@ -10,7 +10,8 @@ the same characters as the demo before it (R_pydocs). The first rows are that ea
 at each N; where the plan is the same run, the row is shared.
 
 Rows run in order of importance until the time cap (``--cap-minutes``, default 50) would be passed; a row that
-would not fit is listed as not run. Targets (issue #26): R >= 3.2 at N = 1,500; R at 3,000 and 6,000 each at least
+would not fit is listed as not run. Each row's result is stored beside its run (``bench-row.json``); a later
+invocation with the same ``--out`` reuses the rows already trained with the same overrides. Targets (issue #26): R >= 3.2 at N = 1,500; R at 3,000 and 6,000 each at least
 the previous N's R minus 1 %; R >= 3.5 at 6,000; R_pydocs never below the earlier demo's at the same N.
 
     .venv/bin/python bench/demo_scaling.py [--steps 1000,1500,3000,6000] [--cap-minutes 50]
@@ -50,6 +51,18 @@ def pydocs_test_score(lm) -> tuple[float, float]:
     return perplexity(total, count), perplexity(bigram_total, bigram_count)
 
 
+ROW_FILE = "bench-row.json"  # a row's result beside its run: a later invocation reuses it (same overrides)
+
+
+def stored_row(name: str, overrides: list[str], out: Path) -> dict | None:
+    """The result an earlier invocation of this script stored for the row, if it trained the same overrides."""
+    path = out / name / ROW_FILE
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    return stored["result"] if stored.get("overrides") == overrides else None
+
+
 def run_row(name: str, overrides: list[str], out: Path) -> dict:
     from seqlab.api import load, train_run
     from seqlab.commands.demo import DEMO_OVERRIDES, baselines
@@ -63,9 +76,11 @@ def run_row(name: str, overrides: list[str], out: Path) -> dict:
     (_, _, ppl), _, (_, _, bigram) = baselines(lm, "test")
     old_ppl, old_bigram = pydocs_test_score(lm)
     final = load(out / name, last=True).checkpoint
-    return {"test_ppl": ppl, "bigram_ppl": bigram, "R": bigram / ppl, "pydocs_test_ppl": old_ppl,
-            "R_pydocs": old_bigram / old_ppl, "best_step": lm.checkpoint["step"], "steps_run": final["step"],
-            "minutes": seconds / 60}
+    result = {"test_ppl": ppl, "bigram_ppl": bigram, "R": bigram / ppl, "pydocs_test_ppl": old_ppl,
+              "R_pydocs": old_bigram / old_ppl, "best_step": lm.checkpoint["step"], "steps_run": final["step"],
+              "minutes": seconds / 60}
+    (out / name / ROW_FILE).write_text(json.dumps({"overrides": overrides, "result": result}) + "\n", encoding="utf-8")
+    return result
 
 
 def plans(steps: list[int]) -> list[dict]:
@@ -138,7 +153,8 @@ def main() -> int:
             print(f"{name}: skipped, {spent + rate * n:.0f} min would pass the {args.cap_minutes:g}-minute cap",
                   file=sys.stderr)
             continue
-        results[name] = run_row(name, row["overrides"], Path(args.out))
+        results[name] = stored_row(name, row["overrides"], Path(args.out)) or run_row(name, row["overrides"],
+                                                                                   Path(args.out))
         spent += results[name]["minutes"]
         rate = spent / sum(r["n"] for r in order if r["name"] in results)
         print(json.dumps({name: results[name]}), file=sys.stderr)

@@ -20,7 +20,7 @@ import shutil
 import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from seqlab import checkpoint, rundir, signals
 from seqlab.config import DataConfig, RunConfig
@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # annotations only: importing them here would load torch for 
     import torch
 
     from seqlab.models.sentence import SentenceEncoder
+    from seqlab.tasks.embed import Embeddings
+    from seqlab.tasks.trained import Trained
     from seqlab.vectors import KeyedVectors
 
 
@@ -117,7 +119,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
             shutil.rmtree(run_dir)
     journal = rundir.journal_for(run_dir, resume=resume)
     if aside is not None:
-        journal = {**journal, "replaced": str(aside)}
+        journal = {**cast("dict[str, Any]", journal), "replaced": str(aside)}  # not None: a replaced run is not resumed
     run_dir.mkdir(parents=True, exist_ok=True)
     return rundir.RunLock.acquire(run_dir, journal)
 
@@ -186,6 +188,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
 
                 chosen = state.get("best_step") if checkpoint.exists(run_dir / "best") else None
                 plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png", chosen_step=chosen)
+            dist.barrier()  # the last checkpoint is committed before any process reads the run (seqlab.train)
         except BaseException as e:
             kept = lock.close(failed=True) if lock else True
             shown = _explained(e, run_dir, kept)
@@ -207,7 +210,8 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
 def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, train_data: Any = None,
           valid_data: Any = None, test_data: Any = None, config: dict[str, dict[str, Any]] | None = None,
           overrides: list[str] | None = None, resume: bool = False, force: bool = False,
-          callbacks: Iterable[Any] = (), device: str | None = None, log: Callable[..., Any] | None = None):
+          callbacks: Iterable[Any] = (), device: str | None = None,
+          log: Callable[..., Any] | None = None) -> Trained:
     """Train and return the trained object (what :func:`load` returns for the run: a LanguageModel,
     SequenceTagger, ...), with ``.run_dir``, ``.config`` and ``.metrics``.
 
@@ -324,6 +328,7 @@ def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | Non
 def _explained(e: BaseException, run_dir: Path, kept: bool) -> BaseException:
     """The error to show for ``e`` once the start was undone (``kept`` False) or the lock released."""
     if is_disk_full(e):
+        e = cast(OSError, e)  # is_disk_full checked it
         if not kept:
             return SeqlabError(f"{disk_full_message(e)}; nothing of the new run {run_dir} was kept; free some space "
                                "and run the command again")
@@ -350,7 +355,7 @@ def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
     return run_dir
 
 
-def load(run_dir: str | Path, device: str | None = None, last: bool = False):
+def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> Trained:
     """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``; with
     the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). Its
     ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...)."""
@@ -403,7 +408,7 @@ def open_vectors(path: str | Path) -> KeyedVectors:
         if kind != "embed":
             raise SeqlabError(f"{path} is a {kind} run, which has no word vectors; "
                               "give an embedding run (task.kind = \"embed\") or a vectors file")
-        return load(path).vectors
+        return cast("Embeddings", load(path)).vectors  # an embed run's object
     if not path.exists():
         raise SeqlabError(f"{path} not found; give a run directory or a vectors file (.txt, .safetensors)")
     if path.suffix == ".safetensors":

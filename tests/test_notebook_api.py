@@ -179,3 +179,32 @@ def test_save_then_load_gives_the_same_model_without_the_run(in_tmp):
     ar = seqlab.train("ar", out="ar", train_data=np.sin(np.arange(120) / 4.0), config={"train": {"progress": False}})
     ar_again = seqlab.load(ar.save(in_tmp / "ar-saved"))
     np.testing.assert_array_equal(ar_again.forecast(5), ar.forecast(5))
+
+
+def test_every_torchrun_process_returns_the_trained_object(tmp_path):
+    """Under torchrun (2 processes, gloo on CPU) each process spools its in-memory data, rank 0 alone writes the
+    run, and every rank gets the trained object once the last checkpoint is committed."""
+    import socket
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, seqlab
+        lm = seqlab.train("lm-char", out={str(tmp_path / 'run')!r}, train_data="the cat sees a dog. " * 80,
+                          config={{"model": {{"n_layers": 1, "n_heads": 2, "d_model": 16, "d_ff": 32, "max_len": 16}},
+                                   "train": {{"max_steps": 4, "batch_size": 4, "progress": False, "threads": 1,
+                                             "eval_every": 2, "save_every": 2, "warmup_steps": 1}}}})
+        print("rank", os.environ["RANK"], type(lm).__name__, lm.checkpoint["step"], lm.metrics[-1]["step"])
+    """), encoding="utf-8")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                          f"--master-port={port}", str(script)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = sorted(line for line in run.stdout.splitlines() if line.startswith("rank"))
+    assert lines == ["rank 0 LanguageModel 4 4", "rank 1 LanguageModel 4 4"], run.stdout
+    assert sorted(p.name for p in (tmp_path / "run" / "input").iterdir()) == ["train.txt"]
