@@ -8,6 +8,7 @@ The public API is re-exported here; heavy submodules are imported lazily so that
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,45 @@ _EXPORTS: dict[str, str] = {
     "corpus_chrf": "seqlab.metrics.chrf",
     "entity_f1": "seqlab.metrics.ner",
 }
+
+
+if TYPE_CHECKING:  # the real names for type checkers; at run time __getattr__ imports each on first use
+    from seqlab.api import (Interrupted as Interrupted, load as load, open_encoder as open_encoder,
+                            open_vectors as open_vectors, prepare as prepare, train as train, train_run as train_run)
+    from seqlab.config import DataConfig as DataConfig, RunConfig as RunConfig, TrainConfig as TrainConfig
+    from seqlab.data.series import read_series as read_series
+    from seqlab.data.sources import read_text as read_text
+    from seqlab.decode import generate as generate, Sampling as Sampling
+    from seqlab.errors import SeqlabError as SeqlabError
+    from seqlab.exporters import export as export
+    from seqlab.metrics.bleu import (BLEU as BLEU, BLEUScore as BLEUScore, corpus_bleu as corpus_bleu,
+                                     sentence_bleu as sentence_bleu)
+    from seqlab.metrics.chrf import corpus_chrf as corpus_chrf
+    from seqlab.metrics.lm import perplexity as perplexity
+    from seqlab.metrics.ner import entity_f1 as entity_f1
+    from seqlab.models.autoregressive import (AR as AR, ARConfig as ARConfig, FittedAR as FittedAR,
+                                              select_order as select_order)
+    from seqlab.models.pretrained import from_pretrained as from_pretrained
+    from seqlab.models.sentence import SentenceEncoder as SentenceEncoder
+    from seqlab.models.transformer import (EncoderDecoder as EncoderDecoder,
+                                           EncoderDecoderConfig as EncoderDecoderConfig, TransformerLM as TransformerLM,
+                                           TransformerLMConfig as TransformerLMConfig)
+    from seqlab.nn.attention import KVCache as KVCache, MultiHeadAttention as MultiHeadAttention
+    from seqlab.nn.weight_only import to_weight_only as to_weight_only
+    from seqlab.tasks.classify import SentenceClassifier as SentenceClassifier
+    from seqlab.tasks.embed import Embeddings as Embeddings
+    from seqlab.tasks.forecast import Forecaster as Forecaster
+    from seqlab.tasks.language_model import LanguageModel as LanguageModel
+    from seqlab.tasks.results import (EmbeddingMap as EmbeddingMap, Entity as Entity, LMAttention as LMAttention,
+                                      TokenScores as TokenScores, TranslationAttention as TranslationAttention)
+    from seqlab.tasks.tag import SequenceTagger as SequenceTagger
+    from seqlab.tasks.trained import Trained as Trained
+    from seqlab.tasks.translate import Translator as Translator
+    from seqlab.text.tokenizers import (BPETokenizer as BPETokenizer, CharTokenizer as CharTokenizer,
+                                        load_tokenizer as load_tokenizer, WordTokenizer as WordTokenizer)
+    from seqlab.text.vocab import Vocab as Vocab
+    from seqlab.trainer import Trainer as Trainer
+    from seqlab.vectors import KeyedVectors as KeyedVectors
 
 
 def __getattr__(name: str):

@@ -399,7 +399,8 @@ def open_encoder(run_or_dir: str | Path, device: str | torch.device | None = Non
 
 
 def open_vectors(path: str | Path) -> KeyedVectors:
-    """Word vectors from an embedding run directory, a word2vec text file or a KeyedVectors safetensors file."""
+    """Word vectors from an embedding run directory (its best checkpoint), a word2vec text or binary file, a
+    headerless GloVe text file (the format is read from the file) or a KeyedVectors safetensors file."""
     from seqlab.vectors import KeyedVectors
 
     path = Path(path)

@@ -17,7 +17,8 @@ skipped and counted in the OOV ratio). Ratios here are fractions (gensim prints 
 Files: the word2vec text format (header ``WORDS DIM``, then ``word v_1 .. v_DIM`` per line; gensim's
 ``KeyedVectors.load_word2vec_format`` reads it), word2vec's binary format (the same header, then per word
 ``word``, a space, DIM little-endian float32 and a newline, as word2vec.c writes it; gensim reads it with
-``binary=True``) and safetensors.
+``binary=True``) and safetensors; read besides: headerless GloVe text and an embedding run's directory
+(:func:`read_vectors`; the readers are :mod:`seqlab.data.word_vectors`).
 """
 
 from __future__ import annotations
@@ -271,39 +272,12 @@ class KeyedVectors:
                 yield "".join(f"{w} {row % tuple(v)}\n" for w, v in zip(words, block.tolist())).encode("utf-8")
 
     @classmethod
-    def load_word2vec_format(cls, path: str | os.PathLike) -> KeyedVectors:
-        """Read the word2vec text format; every malformation is a one-line SeqlabError naming the line."""
-        lines = _read_lines(path)
-        fix = "give a word2vec text file: a 'WORDS DIM' line, then 'word v1 .. vDIM' per word"
-        try:
-            n_words, dim = (int(x) for x in lines[0].split())
-            if n_words < 1 or dim < 1:
-                raise ValueError
-        except ValueError:
-            raise SeqlabError(f"{path}, line 1: expected 'WORDS DIM' (two positive integers), got "
-                              f"{lines[0][:60]!r}; {fix}") from None
-        body = [line for line in lines[1:]]
-        while body and not body[-1].strip():
-            body.pop()
-        if len(body) != n_words:
-            raise SeqlabError(f"{path}: the header says {n_words} words but {len(body)} lines follow; {fix}")
-        words, values = [], []
-        for line_no, line in enumerate(body, start=2):
-            parts = line.rstrip().split(" ")
-            if len(parts) != dim + 1:
-                raise SeqlabError(f"{path}, line {line_no}: {len(parts) - 1} values, the header says {dim}; {fix}")
-            words.append(parts[0])
-            values.append(parts[1:])
-        try:
-            vectors = np.array(values, dtype=np.float32)
-        except ValueError as e:
-            raise SeqlabError(f"{path}: a value is not a number ({e}); {fix}") from None
-        if not np.isfinite(vectors).all():
-            raise SeqlabError(f"{path}: holds NaN or infinite values; retrain or fix the file")
-        if len(set(words)) != len(words):
-            dup = next(w for i, w in enumerate(words) if w in words[:i])
-            raise SeqlabError(f"{path}: the word {dup!r} appears twice; give each word once")
-        return cls(words, vectors)
+    def load_word2vec_format(cls, path: str | os.PathLike, binary: bool | None = None) -> KeyedVectors:
+        """Read word2vec text or binary or headerless GloVe text (:func:`seqlab.data.word_vectors.read_word2vec`;
+        ``binary=None`` reads which from the bytes); every malformation is a one-line SeqlabError."""
+        from seqlab.data.word_vectors import read_word2vec
+
+        return cls(*read_word2vec(path, binary))
 
     def save(self, path: str | os.PathLike) -> Path:
         """safetensors: ``vectors`` (V, D) float32, ``words`` (UTF-8 bytes, newline-separated), ``counts``."""
@@ -350,6 +324,15 @@ class KeyedVectors:
                 out[row] = self.vectors[i]
                 found += 1
         return out, found
+
+
+def read_vectors(path: str | os.PathLike) -> KeyedVectors:
+    """Word vectors from a KeyedVectors ``.safetensors`` file, a word2vec text or binary file, a GloVe text file
+    (no header) or an embedding run's directory (its ``vectors.txt``), the format read from the file."""
+    from seqlab.data.word_vectors import vectors_path
+
+    path = vectors_path(path)
+    return KeyedVectors.load(path) if path.suffix == ".safetensors" else KeyedVectors.load_word2vec_format(path)
 
 
 # ------------------------------------------------------------------------------------------------------

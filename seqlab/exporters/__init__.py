@@ -101,6 +101,9 @@ def _check_task(cfg, format: str, run: Path) -> None:
                               "tag and classify (hf, onnx) and embed (word2vec, word2vec-binary) runs")
         raise SeqlabError(f"{run} (task.kind={kind}) has no --format {format} export; use --format "
                           f"{' or '.join(offered)}")
+    if kind == "tag" and getattr(cfg.model, "crf", False):  # the graph would stop at the emission scores
+        raise SeqlabError(f"{run} has model.crf = true: the CRF's Viterbi decoding has no ONNX/HF equivalent; "
+                          "export a tagger trained with model.crf=false")
     if format == "onnx" and kind in ("tag", "classify") and cfg.arch in RECURRENT:
         raise SeqlabError(f"{run} (model.arch={cfg.arch}) has no ONNX export: its padding is read by a data-"
                           "dependent length check a graph cannot hold; transformer and pretrained taggers and "

@@ -11,6 +11,9 @@ Two heads on the encoder's last hidden states H = Encoder(X^0) (seed 001 "Transf
                              the checkpoint; the form BertForSequenceClassification computes)
                              logits = W · dropout(s) + b                (seed 004 "Many to One Mapping")
 
+With ``model.crf = true`` the token classifier's logits at the first sub-words are the emission scores of a
+linear-chain CRF (:mod:`seqlab.nn.crf`): trained with the sentence NLL, predicting by Viterbi.
+
 Both train with the NLL of seed 004 (the tasks sum it over labelled words / sentences and divide by their count).
 
 The run keeps what the model needs without the original directory: ``pretrained.json`` (the name or directory
@@ -34,6 +37,7 @@ from seqlab.io import read_json, write_json_atomic
 from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, mean_pool, read_weights, \
     resolve_pretrained
 from seqlab.models.sentence import SentenceEncoder
+from seqlab.nn.crf import CRF
 from seqlab.nn.dropout import Dropout
 from seqlab.text.wordpiece import WordPieceTokenizer
 
@@ -68,6 +72,7 @@ class PretrainedTaggerConfig(PretrainedConfig):
     """The encoder + a per-sub-word linear layer read at each word's first sub-word."""
 
     n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
+    crf: bool = False  # a linear-chain CRF over the first sub-words' logits (seqlab.nn.crf): Viterbi predictions
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -173,10 +178,12 @@ class _Head(nn.Module):
 
 
 class TokenClassifier(_Head):
-    """logits_t = W · dropout(h_t) + b over the encoder's per-sub-word states h_t (BERT's NER head)."""
+    """logits_t = W · dropout(h_t) + b over the encoder's per-sub-word states h_t (BERT's NER head); with
+    ``cfg.crf`` also ``crf``, the CRF over the first sub-words' logits."""
 
     def __init__(self, cfg: PretrainedTaggerConfig, encoder: BertEncoder) -> None:
         super().__init__(cfg, encoder, cfg.n_labels)
+        self.crf = CRF(cfg.n_labels) if cfg.crf else None  # transitions: labels, labels
 
     def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
         """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, seq, labels); real positions do

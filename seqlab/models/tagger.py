@@ -11,6 +11,10 @@ Equations (seed 004):
     L = Σ_t -log ŷ_t[y_t]              over real tokens only: the cross-entropy that generalises the notes' binary
                                        L = Σ_i L_i(ŷ_i, y_i) (10th March) to many labels; the task divides the sum
                                        by the number of real tokens
+    with model.crf = true              a linear-chain CRF over the logits as emission scores
+                                       (:mod:`seqlab.nn.crf`, Lample et al. 2016): L = -Σ_sentences log p(y | x),
+                                       predictions by Viterbi; its transitions are constrained by the tagging
+                                       scheme the task reads off the labels (IOB2 or BIOES)
 
 The token encoders, the per-``model.arch`` config classes and the initialisation of E from word vectors are
 shared with the classifier (:mod:`seqlab.models.token_encoder`); the tagger adds its configs and reads the
@@ -30,6 +34,7 @@ from seqlab.errors import check_size
 from seqlab.models.recurrent import RecurrentModelConfig
 from seqlab.models.token_encoder import EmbeddingInit, EncoderWithHead, arch_configs, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
+from seqlab.nn.crf import CRF
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -41,6 +46,7 @@ class RecurrentTaggerConfig(EmbeddingInit, RecurrentModelConfig):
     """Embeddings -> (bi)directional recurrent stack -> per-token linear layer."""
 
     n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
+    crf: bool = False  # a linear-chain CRF output layer (seqlab.nn.crf): sequence NLL, Viterbi predictions
     bidirectional: bool = True  # per-token states [→a_t, ←a_t] (seed 004 "Bi-Directional RNNs")
 
     def __post_init__(self) -> None:
@@ -55,6 +61,7 @@ class TransformerTaggerConfig(EmbeddingInit, TransformerConfig):
 
     vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
     n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
+    crf: bool = False  # a linear-chain CRF output layer (seqlab.nn.crf): sequence NLL, Viterbi predictions
     tie_embeddings: bool = False  # unused (no output vocabulary to tie); must stay false
 
     def __post_init__(self) -> None:
@@ -73,10 +80,13 @@ TAGGER_CONFIGS = arch_configs(RecurrentTaggerConfig, TransformerTaggerConfig)  #
 
 
 class Tagger(EncoderWithHead):
-    """logits_t = W2 a_t + b2 over the encoder's per-token states a_t (seed 004 NER, many-to-many)."""
+    """logits_t = W2 a_t + b2 over the encoder's per-token states a_t (seed 004 NER, many-to-many); with
+    ``cfg.crf`` also ``crf``, the CRF that reads the logits as emission scores (its constraints are set by the
+    task from the label names and saved in the checkpoint)."""
 
     def __init__(self, cfg: RecurrentTaggerConfig | TransformerTaggerConfig) -> None:
         super().__init__(cfg, "n_labels")  # head W2: dirs*hidden | d_model -> labels, b2
+        self.crf = CRF(cfg.n_labels) if cfg.crf else None  # transitions: labels, labels
 
     def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
         """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, seq, labels).

@@ -1,6 +1,6 @@
 """What the tagger (:mod:`seqlab.models.tagger`) and the sentence classifier (:mod:`seqlab.models.classifier`) share:
 a token encoder, recurrent or Transformer, behind one interface, the fields and per-``model.arch`` config classes
-of their configs, the initialisation of E from word vectors (word2vec text format; frozen or trainable), and
+of their configs, the initialisation of E from word vectors (a file or an embedding run; frozen or trainable), and
 :class:`EncoderWithHead`, the encoder with a linear layer over its states that both models are.
 
 Equations (seed 004):
@@ -40,12 +40,12 @@ ARCH_CELLS = {"lstm": ("lstm",), "gru": ("gru", "simple-gru"), "rnn": ("rnn",)} 
 class EmbeddingInit:
     """The embedding-initialisation fields every tagger and classifier config has."""
 
-    vectors: str = ""  # word vectors for E: word2vec text file (or KeyedVectors .safetensors); "" = random init
+    vectors: str = ""  # word vectors for E: word2vec text/binary, GloVe text, .safetensors or an embed run; "" = random
     freeze_vectors: bool = False  # keep E fixed during training (needs vectors)
 
     def check_vectors(self) -> None:
         if self.freeze_vectors and not self.vectors:
-            raise SeqlabError("model.freeze_vectors needs model.vectors (a word2vec text file); set model.vectors "
+            raise SeqlabError("model.freeze_vectors needs model.vectors (a word-vectors file); set model.vectors "
                               "or model.freeze_vectors=false")
 
 
@@ -116,20 +116,24 @@ def token_embedding(encoder: nn.Module) -> nn.Embedding:
 # word vectors -> E
 
 
-def load_vectors(path: str | Path):
-    """KeyedVectors from a word2vec text file (or a ``.safetensors`` file written by KeyedVectors.save)."""
-    from seqlab.vectors import KeyedVectors
+def load_vectors(path: str | Path, key: str = "model.vectors"):
+    """KeyedVectors from the file or embedding run that the config ``key`` names (:func:`seqlab.vectors.read_vectors`:
+    word2vec text or binary, GloVe text, a KeyedVectors ``.safetensors`` file, an embed run's directory)."""
+    from seqlab.vectors import read_vectors
 
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise SeqlabError(f"model.vectors: {path} is not a file; give a word2vec text file ('WORDS DIM' header)")
-    return KeyedVectors.load(path) if path.suffix == ".safetensors" else KeyedVectors.load_word2vec_format(path)
+    if not path.exists():
+        raise SeqlabError(f"{key}: {path} is not a file or a run directory; give a word-vectors file (word2vec "
+                          "text or binary, GloVe text, .safetensors) or an embedding run's directory")
+    return read_vectors(path)
 
 
-def init_embeddings(embedding: nn.Embedding, tokens: Sequence[str], path: str | Path, seed: int = 0) -> int:
-    """Copy word vectors into E: each vocabulary token's vector (exact, else case-folded match), random rows
-    with the vectors' spread for the others, zeros for <pad>. Returns how many tokens had a vector."""
-    kv = load_vectors(path)
+def init_embeddings(embedding: nn.Embedding, tokens: Sequence[str], path: str | Path, seed: int = 0,
+                    key: str = "model.vectors") -> int:
+    """Copy word vectors (the file or embedding run the config ``key`` names) into E: each vocabulary token's
+    vector (exact, else case-folded match), random rows with the vectors' spread for the others, zeros for
+    <pad>. Returns how many tokens had a vector."""
+    kv = load_vectors(path, key)
     if kv.dim != embedding.embedding_dim:
         raise SeqlabError(f"the vectors in {path} have {kv.dim} dimensions but model.d_model is "
                           f"{embedding.embedding_dim}; set model.d_model={kv.dim}")

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.models.seq2seq import TranslationVectors
 from seqlab.nn.attention import IMPLS, KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
@@ -83,7 +84,7 @@ class TransformerLMConfig(TransformerConfig):
 
 
 @dataclass(frozen=True, kw_only=True)
-class EncoderDecoderConfig(TransformerConfig):
+class EncoderDecoderConfig(TranslationVectors, TransformerConfig):
     """Encoder-decoder (translation). Separate source and target vocabularies; a joint vocabulary is
     the same size twice, with ``share_embeddings`` to use one matrix for both."""
 
@@ -101,6 +102,7 @@ class EncoderDecoderConfig(TransformerConfig):
                 f"share_embeddings needs src_vocab_size == tgt_vocab_size (got {self.src_vocab_size} and "
                 f"{self.tgt_vocab_size}); use a joint vocabulary or share_embeddings=false"
             )
+        self.check_vectors()
 
 
 def _check_choice(name: str, value: str, choices) -> None:

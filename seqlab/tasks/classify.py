@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import torch
@@ -50,10 +50,10 @@ from seqlab.data.streamed import Streamed, chunks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
-from seqlab.models.finetune import PretrainedClassifierConfig, SubwordTokenizer
+from seqlab.models.finetune import PretrainedClassifierConfig, SequenceClassifier, SubwordTokenizer
 from seqlab.models.token_encoder import PAD_ID
-from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, check_lengths, first_labels, \
-    labelling_model, load_labeller, start_vectors
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
+    first_labels, labelling_model, load_labeller, start_vectors
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     stored_splits
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
@@ -86,8 +86,8 @@ class Example(NamedTuple):
 class Encoded(NamedTuple):
     """Sentences as token ids, and their label ids (empty at prediction)."""
 
-    ids: list[list[int]]
-    labels: list[int]
+    ids: Rows
+    labels: list[int] | np.ndarray  # a list, or a split's memory-mapped store: (sentences,)
 
 
 class Batch(NamedTuple):
@@ -198,7 +198,8 @@ def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_
     """(sum of sentence NLL, sentences, {sentence index: class probabilities (classes,)}) over length-sorted
     batches (all, or ``max_batches`` spread evenly); ``data.labels`` may be empty (prediction: no loss)."""
     total, count, probs = 0.0, 0, {}
-    for index in sorted_batches(lengths_of(data.ids), batch_size, max_batches):
+    # sorted_batches np.asarray()s its lengths; its Sequence[int] annotation omits ndarray (seqlab/data/batching.py)
+    for index in sorted_batches(lengths_of(data.ids), batch_size, max_batches):  # type: ignore[arg-type]
         ids, mask, labels = (t.to(device) for t in collate(data, index))
         logits = model(ids, mask).float()  # batch, classes
         if len(data.labels):
@@ -246,7 +247,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     torch.manual_seed(cfg.train.seed)  # the initial weights
     model, tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log)
     start_vectors(cfg, run_dir, resume, model, tokenizer, "tokens", log)
-    log(f"model: {cfg.arch} classifier, {model.num_params() / 1e6:.2f}M parameters; sentences: train "
+    n_params = cast("Classifier | SequenceClassifier", model).num_params()  # what labelling_model builds
+    log(f"model: {cfg.arch} classifier, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].ids):,}, valid {len(data['valid'].ids):,}; vocabulary {tokenizer.vocab_size:,}; "
         f"{len(labels)} classes")
     task = ClassifyTask(model, data["train"], data["valid"],
@@ -288,6 +290,8 @@ class SentenceClassifier(Labeller):
     memory), ``predict`` (the ``seqlab predict`` results), and ``sentence_encoder`` (see
     :class:`~seqlab.tasks.labelling.Labeller`)."""
 
+    tokenizer: Tokenizer | SubwordTokenizer  # the run's own, or the pretrained encoder's sub-words
+
     def probabilities(self, texts: list[str], where) -> list[np.ndarray]:
         """ŷ (classes,) for each text; ``where(i)`` names text i in messages (empty or too long: an error)."""
         ids = [self.tokenizer.encode(text) for text in texts]
@@ -300,7 +304,7 @@ class SentenceClassifier(Labeller):
         the training data): one dict for a str, a list of dicts for a list. An empty text is an error naming
         it."""
         single = isinstance(texts, str)
-        items = [texts] if single else list(texts)
+        items: list[str] = [texts] if isinstance(texts, str) else list(texts)
         for i, text in enumerate(items):
             if not isinstance(text, str):
                 raise SeqlabError(f"text {i + 1} is a {type(text).__name__}, not a str; give texts as strings")
@@ -318,7 +322,7 @@ class SentenceClassifier(Labeller):
         results = []
         for p in self.probabilities(list(lines), lambda i: f"input line {i + 1}"):
             probabilities = self._distribution(p)
-            label = max(probabilities, key=probabilities.get)  # the first of equals, as argmax
+            label = max(probabilities, key=probabilities.__getitem__)  # the first of equals, as argmax
             results.append({"label": label, "probability": probabilities[label], "probabilities": probabilities})
         return results
 
@@ -341,8 +345,8 @@ class SentenceClassifier(Labeller):
         with scratch_run_dir() as scratch:
             data, _ = split_data(self.config, scratch, {f"eval-{name}": examples}, self.tokenizer, self.labels,
                                  refuse=True)[f"eval-{name}"]  # no tokens or too long: error naming its line
-            probs = run_classifier(self.model, data, self.device)[2]
-            probs = [probs[i] for i in range(len(data.ids))]
+            by_index = run_classifier(self.model, data, self.device)[2]
+            probs = [by_index[i] for i in range(len(data.ids))]
             gold = [self.labels.names[y] for y in data.labels]
         pred = [self.labels.names[int(np.argmax(p))] for p in probs]
         scores = classification_scores(gold, pred)

@@ -29,6 +29,7 @@ import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -117,7 +118,8 @@ def make_task(cfg: RunConfig, corpus: Corpus, engine: str, device: torch.device,
               scratch: Path | None = None) -> SkipGramSGD | GloVeAdaGrad:
     """The model with its tables, as the Trainer steps it (GloVe's count shards go to ``scratch``)."""
     t = cfg.train
-    options = dict(seed=t.seed, engine=engine, threads=t.threads, device=device, batch_size=t.batch_size)
+    options: dict[str, Any] = dict(seed=t.seed, engine=engine, threads=t.threads, device=device,
+                                   batch_size=t.batch_size)
     if cfg.arch == "glove":
         return GloVeAdaGrad(cfg.model, corpus, max_memory_mb=cfg.data.max_memory_mb, scratch=scratch, **options)
     return SkipGramSGD(cfg.model, corpus, hs=cfg.arch == "hs", **options)
@@ -160,7 +162,10 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         log(f"{cfg.arch}: {len(corpus.words):,} words in the vocabulary, {corpus.raw_words:,} words in "
             f"{len(corpus.sentence_starts) - 1:,} sentences; engine {engine}")
         task = make_task(cfg, corpus, engine, device, scratch)
-        trainer = Trainer(task, cfg.train, run_dir, dist=dist, extra_state={"engine": engine}, log=log)
+        # KernelTask declares `model: nn.Module` settable (invariant); task.model is a SkipGram or a GloVe:
+        # the Protocol should declare it a read-only property (seqlab/trainer.py)
+        trainer = Trainer(task, cfg.train, run_dir, dist=dist,  # type: ignore[arg-type]
+                          extra_state={"engine": engine}, log=log)
         state = trainer.run(resume)
         if state["interrupted"]:
             return state
@@ -319,6 +324,6 @@ def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None
     model = build_model(cfg, len(words))
     checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     with torch.no_grad():
-        vectors = model.vectors() if isinstance(model, GloVe) else model.input.weight
-        vectors = vectors.detach().cpu().numpy()
+        table = model.vectors() if isinstance(model, GloVe) else model.input.weight  # words, dim
+        vectors = table.detach().cpu().numpy()
     return Embeddings(run_dir, cfg, KeyedVectors(words, vectors, counts))

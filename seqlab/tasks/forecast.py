@@ -40,6 +40,7 @@ import math
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -52,7 +53,8 @@ from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
 from seqlab.io import versions
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
-from seqlab.models.forecaster import FORECASTER_CONFIGS, build_forecaster, recursive_forecast, window_matrix
+from seqlab.models.forecaster import FORECASTER_CONFIGS, RecurrentForecaster, TransformerForecaster, build_forecaster, \
+    recursive_forecast, window_matrix
 from seqlab.devices import Dist, resolve_device
 from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
@@ -73,6 +75,9 @@ EVAL_BATCH = 1024  # windows per validation forward pass
 
 class ARWeights(nn.Module):
     """A FittedAR's arrays as float64 buffers, so an AR run has a ``model.safetensors`` like every run."""
+
+    params: torch.Tensor  # the buffers __init__ registers (declared for type checkers)
+    last: torch.Tensor
 
     def __init__(self, p: int) -> None:
         super().__init__()
@@ -99,8 +104,9 @@ def load_ar(run_dir: Path) -> FittedAR:
         raise SeqlabError(f"{run_dir}/state.json has no AR fit (no \"ar\" fields); train the run again")
     weights = ARWeights(int(fields["p"]))
     checkpoint.load_model(weights, run_dir / "model.safetensors")
-    return FittedAR(params=weights.params.numpy(), last=weights.last.numpy(),
-                    **{k: (int(v) if k in ("p", "nobs") else float(v)) for k, v in fields.items() if k in AR_FIELDS})
+    stats: dict[str, Any] = {k: (int(v) if k in ("p", "nobs") else float(v)) for k, v in fields.items()
+                             if k in AR_FIELDS}
+    return FittedAR(params=weights.params.numpy(), last=weights.last.numpy(), **stats)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -110,8 +116,9 @@ def load_ar(run_dir: Path) -> FittedAR:
 class ForecastTask:
     """Plugs a neural forecaster into :class:`seqlab.trainer.Trainer`: one example = one window and its target."""
 
-    def __init__(self, model: nn.Module, series: Series):
-        self.model, self.series = model, series
+    def __init__(self, model: RecurrentForecaster | TransformerForecaster, series: Series):
+        self.model: nn.Module = model  # TrainTask's type
+        self.series = series
         L = model.cfg.max_len
         if series.n_train < L + 1:
             raise SeqlabError(f"the train part has {series.n_train} values, fewer than model.max_len + 1 = {L + 1} "
@@ -206,7 +213,8 @@ def _train_ar(cfg: RunConfig, run_dir: Path, series: Series, resume: bool, log) 
 
 def _train_neural(cfg: RunConfig, run_dir: Path, series: Series, resume: bool, dist: Dist, log) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
-    model = build_forecaster(cfg.model)
+    # build_forecaster's return annotation (nn.Module) is wider than what it builds
+    model = cast("RecurrentForecaster | TransformerForecaster", build_forecaster(cfg.model))
     task = ForecastTask(model, series)
     train_cfg = cfg.train if cfg.train.precision != "auto" else dataclasses.replace(cfg.train, precision="fp32")
     trainer = Trainer(task, train_cfg, run_dir, dist=dist, log=log)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -23,6 +23,7 @@ from torch import nn
 from seqlab import checkpoint
 from seqlab.config import RunConfig
 from seqlab.data.batching import sample_batch
+from seqlab.data.indexed import IndexedArrays
 from seqlab.devices import Dist, resolve_device
 from seqlab.errors import SeqlabError
 from seqlab.io import read_json, write_json_atomic
@@ -37,6 +38,7 @@ from seqlab.tasks.trained import Trained
 T = TypeVar("T")
 L = TypeVar("L", bound="Labeller")
 OwnModel = Callable[[RunConfig, Path, int], tuple[nn.Module, Any]]  # (cfg, run_dir, labels) -> (model, tokenizer)
+Rows = list[list[int]] | IndexedArrays  # sentences' ids: lists (prediction), or a split's memory-mapped store
 PREDICT_BATCH = 64  # sentences run together at prediction and evaluation
 LABELS = "labels.json"  # in the run directory: the label vocabulary
 
@@ -85,7 +87,7 @@ class Labels:
 
 
 def first_labels(run_dir: Path, dist: Dist, examples: Iterable[T], text: Callable[[T], Any],
-                 labels: Callable[[T], Iterable[str]], learn: Callable[[Iterator[Any]], None] | None,
+                 labels: Callable[[T], Iterable[str]], learn: Callable[[Iterator[Any]], object] | None,
                  first: Sequence[str] = ()) -> Labels:
     """The run's label vocabulary. On its first start rank 0 makes one pass over the training ``examples``: it
     gathers their ``labels`` while ``learn`` (the tokenizer's training; None for a pretrained encoder's) reads
@@ -122,7 +124,7 @@ def check_lengths(ids: Sequence[Sequence[int]], max_len: int | None, where: Call
 # word vectors -> E
 
 
-def vocabulary_tokens(tokenizer: Vocab | Tokenizer) -> list[str]:
+def vocabulary_tokens(tokenizer: Vocab | Tokenizer | finetune.SubwordTokenizer) -> list[str]:
     """The token strings in id order, for initialising E from word vectors (a word vocabulary, or a word or char
     tokenizer)."""
     vocab = tokenizer if isinstance(tokenizer, Vocab) else getattr(tokenizer, "vocab", None)
@@ -132,13 +134,14 @@ def vocabulary_tokens(tokenizer: Vocab | Tokenizer) -> list[str]:
     return vocab.tokens
 
 
-def start_vectors(cfg: RunConfig, run_dir: Path, resume: bool, model: nn.Module, tokenizer: Vocab | Tokenizer,
-                  unit: str, log) -> None:
+def start_vectors(cfg: RunConfig, run_dir: Path, resume: bool, model: nn.Module,
+                  tokenizer: Vocab | Tokenizer | finetune.SubwordTokenizer, unit: str, log) -> None:
     """Start E from ``model.vectors`` when it names them (not on a resumed run: its checkpoint has E), logging how
     many of the vocabulary's ``unit`` (words, tokens) had a vector."""
     if getattr(cfg.model, "vectors", "") and not (resume and checkpoint.exists(run_dir)):
         tokens = vocabulary_tokens(tokenizer)
-        found = init_embeddings(model.token_embedding, tokens, cfg.model.vectors, seed=cfg.train.seed)
+        embedding = cast(nn.Embedding, model.token_embedding)  # E of the task's own model (model.vectors is its key)
+        found = init_embeddings(embedding, tokens, cfg.model.vectors, seed=cfg.train.seed)
         log(f"embeddings: {found:,} of {len(tokens):,} {unit} from {cfg.model.vectors}"
             + (" (frozen)" if cfg.model.freeze_vectors else ""))
 
@@ -155,7 +158,9 @@ def labelling_model(cfg: RunConfig, run_dir: Path, n_out: str, labels: Labels, o
     copies of its files) or, with ``write=None``, rebuilt from the run's own files; else ``own(cfg, run_dir,
     len(labels))``: the run's own tokenizer and a model for it."""
     if isinstance(cfg.model, finetune.PretrainedConfig):
-        model_cfg = replace(cfg.model, **{n_out: len(labels)})
+        sizes: dict[str, Any] = {n_out: len(labels)}
+        model_cfg = cast("finetune.PretrainedTaggerConfig | finetune.PretrainedClassifierConfig",
+                         replace(cfg.model, **sizes))  # the task's subclass of PretrainedConfig
         return finetune.reload(model_cfg, run_dir) if write is None else finetune.start(model_cfg, run_dir, write)
     return own(cfg, run_dir, len(labels))
 
@@ -210,7 +215,8 @@ class Labeller(Trained):
         encoder."""
         if not isinstance(self.config.model, finetune.PretrainedConfig):
             return None
-        return finetune.sentence_encoder(self.model, self.tokenizer, self.device)
+        model = cast("finetune.TokenClassifier | finetune.SequenceClassifier", self.model)  # a fine-tuned run's
+        return finetune.sentence_encoder(model, cast(finetune.SubwordTokenizer, self.tokenizer), self.device)
 
 
 def load_labeller(cls: type[L], run_dir: Path, cfg: RunConfig, device: str | torch.device | None, weights: Path | None,

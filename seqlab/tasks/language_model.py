@@ -16,10 +16,10 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast, overload
 
 import numpy as np
 import torch
-from torch import nn
 
 from seqlab.config import RunConfig
 from seqlab.data.in_memory import spool
@@ -29,22 +29,35 @@ from seqlab.decode import Sampling, forget_compiled, generate
 from seqlab.devices import decode_products
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import eval_windows, perplexity, score_stream
+from seqlab.models.recurrent import RecurrentLM
+from seqlab.models.transformer import TransformerLM
 from seqlab.nn.weight_only import to_weight_only
 from seqlab.tasks.results import LMAttention, TokenScores
 from seqlab.text.tokenizers import Tokenizer
 from seqlab.tasks.trained import Trained
 
+LMModel = TransformerLM | RecurrentLM  # what model.arch builds for an lm run (:func:`seqlab.tasks.lm.build_model`)
+
 
 class LanguageModel(Trained):
     """A trained LM loaded from a run directory: ``generate``, ``score``, ``evaluate``, ``attention``."""
 
-    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, model: nn.Module,
+    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, model: LMModel,
                  device: torch.device):
         self.run_dir, self.config, self.tokenizer, self.model, self.device = run_dir, cfg, tokenizer, model, device
 
+    @overload
+    def generate(self, prompt: str, max_new_tokens: int = ..., temperature: float = ..., top_k: int = ...,
+                 top_p: float = ..., seed: int | None = ..., use_cache: bool = ..., compile: bool = ...) -> str: ...
+
+    @overload
+    def generate(self, prompt: list[str], max_new_tokens: int = ..., temperature: float = ..., top_k: int = ...,
+                 top_p: float = ..., seed: int | None = ..., use_cache: bool = ...,
+                 compile: bool = ...) -> list[str]: ...
+
     def generate(self, prompt: str | list[str], max_new_tokens: int = 200, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None, use_cache: bool = True,
-                 compile: bool = False):
+                 compile: bool = False) -> str | list[str]:
         """The continuation of each prompt (text); a str for a str prompt, a list for a list. ``compile``: the
         decode step through torch.compile, its products chosen for this machine (seqlab.devices.decode_products)."""
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
@@ -71,7 +84,7 @@ class LanguageModel(Trained):
         before it (the first has no context: module docstring); a text longer than ``model.max_len`` is scored
         in ``evaluate``'s windows. A text of fewer than 2 tokens is an error."""
         single = isinstance(texts, str)
-        items = [texts] if single else list(texts)
+        items: list[str] = [texts] if isinstance(texts, str) else list(texts)
         if not single and any(not isinstance(t, str) for t in items):
             bad = next(i for i, t in enumerate(items) if not isinstance(t, str))
             raise SeqlabError(f"text {bad + 1} is a {type(items[bad]).__name__}, not a str; give texts as strings")
@@ -142,6 +155,7 @@ class LanguageModel(Trained):
         if not ids:
             raise SeqlabError("the text is empty after tokenisation; give some text")
         with torch.no_grad():
-            weights = self.model.attention_maps(torch.tensor([ids], device=self.device))
+            model = cast(TransformerLM, self.model)  # the hasattr check above: the Transformer's
+            weights = model.attention_maps(torch.tensor([ids], device=self.device))
         tokens = [self.tokenizer.decode([i]) for i in ids]
         return LMAttention(tokens, [w[0].float().cpu() for w in weights])

@@ -15,6 +15,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -32,8 +33,8 @@ from seqlab.metrics.lm import nll_sum, perplexity, score_stream
 from seqlab.models.gpt2 import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
-from seqlab.tasks.language_model import LanguageModel
-from seqlab.text.tokenizers import load_tokenizer
+from seqlab.tasks.language_model import LanguageModel, LMModel
+from seqlab.text.tokenizers import WordTokenizer, load_tokenizer
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 
@@ -66,9 +67,9 @@ PRETRAINED = "pretrained.json"  # a run started from model.pretrained: the direc
 class LMTask:
     """Plugs language modelling into :class:`seqlab.trainer.Trainer`."""
 
-    def __init__(self, model: nn.Module, splits: dict[str, np.ndarray], eval_batch_size: int,
+    def __init__(self, model: LMModel, splits: dict[str, np.ndarray], eval_batch_size: int,
                  label_smoothing: float = 0.0):
-        self.model = model
+        self.model: nn.Module = model  # TrainTask's type
         self.label_smoothing = label_smoothing
         self.train_tokens_array = splits["train"]
         self.valid_tokens = splits["valid"]
@@ -100,10 +101,12 @@ class LMTask:
         return {"loss": total / count, "perplexity": perplexity(total, count)}
 
 
-def build_model(cfg: RunConfig, vocab_size: int, run_dir: Path | None = None) -> nn.Module:
+def build_model(cfg: RunConfig, vocab_size: int, run_dir: Path | None = None) -> LMModel:
     """The configured LM (Transformer or recurrent) with the tokenizer's vocabulary size; a run started from
     model.pretrained has the architecture recorded in its ``pretrained.json``."""
     if isinstance(cfg.model, PretrainedLMConfig):
+        if run_dir is None:  # was a TypeError (None / str)
+            raise SeqlabError(f"a model.pretrained run's architecture is in its {PRETRAINED}; pass its run_dir")
         saved = read_json(run_dir / PRETRAINED, "pretrained model", "train the run again", expect=dict)
         return TransformerLM(TransformerLMConfig(**saved["model"]))
     model_cfg = replace(cfg.model, vocab_size=vocab_size)
@@ -120,8 +123,9 @@ def _check_tokenizer_keys(cfg: RunConfig, start: GPT2Directory) -> None:
     bad = []
     if d.tokenizer != tok.kind:
         bad.append(f"data.tokenizer={d.tokenizer} (the directory's: {tok.kind})")
-    if tok.kind == "word" and d.lowercase != tok.lowercase:
-        bad.append(f"data.lowercase={str(d.lowercase).lower()} (the directory's: {str(tok.lowercase).lower()})")
+    if tok.kind == "word" and d.lowercase != cast(WordTokenizer, tok).lowercase:
+        lowercase = cast(WordTokenizer, tok).lowercase
+        bad.append(f"data.lowercase={str(d.lowercase).lower()} (the directory's: {str(lowercase).lower()})")
     elif tok.kind != "word" and d.lowercase:
         bad.append("data.lowercase=true (a word-tokenizer key)")
     if d.vocab_size not in (default.vocab_size, tok.vocab_size):
@@ -159,7 +163,8 @@ def start_pretrained(cfg: RunConfig, run_dir: Path) -> TransformerLM:
     write_json_atomic(run_dir / PRETRAINED, {"kind": "gpt2", "source": cfg.model.pretrained,
                                              "directory": str(start.directory.resolve()),
                                              "model": dataclasses.asdict(arch)})
-    return from_gpt2_tensors(arch, start.tensors, str(start.directory / "model.safetensors"), torch.float32)
+    tensors = cast("dict[str, torch.Tensor]", start.tensors)  # read: read_gpt2_directory's weights=True
+    return from_gpt2_tensors(arch, tensors, str(start.directory / "model.safetensors"), torch.float32)
 
 
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
@@ -168,7 +173,9 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     if isinstance(cfg.model, PretrainedLMConfig) and dist.main and not (resume and checkpoint.exists(run_dir)):
         pretrained = start_pretrained(cfg, run_dir)
     given = isinstance(cfg.model, PretrainedLMConfig)  # the run's tokenizer.json is the directory's (start_pretrained)
-    tokenizer, splits = lm_tokens.prepare_data(cfg, run_dir, dist, log, given_tokenizer=given)
+    # Ranks declares rank and world settable, Dist (frozen) has them read-only: Ranks should use properties
+    tokenizer, splits = lm_tokens.prepare_data(cfg, run_dir, dist, log,  # type: ignore[arg-type]
+                                               given_tokenizer=given)
     model = build_model(cfg, tokenizer.vocab_size, run_dir)
     if pretrained is not None:
         model.load_state_dict(pretrained.state_dict())

@@ -17,7 +17,7 @@ import dataclasses
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from seqlab.config import DataConfig, RunConfig
 from seqlab.data import download
@@ -27,13 +27,23 @@ from seqlab.data.streamed import Streamed
 from seqlab.devices import Dist
 from seqlab.errors import SeqlabError
 
+class Sliceable(Protocol):
+    """What :func:`cut` cuts and a task's reader returns: a list, or a :class:`~seqlab.data.streamed.Streamed` view."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: slice, /) -> Any: ...
+
+
 T = TypeVar("T")
+S = TypeVar("S", bound=Sliceable)
+Store = tuple[dict[str, IndexedArrays], dict]  # a split's token stores (field -> ids) and their record
 SPLITS = ("train", "valid", "test")
 DATA_DIR = "data"  # RUN/data: the splits' indexed token stores
 
 
-def cut(items: list[T], fractions: Sequence[float], what: str = "examples",
-        used: Iterable[str] = SPLITS) -> tuple[list[T], list[T], list[T]]:
+def cut(items: S, fractions: Sequence[float], what: str = "examples",
+        used: Iterable[str] = SPLITS) -> tuple[S, S, S]:
     """(train, valid, test): contiguous pieces of ``items`` in order, boundaries round(n f_train) and
     round(n (f_train + f_valid)); a ``used`` split with a positive fraction that comes out empty is an error."""
     n = len(items)
@@ -47,15 +57,15 @@ def cut(items: list[T], fractions: Sequence[float], what: str = "examples",
     return parts
 
 
-def read_splits(data: DataConfig, reader: Callable[[str], list[T]], datasets: dict[str, tuple[str, str, str]],
-                task: str, splits: Iterable[str] = SPLITS) -> dict[str, list[T]]:
+def read_splits(data: DataConfig, reader: Callable[[str], S], datasets: dict[str, tuple[str, str, str]],
+                task: str, splits: Iterable[str] = SPLITS) -> dict[str, S]:
     """The examples of each split in ``splits``, read with ``reader(path)``.
 
     ``datasets`` maps the dataset names the task knows to their (train, valid, test) files in the cache.
     """
     splits = tuple(splits)
     named = {s: getattr(data, s) for s in SPLITS}
-    out: dict[str, list[T]] = {}
+    out: dict[str, S] = {}
     if data.train and all(named.values()):
         paths = named
     elif not data.train and data.source in datasets:
@@ -78,7 +88,7 @@ def read_splits(data: DataConfig, reader: Callable[[str], list[T]], datasets: di
     return out
 
 
-def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[str, list[T]]]) -> list[T]:
+def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[str, S]]) -> S:
     """The examples of the split to evaluate (valid | test), read by the task's ``read_data(cfg, splits)``;
     another split name, or an empty split, is an error."""
     if split not in ("valid", "test"):
@@ -92,7 +102,7 @@ def evaluation_split(cfg: RunConfig, split: str, read_data: Callable[..., dict[s
 
 def split_stores(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[T]], bounds: dict[str, int],
                  encode: Callable[[Iterable[T]], Iterable[dict | None]],
-                 dist: Dist = Dist()) -> dict[str, tuple[dict[str, IndexedArrays], dict]]:
+                 dist: Dist = Dist()) -> dict[str, Store]:
     """The fields ``bounds`` names of each split of ``views`` (store name -> examples), encoded once into
     ``RUN/data/NAME.FIELD.bin/.idx`` by ``encode(examples)`` (one ``{field: ids}`` per example, None to leave it
     out) and memory-mapped, with their records (``examples`` kept, ``dropped``); reused while the source files,
@@ -115,8 +125,8 @@ def split_stores(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[T]], b
                     for view, writer in writers:
                         if view.start <= i < view.stop:
                             writer.append(example)
-    dist.barrier()
-    return {name: reused_split(directory, name, keys[name], bounds) for name in views}
+    dist.barrier()  # rank 0 has written every split with these keys: reused_split finds each (not None)
+    return {name: cast(Store, reused_split(directory, name, keys[name], bounds)) for name in views}
 
 
 @contextlib.contextmanager

@@ -25,6 +25,11 @@ split into the encoder's WordPiece sub-words instead (``model.max_len`` counts t
 included), each word's tag sits on its first sub-word, the loss reads only those positions and a word's
 prediction is read there.
 
+``model.crf = true`` puts a linear-chain CRF over the tagger's per-word logits (:mod:`seqlab.tasks.tag_output`,
+:mod:`seqlab.nn.crf`): the loss is -log p(y | x) summed over sentences, divided by the number of words as above
+(the validation loss is the CRF's NLL per token), predictions are Viterbi paths, and the transitions are
+constrained by the labels' scheme (IOB2, or BIOES when the labels have E-/S- tags).
+
 Run directory: ``vocab.json`` (words; a pretrained run has ``pretrained.json`` and ``wordpiece.json``
 instead), ``labels.json`` (tags), the Trainer's checkpoint files.
 """
@@ -36,7 +41,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -49,17 +54,17 @@ from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
 from seqlab.errors import SeqlabError
 from seqlab.metrics.entities import get_entities
-from seqlab.metrics.lm import nll_sum
 from seqlab.metrics.ner import entity_f1
 from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import PAD_ID
-from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, check_lengths, first_labels, \
-    labelling_model, load_labeller, start_vectors
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
+    first_labels, labelling_model, load_labeller, start_vectors
 from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     stored_splits
+from seqlab.tasks.tag_output import best_tags, constrain, loss_sum
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
 from seqlab.trainer import TRAINER_KEYS, Trainer
@@ -95,9 +100,9 @@ class Encoded(NamedTuple):
     one per word (empty lists at prediction); ``first[i]`` is the position of each word's first sub-word
     (None: the ids are the words)."""
 
-    words: list[list[int]]
-    tags: list[list[int]]
-    first: list[list[int]] | None = None
+    words: Rows
+    tags: Rows
+    first: Rows | None = None
 
 
 class Batch(NamedTuple):
@@ -132,7 +137,7 @@ def words(tokens, lowercase: bool) -> list[str]:
     return [t.lower() for t in tokens] if lowercase else list(tokens)
 
 
-def encode_sentences(sentences: list[list[str]], vocab: Vocab | SubwordTokenizer,
+def encode_sentences(sentences: Sequence[Sequence[str]], vocab: Vocab | SubwordTokenizer,
                      lowercase: bool) -> tuple[list[list[int]], list[list[int]] | None]:
     """Token ids of each sentence and, with a sub-word tokenizer, each word's first sub-word position."""
     if isinstance(vocab, SubwordTokenizer):
@@ -196,6 +201,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
     model, vocab = labelling_model(cfg, run_dir, "n_labels", labels, own_model, write=dist.main)
     data = stored_splits(split_data(cfg, run_dir, examples, vocab, labels, dist), examples,
                          f"longer than model.max_len={max_len(cfg)}", cfg, log)
+    constrain(model, labels.names, data["train"].tags, log)  # model.crf = true: the CRF's IOB2/BIOES masks
     return model, vocab, labels, data
 
 
@@ -230,18 +236,18 @@ def collate(data: Encoded, index: list[int]) -> Batch:
 @torch.no_grad()
 def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size: int = PREDICT_BATCH,
                max_batches: int | None = None) -> tuple[float, int, dict[int, list[int]]]:
-    """(sum of token NLL, real tokens, {sentence index: predicted tag ids}) over length-sorted batches (all
-    of them, or ``max_batches`` spread evenly); ``data.tags`` may be empty lists (prediction: no loss)."""
+    """(sum of the loss, scored words, {sentence index: predicted tag ids}) over length-sorted batches (all
+    of them, or ``max_batches`` spread evenly): token NLL and argmax, or with a CRF sentence NLL and Viterbi
+    (:mod:`seqlab.tasks.tag_output`); ``data.tags`` may be empty lists (prediction: no loss)."""
     total, count, predicted = 0.0, 0, {}
-    for index in sorted_batches(lengths_of(data.words), batch_size, max_batches):
+    # sorted_batches np.asarray()s its lengths; its Sequence[int] annotation omits ndarray (seqlab/data/batching.py)
+    for index in sorted_batches(lengths_of(data.words), batch_size, max_batches):  # type: ignore[arg-type]
         ids, mask, tags, scored = (t.to(device) for t in collate(data, index))
         logits = model(ids, mask)  # batch, seq, labels
         if len(data.tags[index[0]]):
-            s, c = nll_sum(logits, tags, scored)
-            total, count = total + float(s), count + c
-        best, scored = logits.argmax(dim=-1).cpu(), scored.cpu()  # batch, seq
-        for row, i in enumerate(index):
-            predicted[i] = best[row][scored[row]].tolist()  # words: one tag each, in order
+            total, count = total + float(loss_sum(model, logits, tags, scored)), count + int(scored.sum())
+        for i, best in zip(index, best_tags(model, logits, scored)):
+            predicted[i] = best  # words: one tag each, in order
     return total, count, predicted
 
 
@@ -265,10 +271,11 @@ class TagTask(LabellingTask):
 
     def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
         ids, mask, tags, scored = (t.to(device, non_blocking=True) for t in batch)
-        return nll_sum(model(ids, mask), tags, scored, self.label_smoothing)[0]  # over the scored (real) tokens
+        return loss_sum(model, model(ids, mask), tags, scored, self.label_smoothing)  # over the scored words
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
-        """Token NLL and entity F1 over the validation sentences scored (all, or ``max_batches`` batches)."""
+        """NLL per token (with a CRF: its sentence NLL over the words) and entity F1 over the validation
+        sentences scored (all, or ``max_batches`` batches)."""
         if not len(self.valid.words):
             return {"loss": math.nan}
         total, count, predicted = run_tagger(model, self.valid, device, self.eval_batch_size, max_batches)
@@ -280,9 +287,13 @@ class TagTask(LabellingTask):
 
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
+    if cfg.model.crf and cfg.train.label_smoothing:
+        raise SeqlabError(f"train.label_smoothing={cfg.train.label_smoothing} has no CRF form (model.crf = true "
+                          "scores whole tag sequences); set train.label_smoothing=0 or model.crf=false")
     model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log)
     start_vectors(cfg, run_dir, resume, model, vocab, "words", log)
-    log(f"model: {cfg.arch} tagger, {model.num_params() / 1e6:.2f}M parameters; sentences: train "
+    n_params = cast("Tagger | finetune.TokenClassifier", model).num_params()  # what labelling_model builds
+    log(f"model: {cfg.arch} tagger, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
         f"{len(labels)} tags")
     task = TagTask(model, data["train"], data["valid"], labels,
@@ -330,6 +341,8 @@ class SequenceTagger(Labeller):
     sentences in memory), ``predict`` (the ``seqlab predict`` results), and ``sentence_encoder`` (see
     :class:`~seqlab.tasks.labelling.Labeller`); ``tokenizer`` is the word vocabulary or the sub-word tokenizer."""
 
+    tokenizer: Vocab | SubwordTokenizer
+
     def _tags(self, sentences: list[list[str]], where) -> list[list[str]]:
         """The predicted tags of each sentence; ``where(i)`` names sentence i in messages (empty or too long: an
         error)."""
@@ -353,7 +366,8 @@ class SequenceTagger(Labeller):
         of lists for a list."""
         tagged = self.tag(sentences)
         one = isinstance(sentences, str)
-        found = [spans([w for w, _ in pairs], [t for _, t in pairs]) for pairs in ([tagged] if one else tagged)]
+        tagged_sentences = cast("list[list[tuple[str, str]]]", [tagged] if one else tagged)
+        found = [spans([w for w, _ in pairs], [t for _, t in pairs]) for pairs in tagged_sentences]
         return found[0] if one else found
 
     def predict(self, lines: list[str] | None, **options) -> list[dict]:

@@ -22,6 +22,10 @@ Decoding: :mod:`seqlab.beam`, beam size ``DEFAULT_BEAM`` with the GNMT length pe
 ``DEFAULT_ALPHA`` unless told otherwise (``beam=1`` is greedy); ``evaluate`` scores the detokenised
 translations of a split with corpus BLEU (sacreBLEU-identical, 13a, :mod:`seqlab.metrics.bleu`) against
 the raw reference lines. Words not in a word/char vocabulary read as ``<unk>`` (byte-level BPE has none).
+
+Word vectors: ``model.vectors`` starts E_src and ``model.tgt_vectors`` E_tgt (a tied W_o with it) by the tokens'
+text, exact else case-folded (:func:`seqlab.models.token_encoder.init_embeddings`); ``model.freeze_vectors`` keeps
+them fixed. A BPE or char vocabulary's pieces are rarely words: the coverage logged for each side says how many.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -43,12 +47,13 @@ from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, sample_batch, spread_batches
 from seqlab.data.in_memory import spool
 from seqlab.data.indexed import lengths_of
-from seqlab.data.parallel import Pairs, encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
-from seqlab.data.streamed import chunks
+from seqlab.data.parallel import encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
+from seqlab.data.streamed import Streamed, chunks
 from seqlab.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
-from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
+from seqlab.models.token_encoder import init_embeddings
+from seqlab.models.transformer import AttendedLayers, EncoderDecoder, EncoderDecoderConfig
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
 from seqlab.tasks.results import TranslationAttention
@@ -58,11 +63,13 @@ from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
-MODELS = {"seq2seq-attention": Seq2SeqAttention, "transformer": EncoderDecoder}
+MODELS: dict[str, type[Seq2SeqAttention] | type[EncoderDecoder]] = {"seq2seq-attention": Seq2SeqAttention,
+                                                                     "transformer": EncoderDecoder}
 SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer.json", "tgt_tokenizer.json"
 DEFAULT_BEAM = 5  # beam size of predict / evaluate / attention when none is given
 DEFAULT_ALPHA = 0.6  # GNMT length-penalty exponent (Wu et al. 2016 use 0.6 - 0.7)
 DECODE_BATCH = 64  # sentences decoded together
+StreamedPairs = dict[str, Streamed[tuple[str, str]]]  # split -> pairs, as read_splits(reader=stream_parallel) gives
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -104,21 +111,22 @@ def load_tokenizers(run_dir: Path) -> tuple[Tokenizer, Tokenizer]:
     return src_tok, tgt_tok
 
 
-def encoded_pairs(pairs: Pairs, src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int) -> Iterator[dict | None]:
+def encoded_pairs(pairs: Iterable[tuple[str, str]], src_tok: Tokenizer, tgt_tok: Tokenizer,
+                  max_len: int) -> Iterator[dict | None]:
     """Each pair's ``{"src": ids + [<eos>], "tgt": ids}``, or None when the source (with <eos>) or the decoder
     input (<sos> + target) does not fit in max_len; streamed, a chunk of pairs at a time."""
     for chunk in chunks(pairs):
         sources = encode_lines(src_tok, [s for s, _ in chunk])
         targets = encode_lines(tgt_tok, [t for _, t in chunk])
         for s, t in zip(sources, targets):
-            s.append(src_tok.eos_id)
+            s.append(cast(int, src_tok.eos_id))  # load_tokenizers checked it
             yield {"src": s, "tgt": t} if len(s) <= max_len and len(t) < max_len else None
 
 
 def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
     """Tokenizers (learned once per run directory, then reloaded) and the encoded train/valid pairs, streamed from
     the files into the run's token stores (RUN/data, reused on --resume) and memory-mapped."""
-    corpora = read_splits(cfg.data, ("train", "valid"), reader=stream_parallel)
+    corpora = cast(StreamedPairs, read_splits(cfg.data, ("train", "valid"), reader=stream_parallel))
     if dist.main and not (run_dir / TGT_TOKENIZER).exists():
         save_tokenizers(run_dir, *train_tokenizers(cfg.data, corpora["train"]))
     dist.barrier()  # rank 0 wrote the tokenizers; every rank reads the same files
@@ -140,18 +148,51 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print):
 def collate(examples: Examples, index: list[int], sos_id: int, eos_id: int, pad_id: int) -> Batch:
     src, src_mask = pad_batch([examples.src[i] for i in index], pad_id)  # batch, src
     targets = [np.asarray(examples.tgt[i], dtype=np.int64) for i in index]
-    tgt_in, tgt_mask = pad_batch([np.concatenate(([sos_id], t)) for t in targets], pad_id)  # batch, tgt
-    tgt_out, _ = pad_batch([np.concatenate((t, [eos_id])) for t in targets], pad_id)  # batch, tgt
+    # pad_batch reads arrays too: its Sequence[Sequence[int]] annotation leaves out ndarray (seqlab/data/batching.py)
+    tgt_in, tgt_mask = pad_batch([np.concatenate(([sos_id], t)) for t in targets], pad_id)  # type: ignore[misc]
+    tgt_out, _ = pad_batch([np.concatenate((t, [eos_id])) for t in targets], pad_id)  # type: ignore[misc]
     return Batch(src, src_mask, tgt_in, tgt_out, tgt_mask)
 
 
-def build_model(cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> nn.Module:
+def build_model(cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> Seq2SeqAttention | EncoderDecoder:
     """The configured model with the vocabulary sizes of the data."""
     if getattr(cfg.model, "share_embeddings", False) and not joint_vocab(cfg.data):
         raise SeqlabError("model.share_embeddings needs one vocabulary for both languages; set data.joint_vocab=true "
                           "or model.share_embeddings=false")
     model_cfg = replace(cfg.model, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size)
-    return MODELS[cfg.arch](model_cfg)
+    model = MODELS[cfg.arch](model_cfg)
+    if model_cfg.freeze_vectors:  # fixed from the start, so also on --resume and at load (as the tagger's E)
+        for side in model_cfg.vector_sides():
+            token_embeddings(model)[side].weight.requires_grad_(False)
+    return model
+
+
+def token_embeddings(model: Seq2SeqAttention | EncoderDecoder) -> dict[str, nn.Embedding]:
+    """{"source": E_src, "target": E_tgt} of either arch (one matrix twice under model.share_embeddings)."""
+    if isinstance(model, Seq2SeqAttention):
+        return {"source": model.encoder.embed, "target": model.decoder.embed}
+    return {"source": model.src_embed.tokens, "target": model.tgt_embed.tokens}
+
+
+def token_texts(tok: Tokenizer) -> list[str]:
+    """Each id's text, to look up in word vectors: a word or char vocabulary's tokens; a BPE piece decoded, its
+    leading space dropped (specials and pieces of a character decode to no word)."""
+    vocab = getattr(tok, "vocab", None)
+    return list(vocab.tokens) if vocab is not None else [tok.decode([i]).strip() for i in range(tok.vocab_size)]
+
+
+def start_vectors(cfg: RunConfig, run_dir: Path, resume: bool, model: Seq2SeqAttention | EncoderDecoder,
+                  tokenizers: dict[str, Tokenizer], log) -> None:
+    """Start E_src / E_tgt from model.vectors / model.tgt_vectors (not on a resumed run: its checkpoint has
+    them), logging for each side how many of its vocabulary's tokens had a vector."""
+    if resume and checkpoint.exists(run_dir):
+        return
+    for side, path in cfg.model.vector_sides().items():
+        tokens, kind = token_texts(tokenizers[side]), tokenizers[side].kind
+        found = init_embeddings(token_embeddings(model)[side], tokens, path, seed=cfg.train.seed + (side == "target"),
+                                key="model.vectors" if side == "source" else "model.tgt_vectors")
+        log(f"embeddings: {found:,} of {len(tokens):,} {side} {kind} tokens from {path}"
+            + (" (frozen)" if cfg.model.freeze_vectors else ""))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -165,7 +206,7 @@ class TranslateTask:
                  label_smoothing: float = 0.0):
         self.model, self.train, self.valid = model, train, valid
         self.label_smoothing = label_smoothing
-        self.special = dict(sos_id=tgt_tok.sos_id, eos_id=tgt_tok.eos_id, pad_id=tgt_tok.pad_id)
+        self.special: dict[str, Any] = dict(sos_id=tgt_tok.sos_id, eos_id=tgt_tok.eos_id, pad_id=tgt_tok.pad_id)
         src_len, tgt_len = lengths_of(train.src), lengths_of(train.tgt)  # pairs
         self.train_tokens = int((tgt_len + 1).sum())  # target tokens (with <eos>) per epoch
         self.lengths = torch.from_numpy(np.maximum(src_len, tgt_len + 1))  # pairs
@@ -212,6 +253,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     torch.manual_seed(cfg.train.seed)  # the initial weights
     src_tok, tgt_tok, examples = prepare_data(cfg, run_dir, dist, log)
     model = build_model(cfg, src_tok, tgt_tok)
+    start_vectors(cfg, run_dir, resume, model, {"source": src_tok, "target": tgt_tok}, log)
     log(f"model: {cfg.arch}, {model.num_params() / 1e6:.2f}M parameters; pairs: train {len(examples['train']):,}, "
         f"valid {len(examples['valid']):,}; vocabulary {src_tok.vocab_size:,} source, {tgt_tok.vocab_size:,} target")
     task = TranslateTask(model, examples["train"], examples["valid"], tgt_tok,
@@ -228,8 +270,8 @@ class Translator(Trained):
     """A trained translation model loaded from a run directory: ``translate`` (text), ``hypotheses`` (ids and
     scores), ``evaluate``, ``attention``, and ``predict`` (the ``seqlab predict`` results)."""
 
-    def __init__(self, run_dir: Path, cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, model: nn.Module,
-                 device: torch.device):
+    def __init__(self, run_dir: Path, cfg: RunConfig, src_tok: Tokenizer, tgt_tok: Tokenizer,
+                 model: Seq2SeqAttention | EncoderDecoder, device: torch.device):
         self.run_dir, self.config, self.model, self.device = run_dir, cfg, model, device
         self.src_tok, self.tgt_tok = src_tok, tgt_tok
 
@@ -237,7 +279,8 @@ class Translator(Trained):
         """Source ids (with <eos>); a source longer than max_len is refused, naming its line (the first one
         ``first``)."""
         max_len = self.model.cfg.max_len
-        ids = [i + [self.src_tok.eos_id] for i in encode_lines(self.src_tok, list(lines))]
+        eos = cast(int, self.src_tok.eos_id)  # load_tokenizers checked it
+        ids = [i + [eos] for i in encode_lines(self.src_tok, list(lines))]
         for number, seq in enumerate(ids, start=first):
             if len(seq) > max_len:
                 raise SeqlabError(f"{where} {number} has {len(seq)} tokens (with <eos>), more than model.max_len="
@@ -255,7 +298,8 @@ class Translator(Trained):
         real = [i for i, line in enumerate(lines) if line.strip()]
         sources = self.encode_sources([lines[i] for i in real], where)
         tok = self.tgt_tok
-        hyps = translate_ids(self.model, sources, sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
+        sos, eos = cast(int, tok.sos_id), cast(int, tok.eos_id)  # load_tokenizers checked them
+        hyps = translate_ids(self.model, sources, sos_id=sos, eos_id=eos, pad_id=tok.pad_id,
                              beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
         out = [Hypothesis([], 0.0, 0.0, True)] * len(lines)
         for i, h in zip(real, hyps):
@@ -268,7 +312,7 @@ class Translator(Trained):
         a str for a str, a list for a list; an empty sentence translates to "". :meth:`hypotheses` gives the
         ids and scores."""
         single = isinstance(sentences, str)
-        lines = [sentences] if single else list(sentences)
+        lines: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
         texts = [self.tgt_tok.decode(h.tokens) for h in self.hypotheses(lines, beam, alpha, where="sentence")]
         return texts[0] if single else texts
 
@@ -297,18 +341,18 @@ class Translator(Trained):
         if data is None:
             if split not in ("valid", "test"):
                 raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
-            pairs = read_splits(self.config.data, (split,), reader=stream_parallel)[split]
+            pairs = cast(StreamedPairs, read_splits(self.config.data, (split,), reader=stream_parallel))[split]
             return self._bleu(pairs, split, beam, alpha)
         with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
             prefix = spool("translate", data, Path(scratch) / "data", what="data")
             return self._bleu(stream_parallel(prefix, "src", "tgt"), "data", beam, alpha)
 
-    def _bleu(self, pairs: Pairs, name: str, beam: int, alpha: float) -> dict:
+    def _bleu(self, pairs: Streamed[tuple[str, str]], name: str, beam: int, alpha: float) -> dict:
         """``{"bleu", "signature"}`` of the pairs' translations; ``name`` (the split) names a sentence in
         messages."""
         from seqlab.metrics.bleu import corpus_bleu
 
-        def sources(pairs: Pairs) -> Iterator[dict]:  # a source too long for the model: an error naming it
+        def sources(pairs: Iterable[tuple[str, str]]) -> Iterator[dict]:  # a source too long: an error naming it
             done = 0
             for chunk in chunks(pairs):
                 for ids in self.encode_sources([s for s, _ in chunk], f"{name} sentence", first=done + 1):
@@ -319,7 +363,8 @@ class Translator(Trained):
         with scratch_run_dir() as scratch:
             store, _ = split_stores(self.config, scratch, {f"eval-{name}": pairs},
                                     {"src": self.src_tok.vocab_size}, sources)[f"eval-{name}"]
-            hyps = translate_ids(self.model, store["src"], sos_id=tok.sos_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
+            sos, eos = cast(int, tok.sos_id), cast(int, tok.eos_id)  # load_tokenizers checked them
+            hyps = translate_ids(self.model, store["src"], sos_id=sos, eos_id=eos, pad_id=tok.pad_id,
                                  beam=beam, alpha=alpha, batch_size=DECODE_BATCH, device=self.device)
         score = corpus_bleu([tok.decode(h.tokens) for h in hyps], [[t for _, t in pairs]])
         return {"bleu": score.score, "signature": score.signature}
@@ -345,14 +390,16 @@ class Translator(Trained):
             raise SeqlabError("the text is empty; give a source sentence")
         src_ids = self.encode_sources([text], where="sentence")[0]
         hyp = hypothesis if hypothesis is not None else self.hypotheses([text], beam)[0]
-        out_ids = hyp.tokens + ([self.tgt_tok.eos_id] if hyp.finished else [])
+        out_ids = hyp.tokens + ([cast(int, self.tgt_tok.eos_id)] if hyp.finished else [])
         src = torch.tensor([src_ids], device=self.device)  # 1, src
         tgt_in = torch.tensor([[self.tgt_tok.sos_id] + out_ids[:-1]], device=self.device)  # 1, tgt
         if isinstance(self.model, Seq2SeqAttention):
             weights = self.model.attention_maps(src, tgt_in)  # 1, tgt, src
         else:
-            memory = self.model.encode(src)  # 1, src, d_model
-            weights = self.model.decode(tgt_in, memory, need_weights=True).cross_attn[-1][0]  # head, tgt, src
+            # encode and decode return a Tensor, or with need_weights an AttendedLayers
+            memory = cast(Tensor, self.model.encode(src))  # 1, src, d_model
+            layers = cast(AttendedLayers, self.model.decode(tgt_in, memory, need_weights=True))
+            weights = layers.cross_attn[-1][0]  # head, tgt, src
         return TranslationAttention(self._token_strings(self.src_tok, src_ids),
                                     self._token_strings(self.tgt_tok, out_ids), weights.float().cpu())
 
