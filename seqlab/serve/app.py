@@ -45,8 +45,8 @@ from seqlab.errors import SeqlabError
 from seqlab.serve import operations as ops
 from seqlab.serve.cache import ModelCache
 from seqlab.serve.runs import NotFound, RunIndex
-from seqlab.serve.schemas import (AnalogyIn, EvalIn, ForecastIn, GenerateIn, MapIn, NeighborsIn, PredictIn,
-                                  SimilarityIn, TextIn, TranslateIn, check_lines)
+from seqlab.serve.schemas import (AnalogyIn, Checkpoint, EvalIn, ForecastIn, GenerateIn, MapIn, NeighborsIn,
+                                  PredictIn, SimilarityIn, TextIn, TranslateIn, check_lines)
 
 STREAM_POLL_S = 0.01  # how often a token stream sends what has been generated
 
@@ -274,6 +274,14 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
     def api_tag(run_id: str, body: TextIn):
         obj = _of_kind(loaded(run_id, body.last), run_id, ("tag",), "tagging needs a tag run")
         return ops.tag(obj, body.text)
+
+    @app.get("/api/runs/{run_id:path}/transitions",
+             summary="a CRF tagger's transition scores [from][to], start and end scores, and which the tagging "
+                     "scheme allows")
+    def api_transitions(run_id: str, query: Checkpoint = Depends()):
+        obj = _of_kind(loaded(run_id, query.last), run_id, ("tag",), "transition scores need a tag run with "
+                       "model.crf=true")
+        return ops.transitions(obj, run_id)
 
     @app.post("/api/runs/{run_id:path}/forecast",
               summary="`seqlab predict --steps N`: the series with N forecasts after train + valid")

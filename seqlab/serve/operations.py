@@ -17,6 +17,7 @@ import numpy as np
 from seqlab.decode import Sampling, stream
 from seqlab.errors import SeqlabError
 from seqlab.tasks.tag import spans
+from seqlab.tasks.tag_output import crf_of
 
 TOP_ALTERNATIVES = 5  # the alternatives each streamed token carries
 
@@ -106,6 +107,20 @@ def tag(tagger, text: str) -> dict:
     tokens, tags = [w for w, _ in pairs], [t for _, t in pairs]
     entities = [{"type": e.type, "start": e.start, "end": e.end - 1, "text": e.text} for e in spans(tokens, tags)]
     return {"tokens": tokens, "tags": tags, "entities": entities}
+
+
+def transitions(tagger, run_id: str) -> dict:
+    """A CRF tagger's scores (:class:`seqlab.nn.crf.CRF`, ``model.crf = true``), as the model holds them:
+    ``{"labels", "transitions": [from][to], "start", "end", "allowed": [from][to], "allowed_start",
+    "allowed_end"}``, labels in id order; a score the scheme forbids is still its parameter's value, with
+    ``allowed`` False (training never uses it)."""
+    crf = crf_of(tagger.model)
+    if crf is None:
+        raise SeqlabError(f"{run_id} is a tagger without a CRF, so it has no transition scores; train one with "
+                          "model.crf=true (e.g. the ner-bilstm-crf preset)")
+    values = {name: getattr(crf, name).detach().cpu().tolist() for name in
+              ("transitions", "start", "end", "allowed", "allowed_start", "allowed_end")}  # (labels, labels), (labels,)
+    return _finite({"labels": list(tagger.labels.names), **values})
 
 
 # ---- forecasting -----------------------------------------------------------------------------------------

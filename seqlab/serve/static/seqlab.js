@@ -305,6 +305,32 @@ function tagPanel() {
   return section("Tag", "tag-section", el("div", {class: "row"}, text, go), err, out);
 }
 
+// A CRF tagger's scores: rows the tag before, columns the tag after, plus a start row and an end column; what the
+// tagging scheme forbids is a gap (null), drawn in the grey of the plot's background (no score is grey: the
+// colours run blue, white at 0, red).
+function transitionsPanel() {
+  const map = el("div", {id: "transitions", style: "height:480px"});
+  const err = errorBox();
+  async function draw() {
+    err.textContent = "";
+    try {
+      const j = await api(apiUrl(RUN.id, "transitions") + "?last=" + useLast());
+      const z = [j.start.map((s, k) => j.allowed_start[k] ? s : null).concat([null])].concat(j.transitions.map(
+        (row, i) => row.map((s, k) => j.allowed[i][k] ? s : null).concat([j.allowed_end[i] ? j.end[i] : null])));
+      Plotly.newPlot(map, [{type: "heatmap", z: z, x: j.labels.concat(["⟨end⟩"]), y: ["⟨start⟩"].concat(j.labels),
+        colorscale: [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]], zmid: 0, hoverongaps: false,
+        hovertemplate: "%{y} → %{x}<br>score %{z:.4f}<extra></extra>"}],
+        {margin: {t: 10, r: 10, b: 80, l: 90}, plot_bgcolor: "#8c8c8c", xaxis: {title: {text: "to"}, tickangle: -45,
+         showgrid: false}, yaxis: {title: {text: "from"}, autorange: "reversed", showgrid: false}}, PLOT);
+    } catch (e) { showError(err, e); }
+  }
+  draw();
+  if (checkpointSelect) checkpointSelect.addEventListener("change", draw);
+  return section("CRF transitions", "transitions-section", el("div", {class: "muted", id: "transitions-caption",
+    text: "The CRF's score for each tag (to) right after another (from), for the first tag (⟨start⟩ row) and the " +
+          "last (⟨end⟩ column); grey: forbidden by the tagging scheme."}), err, map);
+}
+
 function classifyPanel() {
   const text = el("input", {id: "sentence", type: "text", size: 70});
   const out = el("div", {id: "label"});
@@ -421,7 +447,8 @@ function runPage() {
   const panels = {
     lm: () => [generatePanel(), DATA.config && DATA.config.model && DATA.config.model.arch !== "transformer"
                && DATA.config.model.arch !== "pretrained" ? null : attentionPanel()],
-    translate: () => [translatePanel()], tag: () => [tagPanel()], classify: () => [classifyPanel()],
+    translate: () => [translatePanel()], classify: () => [classifyPanel()],
+    tag: () => [tagPanel(), DATA.config && DATA.config.model && DATA.config.model.crf ? transitionsPanel() : null],
     embed: embedPanel, forecast: () => [forecastPanel()]};
   const make = panels[RUN.kind];
   const ckpt = checkpointsBlock(DATA.checkpoints);
