@@ -101,6 +101,10 @@ def _check_task(cfg, format: str, run: Path) -> None:
                               "tag and classify (hf, onnx) and embed (word2vec, word2vec-binary) runs")
         raise SeqlabError(f"{run} (task.kind={kind}) has no --format {format} export; use --format "
                           f"{' or '.join(offered)}")
+    if kind == "tag" and getattr(cfg.model, "char_dim", 0):  # the graphs take word ids only
+        raise SeqlabError(f"{run} has model.char_dim = {cfg.model.char_dim}: its character features read each "
+                          "word's characters, which the ONNX/HF inputs (input_ids, attention_mask) do not carry; "
+                          "export a tagger trained with model.char_dim=0")
     if kind == "tag" and getattr(cfg.model, "crf", False):  # the graph would stop at the emission scores
         raise SeqlabError(f"{run} has model.crf = true: the CRF's Viterbi decoding has no ONNX/HF equivalent; "
                           "export a tagger trained with model.crf=false")

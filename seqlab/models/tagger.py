@@ -3,6 +3,8 @@ token, read off a token encoder that sees the whole sentence.
 
 Equations (seed 004):
     x_t = E · I_t                      the token's row of the embedding matrix ("Embedding Matrix", E · o_j = e_j)
+    x'_t = [x_t ; [→h_m ; ←h_1]]       with model.char_dim > 0 (recurrent archs): the word's character BiLSTM
+                                       feature appended (Lample et al. 2016, :mod:`seqlab.nn.char_features`)
     a_t = [→a_t, ←a_t]                 a bidirectional (deep) LSTM/GRU/RNN, :class:`RecurrentEncoder` ("Bi-Directional
                                        RNNs": "to decide the NER we need to look toward future words")
       or X^L = Encoder(embed(I))       a Transformer encoder with a padding mask (seed 001 "Transformer")
@@ -20,7 +22,8 @@ The token encoders, the per-``model.arch`` config classes and the initialisation
 shared with the classifier (:mod:`seqlab.models.token_encoder`); the tagger adds its configs and reads the
 linear layer at every token.
 
-Shapes: batch; seq; d_model (embedding width); hidden (hidden_size); dirs (1 or 2); labels (n_labels).
+Shapes: batch; seq; d_model (embedding width); hidden (hidden_size); dirs (1 or 2); labels (n_labels);
+chars (characters per word, padded).
 Masks: ``padding`` (batch, seq), True = real token, padding after the real tokens (:mod:`seqlab.nn.masks`).
 """
 
@@ -31,8 +34,8 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from seqlab.errors import check_size
-from seqlab.models.recurrent import RecurrentModelConfig
-from seqlab.models.token_encoder import EmbeddingInit, EncoderWithHead, arch_configs, no_tied_embeddings
+from seqlab.models.token_encoder import CharFeatures, CharRecurrentConfig, EmbeddingInit, EncoderWithHead, \
+    arch_configs, no_char_features, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
 from seqlab.nn.crf import CRF
 
@@ -42,8 +45,9 @@ from seqlab.nn.crf import CRF
 
 
 @dataclass(frozen=True, kw_only=True)
-class RecurrentTaggerConfig(EmbeddingInit, RecurrentModelConfig):
-    """Embeddings -> (bi)directional recurrent stack -> per-token linear layer."""
+class RecurrentTaggerConfig(EmbeddingInit, CharRecurrentConfig):
+    """Embeddings (with char_dim > 0: and each word's character features) -> (bi)directional recurrent stack ->
+    per-token linear layer."""
 
     n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
     crf: bool = False  # a linear-chain CRF output layer (seqlab.nn.crf): sequence NLL, Viterbi predictions
@@ -56,19 +60,21 @@ class RecurrentTaggerConfig(EmbeddingInit, RecurrentModelConfig):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TransformerTaggerConfig(EmbeddingInit, TransformerConfig):
+class TransformerTaggerConfig(EmbeddingInit, CharFeatures, TransformerConfig):
     """Embeddings + positions -> Transformer encoder (padding mask) -> per-token linear layer."""
 
     vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
     n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
     crf: bool = False  # a linear-chain CRF output layer (seqlab.nn.crf): sequence NLL, Viterbi predictions
     tie_embeddings: bool = False  # unused (no output vocabulary to tie); must stay false
+    # char_dim, char_hidden_size: must stay 0 (character features are the recurrent taggers')
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_size("vocab_size", self.vocab_size)
         check_size("n_labels", self.n_labels)
         no_tied_embeddings(self)
+        no_char_features(self)
         self.check_vectors()
 
 
@@ -82,17 +88,19 @@ TAGGER_CONFIGS = arch_configs(RecurrentTaggerConfig, TransformerTaggerConfig)  #
 class Tagger(EncoderWithHead):
     """logits_t = W2 a_t + b2 over the encoder's per-token states a_t (seed 004 NER, many-to-many); with
     ``cfg.crf`` also ``crf``, the CRF that reads the logits as emission scores (its constraints are set by the
-    task from the label names and saved in the checkpoint)."""
+    task from the label names and saved in the checkpoint). With ``cfg.char_dim`` > 0 the encoder also reads
+    each word's characters, ``n_chars`` of them in the run's character vocabulary."""
 
-    def __init__(self, cfg: RecurrentTaggerConfig | TransformerTaggerConfig) -> None:
-        super().__init__(cfg, "n_labels")  # head W2: dirs*hidden | d_model -> labels, b2
+    def __init__(self, cfg: RecurrentTaggerConfig | TransformerTaggerConfig, n_chars: int | None = None) -> None:
+        super().__init__(cfg, "n_labels", n_chars)  # head W2: dirs*hidden | d_model -> labels, b2
         self.crf = CRF(cfg.n_labels) if cfg.crf else None  # transitions: labels, labels
 
-    def forward(self, ids: Tensor, padding: Tensor | None = None) -> Tensor:
-        """ids (batch, seq), padding (batch, seq) True = real -> logits (batch, seq, labels).
+    def forward(self, ids: Tensor, padding: Tensor | None = None, chars: Tensor | None = None) -> Tensor:
+        """ids (batch, seq), padding (batch, seq) True = real, chars (batch, seq, chars) each word's character
+        ids (with char features only) -> logits (batch, seq, labels).
 
         Real positions do not depend on the padding (the recurrent stack stops at each sequence's last
         real token; attention never looks at padded keys); padded positions hold junk the loss ignores.
         """
-        h, _ = self.encoder(ids, padding)  # batch, seq, dirs*hidden | d_model
+        h = self.states(ids, padding, chars)  # batch, seq, dirs*hidden | d_model
         return self.head(h)  # batch, seq, labels

@@ -30,12 +30,18 @@ prediction is read there.
 (the validation loss is the CRF's NLL per token), predictions are Viterbi paths, and the transitions are
 constrained by the labels' scheme (IOB2, or BIOES when the labels have E-/S- tags).
 
+``model.char_dim`` > 0 (recurrent taggers) adds each word's character BiLSTM feature to its embedding (Lample et
+al. 2016): the characters of the training words are the run's ``chars.json``, each sentence's character ids are
+stored beside its word ids (``RUN/data/SPLIT.chars``, ``.char_lengths``) and batched as (batch, seq, chars)
+(:mod:`seqlab.tasks.char_inputs`); words are lowercased by ``data.lowercase``, their characters never.
+
 Run directory: ``vocab.json`` (words; a pretrained run has ``pretrained.json`` and ``wordpiece.json``
-instead), ``labels.json`` (tags), the Trainer's checkpoint files.
+instead), ``chars.json`` (with ``model.char_dim`` > 0), ``labels.json`` (tags), the Trainer's checkpoint files.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -59,6 +65,8 @@ from seqlab.models import finetune
 from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import PAD_ID
+from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, char_bounds, char_rows, encode_chars, \
+    learning_chars, load_chars, sentence_chars
 from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
     first_labels, labelling_model, load_labeller, start_vectors
 from seqlab.tasks.results import Entity
@@ -98,11 +106,12 @@ class Example(NamedTuple):
 class Encoded(NamedTuple):
     """Sentences as ids: ``words[i]`` has one entry per token (word, or sub-word with ``first``), ``tags[i]``
     one per word (empty lists at prediction); ``first[i]`` is the position of each word's first sub-word
-    (None: the ids are the words)."""
+    (None: the ids are the words); ``chars`` each word's characters (``model.char_dim`` > 0, else None)."""
 
     words: Rows
     tags: Rows
     first: Rows | None = None
+    chars: CharRows | None = None
 
 
 class Batch(NamedTuple):
@@ -110,7 +119,6 @@ class Batch(NamedTuple):
     mask: Tensor  # batch, seq: True = real token
     tags: Tensor  # batch, seq: tag ids (0 where not scored)
     scored: Tensor  # batch, seq: True = a word's tag is read here (the real tokens, or first sub-words)
-
 
 
 def read_examples(path: str) -> Streamed[Example]:
@@ -154,9 +162,10 @@ def encode_examples(examples: list[Example], vocab: Vocab | SubwordTokenizer, la
 
 
 def encoded_examples(examples: Iterable[Example], vocab: Vocab | SubwordTokenizer, labels: Labels, lowercase: bool,
-                     limit: int | None, refuse: bool = False) -> Iterator[dict | None]:
-    """Each sentence's ``{"words", "tags"[, "first"]}`` ids, streamed; a sentence of more than ``limit`` tokens
-    (None: no limit) is None (left out), or with ``refuse`` an error naming its file:line."""
+                     limit: int | None, refuse: bool = False, chars: Vocab | None = None) -> Iterator[dict | None]:
+    """Each sentence's ``{"words", "tags"[, "first"][, "chars", "char_lengths"]}`` ids, streamed; a sentence of
+    more than ``limit`` tokens (None: no limit) is None (left out), or with ``refuse`` an error naming its
+    file:line."""
     for chunk in chunks(examples):
         data = encode_examples(chunk, vocab, labels, lowercase)
         for i, ex in enumerate(chunk):
@@ -166,68 +175,75 @@ def encoded_examples(examples: Iterable[Example], vocab: Vocab | SubwordTokenize
                 yield None
                 continue
             yield {"words": data.words[i], "tags": data.tags[i],
-                   **({} if data.first is None else {"first": data.first[i]})}
+                   **({} if data.first is None else {"first": data.first[i]}),
+                   **({} if chars is None else encode_chars(ex.tokens, chars))}
 
 
 def split_data(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[Example]], vocab: Vocab | SubwordTokenizer,
-               labels: Labels, dist: Dist = Dist(), refuse: bool = False) -> dict[str, tuple[Encoded, dict]]:
+               labels: Labels, dist: Dist = Dist(), refuse: bool = False,
+               chars: Vocab | None = None) -> dict[str, tuple[Encoded, dict]]:
     """Splits (store name -> examples) encoded into the run's token stores (RUN/data/NAME.*, reused while their
     files are the same) and memory-mapped, with the stores' records (``dropped``: sentences left out as too
-    long)."""
+    long); with ``chars``, each word's characters too."""
     limit = max_len(cfg)
-    bounds = {"words": len(vocab), "tags": len(labels)}
+    bounds = {"words": len(vocab), "tags": len(labels), **char_bounds(chars)}
     if isinstance(vocab, SubwordTokenizer):
         bounds["first"] = limit or 1 << 31  # positions of first sub-words, below the sentence's length
     stores = split_stores(cfg, run_dir, views, bounds,
-                          lambda examples: encoded_examples(examples, vocab, labels, cfg.data.lowercase, limit, refuse),
-                          dist)
-    return {name: (Encoded(store["words"], store["tags"], store.get("first")), record)
+                          lambda examples: encoded_examples(examples, vocab, labels, cfg.data.lowercase, limit, refuse,
+                                                            chars), dist)
+    return {name: (Encoded(store["words"], store["tags"], store.get("first"), char_rows(store, chars)), record)
             for name, (store, record) in stores.items()}
 
 
 def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
                  log=print) -> tuple[nn.Module, Vocab | SubwordTokenizer, Labels, dict[str, Encoded]]:
-    """The model, the word vocabulary (or the pretrained encoder's sub-word tokenizer) and the tags (built once
-    per run directory from the training split, then reloaded), and the encoded train/valid splits."""
+    """The model, the word vocabulary (or the pretrained encoder's sub-word tokenizer), the characters and the tags
+    (built once per run directory from the training split, then reloaded), and the encoded train/valid splits."""
     examples = read_data(cfg, ("train", "valid"))
     d = cfg.data
     pretrained = isinstance(cfg.model, PretrainedTaggerConfig)
 
-    def learn(train_words: Iterator[list[str]]) -> None:  # the word vocabulary of the training split
-        Vocab.build(train_words, min_freq=d.min_freq, max_size=d.max_size or None).save(run_dir / VOCAB)
+    def learn(train_tokens: Iterator[Sequence[str]]) -> None:  # the word vocabulary of the training split
+        Vocab.build((words(t, d.lowercase) for t in train_tokens), min_freq=d.min_freq,
+                    max_size=d.max_size or None).save(run_dir / VOCAB)
 
-    labels = first_labels(run_dir, dist, examples["train"], lambda ex: words(ex.tokens, d.lowercase),
-                          lambda ex: ex.tags, None if pretrained else learn, first=("O",))
+    labels = first_labels(run_dir, dist, examples["train"], lambda ex: ex.tokens, lambda ex: ex.tags,
+                          None if pretrained else learning_chars(learn, cfg.model, run_dir), first=("O",))
     model, vocab = labelling_model(cfg, run_dir, "n_labels", labels, own_model, write=dist.main)
-    data = stored_splits(split_data(cfg, run_dir, examples, vocab, labels, dist), examples,
+    chars = load_chars(cfg.model, run_dir)
+    data = stored_splits(split_data(cfg, run_dir, examples, vocab, labels, dist, chars=chars), examples,
                          f"longer than model.max_len={max_len(cfg)}", cfg, log)
     constrain(model, labels.names, data["train"].tags, log)  # model.crf = true: the CRF's IOB2/BIOES masks
     return model, vocab, labels, data
 
 
-def build_model(cfg: RunConfig, vocab_size: int, n_labels: int) -> Tagger:
-    return Tagger(replace(cfg.model, vocab_size=vocab_size, n_labels=n_labels))
+def build_model(cfg: RunConfig, vocab_size: int, n_labels: int, n_chars: int | None = None) -> Tagger:
+    return Tagger(replace(cfg.model, vocab_size=vocab_size, n_labels=n_labels), n_chars)
 
 
 def own_model(cfg: RunConfig, run_dir: Path, n_labels: int) -> tuple[Tagger, Vocab]:
-    """A tagger for the run's word vocabulary (``vocab.json``), and the vocabulary."""
-    vocab = Vocab.load(run_dir / VOCAB)
-    return build_model(cfg, len(vocab), n_labels), vocab
+    """A tagger for the run's word vocabulary (``vocab.json``) and characters (``chars.json``, with
+    ``model.char_dim`` > 0), and the word vocabulary."""
+    vocab, chars = Vocab.load(run_dir / VOCAB), load_chars(cfg.model, run_dir)
+    return build_model(cfg, len(vocab), n_labels, None if chars is None else len(chars)), vocab
 
 
 # ------------------------------------------------------------------------------------------------------
 # running the model
 
 
-def collate(data: Encoded, index: list[int]) -> Batch:
-    """Padded ids and mask; tags at the scored positions: every real word, or each word's first sub-word.
-    (Sub-word ids are padded with 0 too: an id of every vocabulary, hidden by the mask.)"""
+def collate(data: Encoded, index: list[int]) -> Batch | CharBatch:
+    """Padded ids and mask; tags at the scored positions: every real word, or each word's first sub-word; with
+    characters (``data.chars``) each word's character ids too. (Sub-word ids are padded with 0 too: an id of every
+    vocabulary, hidden by the mask.) The model reads ``model(ids, mask, *batch[4:])``: the characters when any."""
     ids, mask = pad_batch([data.words[i] for i in index], PAD_ID)  # batch, seq
     if data.first is None:
         tags, _ = pad_batch([data.tags[i] for i in index], 0)  # batch, seq
         if tags.shape != mask.shape:  # prediction: no tags
             tags = torch.zeros_like(ids)  # batch, seq
-        return Batch(ids, mask, tags, mask)
+        return Batch(ids, mask, tags, mask) if data.chars is None else \
+            CharBatch(ids, mask, tags, mask, char_batch(data.chars, index))
     tags, scored = finetune.word_labels([data.first[i] for i in index], [data.tags[i] for i in index],
                                         ids.shape[1])  # batch, seq
     return Batch(ids, mask, tags, scored)
@@ -242,8 +258,8 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
     total, count, predicted = 0.0, 0, {}
     # sorted_batches np.asarray()s its lengths; its Sequence[int] annotation omits ndarray (seqlab/data/batching.py)
     for index in sorted_batches(lengths_of(data.words), batch_size, max_batches):  # type: ignore[arg-type]
-        ids, mask, tags, scored = (t.to(device) for t in collate(data, index))
-        logits = model(ids, mask)  # batch, seq, labels
+        ids, mask, tags, scored, *chars = (t.to(device) for t in collate(data, index))
+        logits = model(ids, mask, *chars)  # batch, seq, labels
         if len(data.tags[index[0]]):
             total, count = total + float(loss_sum(model, logits, tags, scored)), count + int(scored.sum())
         for i, best in zip(index, best_tags(model, logits, scored)):
@@ -266,12 +282,12 @@ class TagTask(LabellingTask):
                          eval_batch_size, label_smoothing)
         self.labels = labels
 
-    def count(self, batch: Batch) -> int:
+    def count(self, batch: Batch | CharBatch) -> int:
         return int(batch.scored.sum())
 
-    def loss_sum(self, model: nn.Module, batch: Batch, device: torch.device) -> Tensor:
-        ids, mask, tags, scored = (t.to(device, non_blocking=True) for t in batch)
-        return loss_sum(model, model(ids, mask), tags, scored, self.label_smoothing)  # over the scored words
+    def loss_sum(self, model: nn.Module, batch: Batch | CharBatch, device: torch.device) -> Tensor:
+        ids, mask, tags, scored, *chars = (t.to(device, non_blocking=True) for t in batch)  # chars: [] or [chars]
+        return loss_sum(model, model(ids, mask, *chars), tags, scored, self.label_smoothing)  # over the scored words
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
         """NLL per token (with a CRF: its sentence NLL over the words) and entity F1 over the validation
@@ -343,12 +359,18 @@ class SequenceTagger(Labeller):
 
     tokenizer: Vocab | SubwordTokenizer
 
+    @functools.cached_property
+    def chars(self) -> Vocab | None:
+        """The run's character vocabulary (``chars.json``) when its model reads characters, else None."""
+        return load_chars(self.config.model, self.run_dir)
+
     def _tags(self, sentences: list[list[str]], where) -> list[list[str]]:
         """The predicted tags of each sentence; ``where(i)`` names sentence i in messages (empty or too long: an
         error)."""
         ids, first = encode_sentences(sentences, self.tokenizer, self.config.data.lowercase)
         check_lengths(ids, max_len(self.config), where)
-        predicted = run_tagger(self.model, Encoded(ids, [[] for _ in ids], first), self.device)[2]
+        data = Encoded(ids, [[] for _ in ids], first, sentence_chars(sentences, self.chars))
+        predicted = run_tagger(self.model, data, self.device)[2]
         return [[self.labels.names[t] for t in predicted[i]] for i in range(len(sentences))]
 
     def tag(self, sentences: Sentences) -> list[tuple[str, str]] | list[list[tuple[str, str]]]:
@@ -399,7 +421,7 @@ class SequenceTagger(Labeller):
                 self.labels.id(tag, ex.where(i))  # a tag the model never saw: error naming its line
         with scratch_run_dir() as scratch:
             data, _ = split_data(self.config, scratch, {f"eval-{name}": examples}, self.tokenizer, self.labels,
-                                 refuse=True)[f"eval-{name}"]  # too long: error naming its line
+                                 refuse=True, chars=self.chars)[f"eval-{name}"]  # too long: error naming its line
             predicted = run_tagger(self.model, data, self.device)[2]
             names = self.labels.names
             return entity_f1([[names[t] for t in data.tags[i]] for i in range(len(data.tags))],
