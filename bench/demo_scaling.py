@@ -164,8 +164,10 @@ def main() -> int:
     md = "\n".join([
         "## `make demo` scaling: the plan at N steps, on held-out test characters",
         "",
-        f"_{cpu_line()}; 2 threads; each row trained alone, to completion (fixed seed 1337, no time budget, no "
-        f"early stop); {spent:.0f} min in all (cap {args.cap_minutes:g} min)._",
+        f"_{cpu_line()}; 2 threads; one row at a time, each to completion (fixed seed 1337, no time budget, no "
+        f"early stop); {spent:.0f} min in all (cap {args.cap_minutes:g} min). The wall column is each row's own "
+        "time and includes whatever else ran on the machine meanwhile: compare the quality columns across rows, "
+        "not the wall times._",
         "",
         "A machine that trains N steps in the demo's 4-minute budget gets the plan "
         "`seqlab.commands.demo.plan_steps(N, ...)`: pydocs while the run makes at most "
