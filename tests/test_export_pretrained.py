@@ -140,7 +140,8 @@ def write_toml(tmp_path, cfg_dict) -> str:
     ("pickle", "only pytorch_model.bin (pickle files, which seqlab never loads)"),
     ("missing", "not found; give a GPT-2-format directory"),
     ("no-tokenizer", "has no tokenizer.json"),
-    ("model-key", "unknown key model.n_layers; valid model keys: arch, pretrained, dropout"),
+    ("model-key", "model.n_layers comes from the pretrained checkpoint (its config.json, model.pretrained) with "
+                  "model.arch = \"pretrained\"; remove it (valid model keys: arch, pretrained, dropout)"),
     ("tokenizer-key", "data.tokenizer=bpe (the directory's: char)"),
     ("vocab-key", "data.min_freq=2 (no tokenizer is trained)"),
 ])
