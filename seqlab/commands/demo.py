@@ -146,13 +146,13 @@ def run(args) -> int:
     return 0
 
 
-def baselines(lm, split: str) -> list[tuple[str, float, float]]:
+def baselines(lm, split: str, splits: dict | None = None) -> list[tuple[str, float, float]]:
     """The model's (name, loss, perplexity) on ``split`` of its run, then the add-one unigram and bigram models
-    (counted on the train split) on exactly the same characters."""
+    (counted on the train split) on exactly the same characters. ``splits``: the run's token splits, if read."""
     from seqlab.data.lm_tokens import load_splits
     from seqlab.metrics.lm import ngram_nll, perplexity
 
-    splits = load_splits(lm.run_dir)
+    splits = load_splits(lm.run_dir) if splits is None else splits
     result = lm.evaluate(split)
     rows = [("seqlab Transformer", result["loss"], result["perplexity"])]
     for order, name in ((1, "unigram (add-one)"), (2, "bigram (add-one)")):
@@ -178,7 +178,7 @@ def report(lm, chosen: Plan, minutes: float, prompt: str | None) -> None:
     for split, title in (("test", "test split"), ("valid", "validation split (it chose the checkpoint)")):
         print(f"\n{title}: {len(splits[split]) - 1:,} scored characters")
         print(f"{'model':<20} {'loss (nats)':>12} {'perplexity':>11}")
-        for name, loss, ppl in baselines(lm, split):
+        for name, loss, ppl in baselines(lm, split, splits):
             print(f"{name:<20} {loss:>12.4f} {ppl:>11.3f}")
     stop = (f"; stopped early at step {final['step']} (train.patience)" if final.get("stopped_early")
             else f"; trained to step {final['step']}")

@@ -55,30 +55,33 @@ def eval_windows(n_tokens: int, max_len: int) -> list[tuple[int, int]]:
     return [(s, min(max_len, n_tokens - 1 - s)) for s in range(0, max(n_tokens - 1, 0), max_len)]
 
 
-@torch.no_grad()
-def score_stream(model: torch.nn.Module, tokens: np.ndarray, max_len: int, batch_size: int, device: torch.device,
-                 max_batches: int | None = None) -> tuple[float, int]:
-    """(sum of NLL, number of scored tokens) over non-overlapping windows of the stream.
-
-    With ``max_batches`` only that many batches are scored, spread evenly over the stream (periodic
-    validation); the full split is scored otherwise.
-    """
+def window_batches(tokens: np.ndarray, max_len: int, batch_size: int, max_batches: int | None = None):
+    """Batches of :func:`eval_windows` as (x, y, mask) int64/int64/bool arrays (batch, seq): inputs, targets, and
+    True on real targets (a short last window is padded after its tokens). With ``max_batches`` only that many
+    batches, spread evenly over the stream (periodic validation); all of them otherwise."""
     import numpy as np
 
     from seqlab.data.batching import spread_batches
 
-    windows = eval_windows(len(tokens), max_len)
-    batches = spread_batches(windows, batch_size, max_batches)
-    total, count = 0.0, 0
-    for batch in batches:
+    for batch in spread_batches(eval_windows(len(tokens), max_len), batch_size, max_batches):
         length = max(n for _, n in batch)
-        x = np.zeros((len(batch), length), dtype=np.int64)
-        y = np.zeros((len(batch), length), dtype=np.int64)
-        mask = np.zeros((len(batch), length), dtype=bool)
+        x = np.zeros((len(batch), length), dtype=np.int64)  # batch, seq
+        y = np.zeros((len(batch), length), dtype=np.int64)  # batch, seq
+        mask = np.zeros((len(batch), length), dtype=bool)  # batch, seq
         for row, (s, n) in enumerate(batch):
             x[row, :n] = tokens[s:s + n]
             y[row, :n] = tokens[s + 1:s + n + 1]
-            mask[row, :n] = True  # padding (a short last window) is excluded from the sum and the count
+            mask[row, :n] = True
+        yield x, y, mask
+
+
+@torch.no_grad()
+def score_stream(model: torch.nn.Module, tokens: np.ndarray, max_len: int, batch_size: int, device: torch.device,
+                 max_batches: int | None = None) -> tuple[float, int]:
+    """(sum of NLL, number of scored tokens) over non-overlapping windows of the stream (:func:`window_batches`);
+    padding is excluded from the sum and the count."""
+    total, count = 0.0, 0
+    for x, y, mask in window_batches(tokens, max_len, batch_size, max_batches):
         logits = model(torch.from_numpy(x).to(device))  # (batch, seq, vocab)
         s_, c_ = nll_sum(logits, torch.from_numpy(y).to(device), torch.from_numpy(mask).to(device))
         total += float(s_)

@@ -30,7 +30,6 @@ index, not the text.
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -43,7 +42,6 @@ from torch import Tensor, nn
 
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
-from seqlab.data.in_memory import spool
 from seqlab.data.indexed import lengths_of
 from seqlab.data.labelled import iter_labelled
 from seqlab.data.streamed import Streamed, chunks
@@ -55,7 +53,7 @@ from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
     first_labels, labelling_model, load_labeller, start_vectors
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
-    stored_splits
+    spooled, stored_splits
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist
 from seqlab.trainer import TRAINER_KEYS, Trainer
@@ -335,8 +333,7 @@ class SentenceClassifier(Labeller):
         error naming its file:line."""
         if data is None:
             return self._scores(evaluation_split(self.config, split, read_data), split)
-        with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
-            path = spool("classify", data, Path(scratch) / "data.tsv", what="data")
+        with spooled("classify", data, "data.tsv") as path:
             return self._scores(read_examples(str(path)), "data")
 
     def _scores(self, examples: Streamed[Example], name: str) -> dict:

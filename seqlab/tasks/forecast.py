@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
@@ -48,7 +47,7 @@ from torch import nn
 
 from seqlab import checkpoint
 from seqlab.config import RunConfig
-from seqlab.data.in_memory import VALUE_COLUMN, spool
+from seqlab.data.in_memory import VALUE_COLUMN
 from seqlab.data.series import read_column
 from seqlab.errors import SeqlabError
 from seqlab.io import versions
@@ -58,6 +57,7 @@ from seqlab.models.forecaster import FORECASTER_CONFIGS, RecurrentForecaster, Tr
 from seqlab.devices import Dist, resolve_device
 from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.tasks.splits import spooled
 from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
@@ -237,8 +237,7 @@ def read_series(values: Iterable[float], what: str) -> np.ndarray:
     """A series in memory (a 1-D sequence, numpy array or pandas Series) as float64 values (n,): written as a
     series file (:func:`seqlab.data.in_memory.spool`) and read back by the run's reader, so the checks and the
     values are a file's (``what`` names it in messages)."""
-    with tempfile.TemporaryDirectory(prefix="seqlab-series-") as scratch:
-        path = spool("forecast", values, Path(scratch) / "series.csv", what=what)
+    with spooled("forecast", values, "series.csv", what=what) as path:
         return read_column(path, column=VALUE_COLUMN).values
 
 

@@ -13,7 +13,6 @@ a probability given <sos> would mean nothing.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import cast, overload
@@ -22,18 +21,18 @@ import numpy as np
 import torch
 
 from seqlab.config import RunConfig
-from seqlab.data.in_memory import spool
 from seqlab.data.lm_tokens import SPLITS, load_splits
 from seqlab.data.text_pieces import ENCODE_PIECE, read_pieces
 from seqlab.decode import Sampling, forget_compiled, generate
 from seqlab.devices import decode_products
 from seqlab.errors import SeqlabError
-from seqlab.metrics.lm import eval_windows, perplexity, score_stream
+from seqlab.metrics.lm import perplexity, score_stream, window_batches
 from seqlab.models.recurrent import RecurrentLM
 from seqlab.models.transformer import TransformerLM
 from seqlab.nn.weight_only import to_weight_only
 from seqlab.tasks.results import LMAttention, TokenScores
 from seqlab.text.tokenizers import Tokenizer
+from seqlab.tasks.splits import spooled
 from seqlab.tasks.trained import Trained
 
 LMModel = TransformerLM | RecurrentLM  # what model.arch builds for an lm run (:func:`seqlab.tasks.lm.build_model`)
@@ -103,19 +102,12 @@ class LanguageModel(Trained):
     @torch.no_grad()
     def _token_logprobs(self, ids: list[int], batch_size: int) -> np.ndarray:
         """log p(ids[t] | ids[:t]) for t = 1 .. n - 1 (n - 1,), float64, in score_stream's windows."""
-        windows = eval_windows(len(ids), self.model.cfg.max_len)  # (start, predictions) each
-        tokens = torch.tensor(ids, dtype=torch.long)  # n
         out = []
-        for first in range(0, len(windows), batch_size):
-            batch = windows[first:first + batch_size]
-            length = max(n for _, n in batch)
-            x = torch.zeros(len(batch), length, dtype=torch.long)  # batch, seq: a short last window padded after
-            y = torch.zeros(len(batch), length, dtype=torch.long)  # batch, seq
-            for row, (start, n) in enumerate(batch):
-                x[row, :n], y[row, :n] = tokens[start:start + n], tokens[start + 1:start + n + 1]
-            logits = self.model(x.to(self.device)).float()  # batch, seq, vocab
-            logp = torch.log_softmax(logits, dim=-1).gather(-1, y.to(self.device)[..., None])[..., 0]  # batch, seq
-            out += [logp[row, :n].double().cpu() for row, (_, n) in enumerate(batch)]
+        for x, y, mask in window_batches(np.asarray(ids, dtype=np.int64), self.model.cfg.max_len, batch_size):
+            logits = self.model(torch.from_numpy(x).to(self.device)).float()  # batch, seq, vocab
+            targets = torch.from_numpy(y).to(self.device)[..., None]  # batch, seq, 1
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, targets)[..., 0]  # batch, seq
+            out.append(logp.double().cpu()[torch.from_numpy(mask)])  # the real targets, window after window
         return torch.cat(out).numpy()
 
     def evaluate(self, split: str = "test", batch_size: int = 16, *,
@@ -124,8 +116,7 @@ class LanguageModel(Trained):
         (a str, or an iterable of str; written as a text file and encoded as ``seqlab data prepare`` encodes
         one, as one stream)."""
         if data is not None:
-            with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
-                path = spool("lm", data, Path(scratch) / "data.txt", what="data")
+            with spooled("lm", data, "data.txt") as path:
                 size = path.stat().st_size
                 tokens = np.asarray([i for piece in read_pieces(path, 0, size, ENCODE_PIECE)
                                      for i in self.tokenizer.encode(piece)], dtype=np.int64)

@@ -138,6 +138,17 @@ def scratch_run_dir() -> Iterator[Path]:
         yield Path(scratch)
 
 
+@contextlib.contextmanager
+def spooled(kind: str, data: Any, name: str, what: str = "data") -> Iterator[Path]:
+    """In-memory examples (``evaluate(data=...)``, a forecast's ``history``) written to a temporary file ``name``
+    in task ``kind``'s file format (:func:`seqlab.data.in_memory.spool`; errors name the argument ``what``), for
+    the task's own reader: one code path for files and memory. Yields the path (translate: its files' prefix)."""
+    from seqlab.data.in_memory import spool
+
+    with scratch_run_dir() as scratch:
+        yield spool(kind, data, scratch / name, what=what)
+
+
 def stored_splits(stores: dict[str, tuple[T, dict]], examples: dict, what: str, cfg: RunConfig, log) -> dict[str, T]:
     """The encoded splits of :func:`split_stores`' results (name -> (encoded, record)), each split's sentences left
     out logged (``what``: why they were left out); no training sentence left is an error."""

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import functools
 import math
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -55,7 +54,6 @@ from torch import Tensor, nn
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
-from seqlab.data.in_memory import spool
 from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
 from seqlab.errors import SeqlabError
@@ -71,7 +69,7 @@ from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Label
     first_labels, labelling_model, load_labeller, start_vectors
 from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
-    stored_splits
+    spooled, stored_splits
 from seqlab.tasks.tag_output import best_tags, constrain, loss_sum
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
@@ -411,8 +409,7 @@ class SequenceTagger(Labeller):
         file:line."""
         if data is None:
             return self._entity_scores(evaluation_split(self.config, split, read_data), split)
-        with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
-            path = spool("tag", data, Path(scratch) / "data.conll", what="data")
+        with spooled("tag", data, "data.conll") as path:
             return self._entity_scores(read_examples(str(path)), "data")
 
     def _entity_scores(self, examples: Streamed[Example], name: str) -> dict:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 from torch import Tensor, nn
 
 from seqlab.data.indexed import lengths_of

@@ -31,7 +31,6 @@ them fixed. A BPE or char vocabulary's pieces are rarely words: the coverage log
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,7 +44,6 @@ from seqlab import checkpoint
 from seqlab.beam import Hypothesis, translate_ids
 from seqlab.config import RunConfig
 from seqlab.data.batching import pad_batch, sample_batch, spread_batches
-from seqlab.data.in_memory import spool
 from seqlab.data.indexed import lengths_of
 from seqlab.data.parallel import encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
 from seqlab.data.streamed import Streamed, chunks
@@ -57,7 +55,7 @@ from seqlab.models.transformer import AttendedLayers, EncoderDecoder, EncoderDec
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.devices import Dist, resolve_device
 from seqlab.tasks.results import TranslationAttention
-from seqlab.tasks.splits import scratch_run_dir, split_stores
+from seqlab.tasks.splits import scratch_run_dir, split_stores, spooled
 from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
 from seqlab.tasks.trained import Trained
 
@@ -343,8 +341,7 @@ class Translator(Trained):
                 raise SeqlabError(f"unknown split {split!r}; evaluate valid or test")
             pairs = cast(StreamedPairs, read_splits(self.config.data, (split,), reader=stream_parallel))[split]
             return self._bleu(pairs, split, beam, alpha)
-        with tempfile.TemporaryDirectory(prefix="seqlab-eval-") as scratch:
-            prefix = spool("translate", data, Path(scratch) / "data", what="data")
+        with spooled("translate", data, "data") as prefix:
             return self._bleu(stream_parallel(prefix, "src", "tgt"), "data", beam, alpha)
 
     def _bleu(self, pairs: Streamed[tuple[str, str]], name: str, beam: int, alpha: float) -> dict:
