@@ -173,3 +173,22 @@ class Timer:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.t0
+
+
+ROW_FILE = "bench-row.json"  # a row's result beside its run: a later invocation reuses it (same overrides)
+
+
+def stored_row(run_dir: Path, overrides: list[str]) -> dict | None:
+    """The result an earlier invocation stored beside ``run_dir`` (:func:`store_row`), if it trained the same
+    overrides; None otherwise. Long quality benchmarks resume this way, row by row."""
+    path = Path(run_dir) / ROW_FILE
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    return stored["result"] if stored.get("overrides") == overrides else None
+
+
+def store_row(run_dir: Path, overrides: list[str], result: dict) -> None:
+    """Keep a row's ``result`` beside its run, keyed by the overrides that trained it."""
+    (Path(run_dir) / ROW_FILE).write_text(json.dumps({"overrides": overrides, "result": result}) + "\n",
+                                          encoding="utf-8")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cpu_line, write_section  # noqa: E402
+from common import cpu_line, store_row, stored_row, write_section  # noqa: E402
 
 TARGET_R_1500, TARGET_R_6000, SLACK = 3.2, 3.5, 0.01
 
@@ -51,18 +51,6 @@ def pydocs_test_score(lm) -> tuple[float, float]:
     return perplexity(total, count), perplexity(bigram_total, bigram_count)
 
 
-ROW_FILE = "bench-row.json"  # a row's result beside its run: a later invocation reuses it (same overrides)
-
-
-def stored_row(name: str, overrides: list[str], out: Path) -> dict | None:
-    """The result an earlier invocation of this script stored for the row, if it trained the same overrides."""
-    path = out / name / ROW_FILE
-    if not path.exists():
-        return None
-    stored = json.loads(path.read_text(encoding="utf-8"))
-    return stored["result"] if stored.get("overrides") == overrides else None
-
-
 def run_row(name: str, overrides: list[str], out: Path) -> dict:
     from seqlab.api import load, train_run
     from seqlab.commands.demo import DEMO_OVERRIDES, baselines
@@ -79,7 +67,7 @@ def run_row(name: str, overrides: list[str], out: Path) -> dict:
     result = {"test_ppl": ppl, "bigram_ppl": bigram, "R": bigram / ppl, "pydocs_test_ppl": old_ppl,
               "R_pydocs": old_bigram / old_ppl, "best_step": lm.checkpoint["step"], "steps_run": final["step"],
               "minutes": seconds / 60}
-    (out / name / ROW_FILE).write_text(json.dumps({"overrides": overrides, "result": result}) + "\n", encoding="utf-8")
+    store_row(out / name, overrides, result)
     return result
 
 
@@ -153,7 +141,7 @@ def main() -> int:
             print(f"{name}: skipped, {spent + rate * n:.0f} min would pass the {args.cap_minutes:g}-minute cap",
                   file=sys.stderr)
             continue
-        results[name] = stored_row(name, row["overrides"], Path(args.out)) or run_row(name, row["overrides"],
+        results[name] = stored_row(Path(args.out) / name, row["overrides"]) or run_row(name, row["overrides"],
                                                                                    Path(args.out))
         spent += results[name]["minutes"]
         rate = spent / sum(r["n"] for r in order if r["name"] in results)

