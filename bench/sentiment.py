@@ -12,6 +12,11 @@ learning-rate schedule fitted to the budget by a short calibration, as bench/ner
 - ``sst5-lstm``: ``sentiment-lstm`` on ../shared/data/sst5/trees (8,544 / 1,101 / 2,210 sentences, 5 classes,
   root labels 0..4; reported).
 
+``--ablation random,w2v,glove`` trains the SST-2 ablation of issue #28 for the same ``--steps`` each:
+``sentiment-lstm`` with random word embeddings -> + seqlab's own ``w2v-sgns`` vectors (``--w2v``) -> + GloVe 6B
+50-d (``model.vectors=glove-6b-50d``, ``model.d_model=50``), both with ``model.vectors_vocab`` words added to the
+vocabulary. Rows are stored beside their runs and reused, as in bench/ner.py.
+
 The last line is JSON with ``ratio`` = the SST-2 LSTM's test accuracy / 0.78 (above 1: the target is met; null
 when that run is not among ``--runs``). Short runs check the pipeline and the trend, not the target.
 """
@@ -26,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import write_section  # noqa: E402
+from bench.common import cpu_line, store_row, stored_row, write_section  # noqa: E402
 from bench.ner import budget_overrides, train_and_time  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -54,6 +59,82 @@ def run_one(name: str, args) -> dict:
             "train_minutes": round(train_minutes, 2), "seconds_per_step": per_step and round(per_step, 4), **scores}
 
 
+VECTOR_WORDS = 100_000  # the most frequent words of a vectors file added to the vocabulary (model.vectors_vocab)
+ABLATION = {  # row -> (overrides of sentiment-lstm, what it adds, the published figure of the same model class)
+    "random": ([], "random word embeddings", ""),
+    "w2v": (["model.vectors={w2v}", "model.d_model=100", f"model.vectors_vocab={VECTOR_WORDS}"],
+            "+ seqlab's own w2v-sgns vectors (100-d, {w2v_corpus})", ""),
+    "glove": (["model.vectors=glove-6b-50d", "model.d_model=50", f"model.vectors_vocab={VECTOR_WORDS}"],
+              "+ GloVe 6B 50-d vectors (`glove-6b-50d`)",
+              "87.5 (Tai et al. 2015, BiLSTM, GloVe 300-d, trained on phrase-level labels)"),
+}
+
+
+def ablation_row(name: str, args) -> dict | None:
+    """Train (or reuse) one SST-2 ablation row; its test scores, steps and minutes. None when its vectors are missing."""
+    import time
+
+    from seqlab import api
+    from seqlab.tasks import resolve
+
+    extra, _, _ = ABLATION[name]
+    if name == "w2v" and not (args.w2v / "vectors.txt").exists():
+        print(f"ablation row w2v: {args.w2v} holds no finished embedding run; skipped", file=sys.stderr)
+        return None
+    _, folder, train, valid, test = RUNS["sst2-lstm"]
+    root = args.data / folder
+    base = [f"data.train={root / train}", f"data.valid={root / valid}", f"data.test={root / test}",
+            f"train.threads={args.threads}", f"train.device={args.device}", "train.progress=false"]
+    overrides = [o.format(w2v=args.w2v) for o in extra] + [f"train.max_steps={args.steps}"]
+    run_dir = (args.out or ROOT / "runs" / "bench-sentiment-ablation") / name
+    stored = stored_row(run_dir, overrides)
+    if stored is not None:
+        return stored
+    logged: list[str] = []
+    started = time.perf_counter()
+    api.train_run(resolve("sentiment-lstm", base + overrides), run_dir, force=True,
+                  log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
+    minutes = (time.perf_counter() - started) / 60
+    scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
+    result = {"row": name, "steps": json.loads((run_dir / "state.json").read_text())["step"],
+              "train_minutes": round(minutes, 2), "threads": args.threads, "accuracy": scores["accuracy"],
+              "macro_f1": scores["macro_f1"],
+              "vectors_found": next((line for line in logged if line.startswith("embeddings:")), None)}
+    store_row(run_dir, overrides, result)
+    return result
+
+
+def ablation(args) -> dict:
+    names = [n.strip() for n in args.ablation.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ABLATION]
+    if unknown:
+        raise SystemExit(f"unknown ablation row(s) {unknown}; choose from {', '.join(ABLATION)}")
+    rows = {name: ablation_row(name, args) for name in names}
+    if not args.no_results:
+        lines = [f"## Sentiment ablation: sentiment-lstm on SST-2 (sentence level), {args.steps:,} steps per row", "",
+                 "| row | what it adds | steps | training (min) | test accuracy | test macro-F1 | published, same "
+                 "model class |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+        for name, (_, what, published) in ABLATION.items():
+            if name not in rows:
+                continue
+            what = what.format(w2v_corpus=args.w2v_corpus)
+            r = rows[name]
+            lines.append(f"| {name} | {what} | not run | | | | {published} |" if r is None else
+                         f"| {name} | {what} | {r['steps']:,} | {r['train_minutes']:.1f} | **{r['accuracy']:.4f}** | "
+                         f"{r['macro_f1']:.4f} | {published} |")
+        coverage = [f"{n}: {r['vectors_found']}" for n, r in rows.items() if r and r.get("vectors_found")]
+        lines += ["", "Trained on the 6,920 training sentences, validated on dev (872), scored on test (1,821), from the "
+                  "last checkpoint (the preset's `keep_best = false`); every row trains the same steps with the "
+                  f"preset's schedule, {args.threads or 'PyTorch default'} thread(s) per row"
+                  + (f" while {args.concurrent} rows ran at once" if args.concurrent > 1 else "")
+                  + f". CPU: {cpu_line()}."]
+        if coverage:
+            lines += ["", "Vector coverage (from each run's log): " + "; ".join(coverage) + "."]
+        write_section("sentiment-ablation", "\n".join(lines))
+    print(json.dumps(rows))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated, from {', '.join(RUNS)}")
@@ -64,7 +145,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data", type=Path, default=DATA, help="folder with sst2/ and sst5/")
     parser.add_argument("--out", type=Path, default=None, help="folder of the run directories (default runs/)")
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
+    parser.add_argument("--ablation", default="", help=f"comma-separated ablation rows from {', '.join(ABLATION)}")
+    parser.add_argument("--w2v", type=Path, default=ROOT / "runs" / "w2v-shakespeare",
+                        help="the w2v-sgns run whose vectors the w2v row reads")
+    parser.add_argument("--w2v-corpus", default="shakespeare_complete.txt, 8.6 MB, the largest shared corpus",
+                        help="what the w2v run was trained on, for the table")
+    parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
     args = parser.parse_args(argv)
+    if args.ablation:
+        args.steps = args.steps or 1500
+        return ablation(args)
     names = [n.strip() for n in args.runs.split(",") if n.strip()]
     unknown = [n for n in names if n not in RUNS]
     if unknown:
