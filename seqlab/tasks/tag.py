@@ -8,7 +8,9 @@ and most tools expect); other schemes are kept as written. ``data.source = "conl
 ``conll2003/iob2/{train,valid,test}.txt``; ``data.train/valid/test`` name CoNLL files (:mod:`seqlab.tasks.splits`).
 
 Words: the vocabulary of the training words (``data.min_freq``, ``data.max_size``; ``data.lowercase``
-lowercases words, never tags), frequency-ordered with the specials first; unknown words read as <unk>.
+lowercases words, never tags), frequency-ordered with the specials first; unknown words read as <unk>. With
+``model.vectors_vocab`` > 0 the vectors' most frequent words follow (:mod:`seqlab.tasks.labelling`) and an unknown
+word is looked up lowercased before <unk> (a :class:`~seqlab.text.tokenizers.CaseFoldVocab`).
 Tokens are CoNLL's first column at training and whitespace-separated words at prediction, so
 ``data.tokenizer`` must be "word". Labels: the training tags, "O" first. An unknown tag in a valid/test
 file is an error naming ``file:line``. With a Transformer encoder, training sentences longer than
@@ -65,12 +67,13 @@ from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, char_bounds, char_rows, encode_chars, \
     learning_chars, load_chars, sentence_chars
-from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
-    first_labels, labelling_model, load_labeller, start_vectors
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, RunVectors, \
+    check_lengths, check_vectors_vocab, extend_vocabulary, first_labels, labelling_model, load_labeller, start_vectors
 from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
 from seqlab.tasks.tag_output import best_tags, constrain, loss_sum
+from seqlab.text.tokenizers import load_word_vocab
 from seqlab.text.vocab import Vocab
 from seqlab.devices import Dist
 from seqlab.trainer import TRAINER_KEYS, Trainer
@@ -194,17 +197,21 @@ def split_data(cfg: RunConfig, run_dir: Path, views: dict[str, Streamed[Example]
             for name, (store, record) in stores.items()}
 
 
-def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist,
-                 log=print) -> tuple[nn.Module, Vocab | SubwordTokenizer, Labels, dict[str, Encoded]]:
-    """The model, the word vocabulary (or the pretrained encoder's sub-word tokenizer), the characters and the tags
-    (built once per run directory from the training split, then reloaded), and the encoded train/valid splits."""
+def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print, vectors: RunVectors | None = None
+                 ) -> tuple[nn.Module, Vocab | SubwordTokenizer, Labels, dict[str, Encoded]]:
+    """The model, the word vocabulary (or the pretrained encoder's sub-word tokenizer; extended with the words of
+    ``vectors``, the run's model.vectors, by model.vectors_vocab), the characters and the tags (built once per run
+    directory from the training split, then reloaded), and the encoded train/valid splits."""
+    check_vectors_vocab(cfg)
     examples = read_data(cfg, ("train", "valid"))
     d = cfg.data
     pretrained = isinstance(cfg.model, PretrainedTaggerConfig)
+    vectors = vectors or RunVectors(cfg)
 
     def learn(train_tokens: Iterator[Sequence[str]]) -> None:  # the word vocabulary of the training split
-        Vocab.build((words(t, d.lowercase) for t in train_tokens), min_freq=d.min_freq,
-                    max_size=d.max_size or None).save(run_dir / VOCAB)
+        vocab = Vocab.build((words(t, d.lowercase) for t in train_tokens), min_freq=d.min_freq,
+                            max_size=d.max_size or None)
+        extend_vocabulary(cfg, vocab, vectors, log).save(run_dir / VOCAB)
 
     labels = first_labels(run_dir, dist, examples["train"], lambda ex: ex.tokens, lambda ex: ex.tags,
                           None if pretrained else learning_chars(learn, cfg.model, run_dir), first=("O",))
@@ -221,9 +228,9 @@ def build_model(cfg: RunConfig, vocab_size: int, n_labels: int, n_chars: int | N
 
 
 def own_model(cfg: RunConfig, run_dir: Path, n_labels: int) -> tuple[Tagger, Vocab]:
-    """A tagger for the run's word vocabulary (``vocab.json``) and characters (``chars.json``, with
-    ``model.char_dim`` > 0), and the word vocabulary."""
-    vocab, chars = Vocab.load(run_dir / VOCAB), load_chars(cfg.model, run_dir)
+    """A tagger for the run's word vocabulary (``vocab.json``; a CaseFoldVocab when extended from vectors) and
+    characters (``chars.json``, with ``model.char_dim`` > 0), and the word vocabulary."""
+    vocab, chars = load_word_vocab(run_dir / VOCAB), load_chars(cfg.model, run_dir)
     return build_model(cfg, len(vocab), n_labels, None if chars is None else len(chars)), vocab
 
 
@@ -304,8 +311,9 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     if cfg.model.crf and cfg.train.label_smoothing:
         raise SeqlabError(f"train.label_smoothing={cfg.train.label_smoothing} has no CRF form (model.crf = true "
                           "scores whole tag sequences); set train.label_smoothing=0 or model.crf=false")
-    model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log)
-    start_vectors(cfg, run_dir, resume, model, vocab, "words", log)
+    vectors = RunVectors(cfg)  # model.vectors, read once for the vocabulary and E
+    model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log, vectors)
+    start_vectors(cfg, run_dir, resume, model, vocab, "words", log, vectors)
     n_params = cast("Tagger | finetune.TokenClassifier", model).num_params()  # what labelling_model builds
     log(f"model: {cfg.arch} tagger, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "

@@ -11,6 +11,9 @@ special ids ``pad_id``, ``unk_id``, ``sos_id``, ``eos_id`` and ``to_dict()`` / `
 - ``word``  regex split ``\\w+|[^\\w\\s]`` (Unicode-aware, the ``regex`` module), optional
   lowercasing. Whitespace is not kept: decode joins tokens with single spaces, so the round trip
   holds for text whose tokens are separated by single spaces. Unknown words decode as ``<unk>``.
+  A vocabulary extended with word vectors' words (:meth:`WordTokenizer.extended`, ``model.vectors_vocab``)
+  sets ``case_fallback``: an unknown word is looked up lowercased before it reads as ``<unk>`` (GloVe is
+  uncased); :class:`CaseFoldVocab` is the same for a bare word vocabulary (the tagger's).
 - ``bpe``   byte-level BPE trained with Hugging Face ``tokenizers`` (GPT-2 style: every byte is a
   base symbol, so nothing is ever unknown and ``decode(encode(s)) == s`` for every str that is
   valid Unicode, i.e. has no lone surrogates). Special-token strings in the text, such as a
@@ -27,7 +30,7 @@ import abc
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -170,15 +173,79 @@ class CharTokenizer(_VocabTokenizer):
         return cls(Vocab(_field(d, "vocab", list)))
 
 
+def vector_words(words: Sequence[str], n: int, lowercase: bool = False,
+                 fits: Callable[[str], bool] | None = None) -> list[str]:
+    """The words to add to a vocabulary from word vectors (Lample et al. 2016 add the pretrained embeddings'
+    words): the first ``n`` of ``words`` (a vectors file's order, most frequent first for GloVe and word2vec),
+    lowercased with ``lowercase`` (each form once), without those holding whitespace or, with ``fits``, those it
+    refuses (words a tokenizer would never produce)."""
+    out: dict[str, None] = {}  # insertion-ordered set
+    for word in words[:n]:
+        word = word.lower() if lowercase else word
+        if word and not any(ch.isspace() for ch in word) and (fits is None or fits(word)):
+            out[word] = None
+    return list(out)
+
+
+def extend_vocab(vocab: Vocab, words: Iterable[str]) -> list[str]:
+    """The tokens of ``vocab`` (id order) followed by those of ``words`` it lacks, in their order: the ids of the
+    words already in it are kept."""
+    tokens = vocab.tokens
+    seen = set(tokens)
+    for word in words:
+        if word not in seen:
+            seen.add(word)
+            tokens.append(word)
+    return tokens
+
+
+def _fold_encode(stoi: dict[str, int], tokens: Iterable[str], unk: int) -> list[int]:
+    """Token ids, an unknown token looked up lowercased before it reads as <unk>."""
+    get = stoi.get
+    return [i if (i := get(t)) is not None else get(t.lower(), unk) for t in tokens]
+
+
+class CaseFoldVocab(Vocab):
+    """A word :class:`Vocab` whose unknown tokens are looked up lowercased before they read as ``<unk>``: a
+    vocabulary extended with uncased word vectors' words (the tagger's ``vocab.json`` with ``model.vectors_vocab``
+    > 0, saved with ``"case_fallback": true``; :func:`load_word_vocab` reads either kind back)."""
+
+    def stoi(self, token: str) -> int:
+        return _fold_encode(self._stoi, (token,), self.unk_id)[0]
+
+    def encode(self, tokens: Iterable[str]) -> list[int]:
+        return _fold_encode(self._stoi, tokens, self.unk_id)
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "case_fallback": True}
+
+
+def load_word_vocab(path: str | os.PathLike) -> Vocab:
+    """A word vocabulary saved by :meth:`Vocab.save`: a :class:`CaseFoldVocab` when saved as one (``"case_fallback":
+    true``), else a plain :class:`Vocab` (every vocabulary saved before the flag existed)."""
+    d = read_json(path, "vocabulary", "check the path, or re-create it with save()")
+    vocab = Vocab.from_dict(d)
+    return CaseFoldVocab(vocab.tokens) if d.get("case_fallback") else vocab
+
+
 class WordTokenizer(_VocabTokenizer):
-    """Regex word split (``\\w+|[^\\w\\s]``), optional lowercasing; decode joins with single spaces."""
+    """Regex word split (``\\w+|[^\\w\\s]``), optional lowercasing; decode joins with single spaces. With
+    ``case_fallback`` (set by :meth:`extended`) an unknown word is looked up lowercased before it reads as
+    <unk>."""
 
     kind = "word"
     unk_text = UNK
 
-    def __init__(self, vocab: Vocab, lowercase: bool = False):
-        super().__init__(vocab)
+    def __init__(self, vocab: Vocab, lowercase: bool = False, case_fallback: bool = False):
+        super().__init__(CaseFoldVocab(vocab.tokens) if case_fallback and not isinstance(vocab, CaseFoldVocab)
+                         else vocab)
         self.lowercase = lowercase
+
+    @property
+    def case_fallback(self) -> bool:
+        """Whether an unknown word is looked up lowercased before it reads as <unk> (a vocabulary extended with
+        word vectors' words, :meth:`extended`)."""
+        return isinstance(self.vocab, CaseFoldVocab)
 
     @classmethod
     def train(
@@ -196,6 +263,14 @@ class WordTokenizer(_VocabTokenizer):
         texts.check()
         return cls(Vocab.from_counts(counts, min_freq=min_freq, max_size=max_size), lowercase)
 
+    def extended(self, words: Sequence[str], n: int) -> WordTokenizer:
+        """This tokenizer with the words of :func:`vector_words` (the first ``n`` of a vectors file's ``words``,
+        lowercased when this tokenizer lowercases, each a word its split produces) it lacks appended in order,
+        and ``case_fallback`` on: a word never seen in training but known to the vectors gets its own id, and so
+        its pretrained vector, instead of <unk>."""
+        new = vector_words(words, n, self.lowercase, fits=lambda w: split_words(w) == [w])
+        return WordTokenizer(Vocab(extend_vocab(self.vocab, new)), self.lowercase, case_fallback=True)
+
     def split(self, text: str) -> list[str]:
         return split_words(text, self.lowercase)
 
@@ -203,7 +278,8 @@ class WordTokenizer(_VocabTokenizer):
         return " ".join(tokens)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "lowercase": self.lowercase, "pattern": WORD_PATTERN, "vocab": self.vocab.tokens}
+        d = {"kind": self.kind, "lowercase": self.lowercase, "pattern": WORD_PATTERN, "vocab": self.vocab.tokens}
+        return {**d, "case_fallback": True} if self.case_fallback else d  # absent: the JSON of earlier versions
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> WordTokenizer:
@@ -211,7 +287,8 @@ class WordTokenizer(_VocabTokenizer):
             raise SeqlabError(
                 f"word tokenizer uses pattern {d['pattern']!r}, this seqlab splits with {WORD_PATTERN!r}; retrain it"
             )
-        return cls(Vocab(_field(d, "vocab", list)), lowercase=bool(d.get("lowercase", False)))
+        return cls(Vocab(_field(d, "vocab", list)), lowercase=bool(d.get("lowercase", False)),
+                   case_fallback=bool(d.get("case_fallback", False)))
 
 
 class BPETokenizer(Tokenizer):
