@@ -211,6 +211,12 @@ def test_tagger_with_glove_predicts_an_unseen_word_by_its_vector(tmp_path, glove
     E = tagger.model.token_embedding.weight.detach().numpy()
     np.testing.assert_allclose(E[london], glove["london"], atol=1e-3)  # no gradient: still GloVe's
     assert [w for w, _ in tagger.tag("London sees Anna")] == ["London", "sees", "Anna"]
+    from seqlab.exporters import export  # the exported tokenizer has no lowercase fallback: refused, nothing written
+
+    with pytest.raises(SeqlabError, match=r"^\S+ has model\.vectors_vocab = 1000 with data\.lowercase = false: .*"
+                                          r"export a run trained with model\.vectors_vocab=0 or data\.lowercase=true$"):
+        export(run, "hf", tmp_path / "exported")
+    assert not (tmp_path / "exported").exists()
 
 
 @needs_glove

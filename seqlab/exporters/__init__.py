@@ -108,6 +108,10 @@ def _check_task(cfg, format: str, run: Path) -> None:
     if kind == "tag" and getattr(cfg.model, "crf", False):  # the graph would stop at the emission scores
         raise SeqlabError(f"{run} has model.crf = true: the CRF's Viterbi decoding has no ONNX/HF equivalent; "
                           "export a tagger trained with model.crf=false")
+    if getattr(cfg.model, "vectors_vocab", 0) and not getattr(cfg.data, "lowercase", True):
+        raise SeqlabError(f"{run} has model.vectors_vocab = {cfg.model.vectors_vocab} with data.lowercase = false: "
+                          "its vocabulary looks an unknown word up lowercased, which the exported tokenizer "
+                          "cannot; export a run trained with model.vectors_vocab=0 or data.lowercase=true")
     if format == "onnx" and kind in ("tag", "classify") and cfg.arch in RECURRENT:
         raise SeqlabError(f"{run} (model.arch={cfg.arch}) has no ONNX export: its padding is read by a data-"
                           "dependent length check a graph cannot hold; transformer and pretrained taggers and "
