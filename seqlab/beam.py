@@ -174,8 +174,12 @@ def _limits(model, src_padding: Tensor, max_new: int | Sequence[int] | None) -> 
 def greedy_search(model, src: Tensor, src_padding: Tensor, *, sos_id: int, eos_id: int, pad_id: int | None = None,
                   alpha: float = 0.0, max_new: int | Sequence[int] | None = None,
                   use_cache: bool = True) -> list[Hypothesis]:
-    """Greedy decoding of a batch: src (batch, src) ids, src_padding (batch, src) True = real token.
-    <sos> and <pad> (``pad_id``) are never output."""
+    r"""Greedy decoding of a batch: src (batch, src) ids, src_padding (batch, src) True = real token.
+    <sos> and <pad> (``pad_id``) are never output.
+
+    !!! equation "Sequence to sequence › Decoding (beyond the notes)"
+        $y_t = \arg\max_v \log p(v \mid y_{<t}, x)$: the most probable word at each step, fed back as the next
+        input, until $\langle eos \rangle$ or the length limit."""
     batch = src.shape[0]
     banned = [sos_id] + ([] if pad_id is None else [pad_id])
     limits = _limits(model, src_padding, max_new)
@@ -217,10 +221,15 @@ def greedy_search(model, src: Tensor, src_padding: Tensor, *, sos_id: int, eos_i
 def beam_search(model, src: Tensor, src_padding: Tensor, *, beam: int, sos_id: int, eos_id: int,
                 pad_id: int | None = None, alpha: float = 0.6, max_new: int | Sequence[int] | None = None,
                 use_cache: bool = True) -> list[Hypothesis]:
-    """Beam search of a batch (see the module docstring for the scoring and the stopping rule).
+    r"""Beam search of a batch (see the module docstring for the scoring and the stopping rule).
 
     src (batch, src) ids, src_padding (batch, src) True = real token; returns each sentence's best
     hypothesis. <sos> and <pad> (``pad_id``) are never output.
+
+    !!! equation "Sequence to sequence › Decoding (beyond the notes)"
+        $\mathrm{score}(Y) = \frac{\log p(Y \mid X)}{lp(Y)},\ lp(Y) = \left(\frac{5 + \vert Y \vert}{6}\right)^\alpha$:
+        beam search keeps the $K$ best prefixes by cumulative log-probability and ranks the finished ones by this
+        length-normalised score (GNMT, Wu et al. 2016).
     """
     banned = [sos_id] + ([] if pad_id is None else [pad_id])
     if beam < 1:

@@ -1,21 +1,21 @@
-"""The worked example of seed 002, traced step by step with named dimensions.
+"""The worked example of the notes (Transformer › Worked example), traced step by step with named dimensions.
 
 Three sentences, "Hello world haha", "How old are you", "Hey you", padded to max_len = 4 with
-d_model = 4 and two heads of depth 2. The steps follow seed 002 ("Steps"):
+d_model = 4 and two heads of depth 2. The steps follow the notes' "Steps":
 
     (1) x = embeddings + PE                       (batch, seq, d_model)    = (3, 4, 4)
     (2) q = x·W_q, k = x·W_k, v = x·W_v            (batch, seq, d_model)
         split into heads                          (batch, head, seq, depth) = (3, 2, 4, 2)
         A = q·k^T / sqrt(d_k)                      (batch, head, seq, seq)  = (3, 2, 4, 4)
-        S = softmax(A + M), M = -inf on padding keys (seed 001 "Masked Attention")
+        S = softmax(A + M), M = -inf on padding keys (notes: Transformer › Masked attention)
         S·v, merged back to                       (batch, seq, d_model)    = (3, 4, 4)
         output = merged·W_o                        (batch, seq, d_model)
 
-The token embeddings are the hand-made ones of seed 002 (the padding row is -1 everywhere); PE is
-the sinusoidal encoding (seed 000 eq 15); W_q, W_k, W_v, W_o come from ``torch.Generator().manual_seed(seed)``
-(N(0, 0.3^2), rounded to one decimal) and without biases, so a reader can redo the arithmetic by hand. The step
-functions are the library's own (:mod:`seqlab.nn`), and :func:`attention_module` builds the
-MultiHeadAttention that computes the same output in one call.
+The token embeddings are the hand-made ones of the notes (the padding row is -1 everywhere); PE is the
+sinusoidal encoding (notes: Transformer › Positional encoding); W_q, W_k, W_v, W_o come from
+``torch.Generator().manual_seed(seed)`` (N(0, 0.3^2), rounded to one decimal) and without biases, so a reader
+can redo the arithmetic by hand. The step functions are the library's own (:mod:`seqlab.nn`), and
+:func:`attention_module` builds the MultiHeadAttention that computes the same output in one call.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from seqlab.nn.positions import sinusoidal_table
 SENTENCES = ("Hello world haha", "How old are you", "Hey you")
 D_MODEL, MAX_LEN, N_HEADS = 4, 4, 2
 PAD = "<pad>"
-# seed 002's embedding tables, one row per word; "<.>" (padding) is -1 everywhere
+# the notes' embedding tables, one row per word; "<.>" (padding) is -1 everywhere
 NOTES_EMBEDDINGS = {
     PAD: [-1, -1, -1, -1],
     "hello": [1, 3, 4, 1],
@@ -56,7 +56,7 @@ def vocabulary(sentences=SENTENCES) -> list[str]:
 
 def projection_weights(seed: int = 0) -> dict[str, Tensor]:
     """W_q, W_k, W_v, W_o as (d_model in, d_model out) matrices, applied as x·W: N(0, 0.3^2) draws
-    rounded to one decimal (small enough that the softmax is not saturated by seed 002's large embeddings)."""
+    rounded to one decimal (small enough that the softmax is not saturated by the notes' large embeddings)."""
     gen = torch.Generator().manual_seed(seed)
     names = ("w_q", "w_k", "w_v", "w_o")
     draws = {n: 0.3 * torch.randn(D_MODEL, D_MODEL, generator=gen, dtype=torch.float64) for n in names}
@@ -74,7 +74,12 @@ def attention_module(seed: int = 0) -> MultiHeadAttention:
 
 
 def trace(seed: int = 0) -> Trace:
-    """Every tensor of the worked example: name -> (tensor, dimension names), in order of computation."""
+    r"""Every tensor of the worked example: name -> (tensor, dimension names), in order of computation.
+
+    !!! equation "Transformer › Worked example"
+        $A = q\, k^\top / \sqrt{d_k},\ S = \mathrm{softmax}(A + M),\ \mathrm{out} = \mathrm{merge}(S\, v)\, W_o$:
+        the notes' three sentences with $d_{model} = 4$, $\mathrm{max\_len} = 4$ and two heads of depth 2, every
+        tensor kept with its named dimensions (``seqlab explain`` prints them)."""
     vocab = vocabulary()
     index = {w: i for i, w in enumerate(vocab)}
     words = [s.lower().split() for s in SENTENCES]
@@ -113,7 +118,7 @@ def trace(seed: int = 0) -> Trace:
 TITLES = {
     "ids": "token ids (vocabulary below), 0 = <pad>",
     "padding": "padding mask, True = real token (may be attended)",
-    "embeddings": "token embeddings from seed 002's tables",
+    "embeddings": "token embeddings from the notes' tables",
     "pe": "sinusoidal PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(...)",
     "x": "step (1): embeddings + PE",
     "w_q": "W_q, applied as q = x·W_q", "w_k": "W_k, applied as k = x·W_k", "w_v": "W_v, applied as v = x·W_v",
@@ -163,7 +168,7 @@ def render(tr: Trace, seed: int = 0) -> str:
     vocab = vocabulary()
     words = [[vocab[i] for i in row] for row in tr["ids"][0].tolist()]
     lines = [
-        "seed 002's worked example: " + " | ".join(SENTENCES),
+        "the notes' worked example: " + " | ".join(SENTENCES),
         f"d_model={D_MODEL}, max_len={MAX_LEN}, {N_HEADS} heads of depth {D_MODEL // N_HEADS}; "
         f"W_q, W_k, W_v, W_o from torch.Generator().manual_seed({seed}), N(0, 0.3^2) rounded to 1 decimal, no biases",
         "vocabulary: " + " ".join(f"{w}={i}" for i, w in enumerate(vocab)),

@@ -1,14 +1,11 @@
 """The Trainer, shared by every model family.
 
-One optimiser step (seed 003: the loss is the average token-level negative log-likelihood):
-
-    L = (sum over real tokens t of the batch of -log p(y_t | x_<t)) / (number of real tokens)
-
-accumulated over ``train.grad_accum`` micro-batches and, under ``torchrun``, over processes, so the
-gradient is exactly that of the token-weighted mean over the global batch. Then gradient clipping,
-AdamW (decay on weight matrices only), and a learning rate that is a function of the step alone:
-linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at ``max_steps``
-(:mod:`seqlab.optim`; devices, processes and precision: :mod:`seqlab.devices`).
+One optimiser step (:meth:`Trainer.train_step`; notes: Recurrent neural networks › Language model loss): the
+loss is the mean of -log p(y_t | x_<t) over the real tokens, accumulated over ``train.grad_accum`` micro-batches
+and, under ``torchrun``, over processes, so the gradient is exactly that of the token-weighted mean over the
+global batch. Then gradient clipping, AdamW (decay on weight matrices only), and a learning rate that is a
+function of the step alone: linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at
+``max_steps`` (:mod:`seqlab.optim`; devices, processes and precision: :mod:`seqlab.devices`).
 
 A task plugs in through :class:`TrainTask`. Word2vec and GloVe plug in through :class:`KernelTask`: their
 numba kernels update the weights themselves (Hogwild SGD / AdaGrad, what makes them as fast as gensim and the
@@ -250,7 +247,13 @@ class Trainer:
         return float(value)
 
     def train_step(self) -> tuple[float, int]:
-        """One optimiser step; returns (token-weighted mean loss over the global batch, tokens in it)."""
+        r"""One optimiser step; returns (token-weighted mean loss over the global batch, tokens in it).
+
+        !!! equation "Recurrent neural networks › Language model loss"
+            $L = \frac{1}{N} \sum_{t} -\log p(y_t \mid x_{<t})$: the mean token-level NLL over the $N$ real tokens.
+
+        !!! equation "Recurrent neural networks › Vanishing and exploding gradients (beyond the notes)"
+            $g \leftarrow g \min(1, c / \Vert g \Vert)$: gradient clipping (``train.grad_clip``) against explosion."""
         cfg, task = self.cfg, self.task
         micro = cfg.batch_size // cfg.grad_accum
         batches = [task.shard(task.train_batch(self.generator, micro), self.dist.rank, self.dist.world)

@@ -1,7 +1,7 @@
-"""Word vectors: look-ups, cosine neighbours, analogies, the standard evaluations, files (seed 004).
+"""Word vectors: look-ups, cosine neighbours, analogies, the standard evaluations, files (notes: Word embeddings).
 
-Seed 004: the similarity of two words is the cosine Sim(u, v) = uᵀv / (‖u‖₂ ‖v‖₂), and relations are vector
-offsets (e_man - e_woman ≈ e_king - e_queen), so "a is to b as c is to ?" is answered by
+The notes: the similarity of two words is the cosine Sim(u, v) = uᵀv / (‖u‖₂ ‖v‖₂), and relations are
+vector offsets (e_man - e_woman ≈ e_king - e_queen), so "a is to b as c is to ?" is answered by
 
 - 3CosAdd (Mikolov et al. 2013): argmax_w cos(e_w, unit(ê_b - ê_a + ê_c)), ê = e / ‖e‖;
 - 3CosMul (Levy & Goldberg 2014, eq. 4): argmax_w c'(w, b) c'(w, c) / (c'(w, a) + 1e-6), c' = (1 + cos) / 2.
@@ -90,7 +90,11 @@ class KeyedVectors:
     # --- similarity -------------------------------------------------------------------------------------
 
     def similarity(self, a: str, b: str) -> float:
-        """cos(e_a, e_b) (seed 004: Sim(u, v) = uᵀv / ‖u‖‖v‖)."""
+        r"""cos(e_a, e_b) (notes: Word embeddings › Cosine similarity: Sim(u, v) = uᵀv / ‖u‖‖v‖).
+
+        !!! equation "Word embeddings › Cosine similarity"
+            $\mathrm{Sim}(u, v) = \frac{u^\top v}{\Vert u \Vert_2 \Vert v \Vert_2}$: how related two words are, the
+            cosine of the angle between their vectors (1 for the same direction, 0 for unrelated)."""
         return float(self._cosine(self.index(a), self.index(b)))
 
     def _cosine(self, i: int, j: int) -> np.float32:
@@ -103,7 +107,11 @@ class KeyedVectors:
 
     def most_similar(self, positive: str | Iterable[str] = (), negative: str | Iterable[str] = (),
                      topn: int = 10, restrict_vocab: int | None = None) -> list[tuple[str, float]]:
-        """The ``topn`` words w ≠ the query words maximising cos(e_w, unit(Σ_pos ê - Σ_neg ê)), best first."""
+        r"""The ``topn`` words w ≠ the query words maximising cos(e_w, unit(Σ_pos ê - Σ_neg ê)), best first.
+
+        !!! equation "Word embeddings › Analogies (beyond the notes)"
+            $\arg\max_{w} \cos(e_w, \hat{e}_b - \hat{e}_a + \hat{e}_c)$: 3CosAdd (Mikolov et al. 2013), the word
+            nearest to the offset of unit vectors, the query words left out (gensim's ``most_similar``)."""
         positive = [positive] if isinstance(positive, str) else list(positive)
         negative = [negative] if isinstance(negative, str) else list(negative)
         if not positive and not negative:
@@ -127,7 +135,11 @@ class KeyedVectors:
 
     def most_similar_cosmul(self, positive: str | Iterable[str] = (), negative: str | Iterable[str] = (),
                             topn: int = 10) -> list[tuple[str, float]]:
-        """Levy & Goldberg's multiplicative objective (3CosMul), gensim's ``most_similar_cosmul``."""
+        r"""Levy & Goldberg's multiplicative objective (3CosMul), gensim's ``most_similar_cosmul``.
+
+        !!! equation "Word embeddings › Analogies (beyond the notes)"
+            $\arg\max_{w} \frac{c'(w, b)\, c'(w, c)}{c'(w, a) + 10^{-6}},\ c' = (1 + \cos) / 2$: 3CosMul (Levy &
+            Goldberg 2014), the similarities multiplied instead of added."""
         positive = [positive] if isinstance(positive, str) else list(positive)
         negative = [negative] if isinstance(negative, str) else list(negative)
         if not positive:
@@ -141,7 +153,11 @@ class KeyedVectors:
         return [(self.words[i], float(scores[i])) for i in best if i not in exclude][:topn]
 
     def analogy(self, a: str, b: str, c: str, topn: int = 10, method: str = "3cosadd") -> list[tuple[str, float]]:
-        """``a`` is to ``b`` as ``c`` is to ? (3CosAdd: e_b - e_a + e_c, or 3CosMul), best first."""
+        r"""``a`` is to ``b`` as ``c`` is to ? (3CosAdd: e_b - e_a + e_c, or 3CosMul), best first.
+
+        !!! equation "Word embeddings › Analogies"
+            $e_{man} - e_{woman} \approx e_{king} - e_{queen}$: relations between words are vector offsets, so the
+            answer $d$ to "a is to b as c is to ?" is the word whose vector is nearest to $e_b - e_a + e_c$."""
         if method == "3cosadd":
             return self.most_similar(positive=[b, c], negative=[a], topn=topn)
         if method == "3cosmul":
@@ -312,9 +328,13 @@ class KeyedVectors:
     # --- transfer ----------------------------------------------------------------------------------------
 
     def embedding_matrix(self, tokens: Sequence[str], seed: int = 0) -> tuple[np.ndarray, int]:
-        """(len(tokens), D) float32 rows for an embedding layer: the vector of each known token (the exact word,
+        r"""(len(tokens), D) float32 rows for an embedding layer: the vector of each known token (the exact word,
         else the most frequent word equal to it ignoring case), N(0, σ²) with the vectors' σ for the others;
-        also returns how many were known."""
+        also returns how many were known.
+
+        !!! equation "Word embeddings › Transfer learning"
+            $E_w = e_w \text{ for a known word, else } E_w \sim \mathcal{N}(0, \sigma^2)$: word vectors learnt on a
+            large corpus start a task model's embedding matrix, which fine-tuning then trains on the task."""
         rng = np.random.default_rng(seed)
         out = rng.normal(0.0, float(self.vectors.std()), (len(tokens), self.dim)).astype(np.float32)
         folded = {w.lower(): i for i, w in reversed(list(enumerate(self.words)))}
@@ -393,11 +413,15 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 
 # ------------------------------------------------------------------------------------------------------
-# maps (seed 004: "t-SNE plot: 2D, visualizing word embedding")
+# maps (the notes: "t-SNE plot: 2D, visualizing word embedding")
 
 
 def tsne_map(kv: KeyedVectors, n_words: int = 200, seed: int = 0) -> tuple[list[str], np.ndarray]:
-    """The ``n_words`` most frequent words and their 2-D t-SNE coordinates (cosine geometry), (N, 2)."""
+    r"""The ``n_words`` most frequent words and their 2-D t-SNE coordinates (cosine geometry), (N, 2).
+
+    !!! equation "Word embeddings › t-SNE map (beyond the notes)"
+        $C = \mathrm{KL}(P \Vert Q) = \sum_{i \ne j} p_{ij} \log \frac{p_{ij}}{q_{ij}}$: t-SNE places the words in
+        2-D so that the neighbours of each ($q_{ij}$) match those in the embedding space ($p_{ij}$)."""
     from sklearn.manifold import TSNE
 
     n = min(n_words, len(kv))

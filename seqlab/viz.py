@@ -1,4 +1,4 @@
-"""Plots: loss curves, attention heatmaps (seed 002's "your cat is a lovely cat" matrix), embedding maps.
+"""Plots: loss curves, attention heatmaps (the notes' "your cat is a lovely cat" matrix), embedding maps.
 
 matplotlib runs with the non-interactive Agg backend; every figure is written atomically (temporary
 file + rename), and an ``--out`` path's missing parent folders are created. The ``*_figure`` builders return

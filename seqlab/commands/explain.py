@@ -1,4 +1,4 @@
-"""`seqlab explain`: the worked example of seed 002, every tensor with its shape and named dims."""
+"""`seqlab explain`: the worked example of the notes (Transformer), every tensor with its shape and named dims."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def add(sub) -> None:
         "explain",
         help="the worked example of the notes, every tensor with its named dims",
         example="seqlab explain --seed 0",
-        description="Trace seed 002's worked example (3 sentences, d_model 4, max_len 4, 2 heads of depth 2): "
+        description="Trace the notes' worked example (3 sentences, d_model 4, max_len 4, 2 heads of depth 2): "
         "embeddings + PE, q/k/v heads, attention weights, merged output; each tensor printed with its "
         "shape, its dimension names and its values.",
     )

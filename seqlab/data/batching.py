@@ -1,7 +1,7 @@
 """Batching: padding with masks, LM windows, random LM batches, length buckets, length-pooled random batches and
-length-sorted evaluation batches (seed 004).
+length-sorted evaluation batches (notes: Tokens › Padding).
 
-Seed 004: a batch of m sequences has one time axis up to the longest sequence, so shorter
+The notes: a batch of m sequences has one time axis up to the longest sequence, so shorter
 sequences are padded ("we can perform zero padding"): ``<pad>`` has id 0 and a mask tells the
 model which positions are real. Masks follow the one convention of :mod:`seqlab.nn.masks`
 (boolean, True = real token / may attend); ``causal_mask`` and ``padding_mask`` are re-exported
@@ -37,11 +37,16 @@ POOL_BATCHES = 16  # sample_batch cuts training batches from length-sorted pools
 
 
 def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[Tensor, Tensor]:
-    """Pad to the longest sequence in the batch.
+    r"""Pad to the longest sequence in the batch.
 
     Returns ``ids`` LongTensor (batch, seq) filled with ``pad_id`` after each sequence's end, and
     ``mask`` BoolTensor (batch, seq), True = real token (from the lengths, so a ``pad_id`` inside a
     sequence still counts as real).
+
+    !!! equation "Tokens › Padding"
+        $\mathrm{ids}_{b,t} = \langle pad \rangle = 0,\ \mathrm{mask}_{b,t} = \mathrm{False} \text{ for } t \ge
+        \ell_b$: a batch of sequences of lengths $\ell_b$ on one time axis, the short ones padded with zeros and
+        a mask telling the model which positions are real.
     """
     if len(seqs) == 0:
         raise ValueError("pad_batch needs at least one sequence")
@@ -62,10 +67,14 @@ def _as_long_1d(tokens) -> Tensor:
 
 
 def lm_windows(tokens, seq_len: int, stride: int | None = None) -> tuple[Tensor, Tensor]:
-    """All LM windows of a 1-D token sequence: ``x[k] = t[i : i+T]``, ``y[k] = t[i+1 : i+T+1]`` for
+    r"""All LM windows of a 1-D token sequence: ``x[k] = t[i : i+T]``, ``y[k] = t[i+1 : i+T+1]`` for
     ``i = k * stride`` (default stride = ``seq_len``, non-overlapping), while ``i + T + 1 <= len(t)``.
 
     Returns ``(x, y)`` LongTensors (windows, T), views of the input (no copy) when it is a LongTensor.
+
+    !!! equation "Tokens › Next-token windows"
+        $x = (t_i, \dots, t_{i+T-1}),\ y = (t_{i+1}, \dots, t_{i+T})$: a language model's training pair, the
+        target the input shifted by one, so each position predicts the next token.
     """
     t = _as_long_1d(tokens)
     stride = seq_len if stride is None else stride

@@ -1,4 +1,4 @@
-"""CoNLL-2003 reader for the tagging task of seed 004 (NER, many-to-many: one tag per token).
+"""CoNLL-2003 reader for the tagging task of the notes (NER, many-to-many: one tag per token).
 
 File layout (../shared/data/README.md §3): one token per line, whitespace-separated columns
 ``word POS chunk NE``; the NER tag is the *last* column, so files with only ``word NE`` (or any

@@ -1,4 +1,4 @@
-"""Labelled-sentence readers for the classification task of seed 004 (sentiment, many-to-one).
+"""Labelled-sentence readers for the classification task of the notes (sentiment, many-to-one).
 
 The format is detected from the file's content (the first non-blank line), never from a config key:
 

@@ -16,7 +16,7 @@ Reading: :func:`stream_parallel` makes the checks in passes over the files (one 
 :class:`~seqlab.data.streamed.Streamed` view of the pairs, which the translation task's preparation reads
 pair by pair (its memory is the index it writes, not the text); :func:`read_parallel` is the same in memory.
 
-Tokenizers (seed 004 "Tokenisation", :mod:`seqlab.text.tokenizers`): ``data.tokenizer`` char, word or
+Tokenizers (notes: Tokens; :mod:`seqlab.text.tokenizers`): ``data.tokenizer`` char, word or
 BPE, trained on the training pairs only. Separate by default: one vocabulary learned from the source
 side, one from the target side; with a joint vocabulary (``data.joint_vocab``) one tokenizer is learned
 from both sides and used for both (BPE: joint merges; the model may then share its embeddings).

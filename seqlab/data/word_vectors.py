@@ -1,6 +1,6 @@
 """Word-vector files, read into (words, vectors (V, D) float32) for :class:`seqlab.vectors.KeyedVectors`.
 
-The formats (seed 004 trains the vectors; these are how they travel):
+The formats (the notes' Word embeddings chapter trains the vectors; these are how they travel):
 
 - word2vec text: a ``WORDS DIM`` header line, then ``word v_1 .. v_DIM`` per line (gensim's default);
 - word2vec binary: the same header, then per word its UTF-8 bytes, a space and DIM little-endian float32, with a

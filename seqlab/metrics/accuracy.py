@@ -1,4 +1,4 @@
-"""Classification metrics for the many-to-one tasks of seed 004 (sentiment): accuracy, macro F1,
+"""Classification metrics for the many-to-one tasks of the notes (sentiment): accuracy, macro F1,
 confusion matrix; identical to scikit-learn's ``accuracy_score``, ``f1_score(average='macro',
 zero_division=0)`` and ``confusion_matrix``.
 

@@ -1,6 +1,6 @@
 """BLEU, bit-identical to sacreBLEU 2.6.0 (../shared/specs/metrics.md §1).
 
-Seed 004 ("BLEU: Bilingual Evaluation Understudy") defines it on the example candidate
+The notes (Sequence to sequence › BLEU: "Bilingual Evaluation Understudy") define it on the example candidate
 "the cat is on the mat" against the reference "There is a cat on the mat":
 
 * clipped n-gram precision  p_n = matched n-grams / total candidate n-grams, where a candidate
@@ -59,7 +59,7 @@ SMOOTH_DEFAULTS: dict[str, float | None] = {"exp": None, "floor": 0.1, "add-k": 
 def ngram_multiset(grams: list, distinct: set | None = None) -> set:
     """A multiset of n-grams as a set of occurrences: g for the first, (g, k) for the (k+1)-th.
 
-    Then |H ∩ R| = Σ_g min(count_H(g), count_R(g)), the clipped count of seed 004, and H ∪ R
+    Then |H ∩ R| = Σ_g min(count_H(g), count_R(g)), the clipped count of the notes' BLEU, and H ∪ R
     holds each n-gram max(count_H, count_R) times, the merged count of several references (§1.4).
     (g, k) pairs a gram with an int and so never equals a gram, which holds strings only.
     ``distinct``, if given, is ``set(grams)`` already built; it is extended in place.
@@ -97,7 +97,12 @@ def extract_ngrams(tokens: list[str], max_order: int) -> list[set]:
 
 
 def clipped_counts(tokens: list[str], ref_sets: list[set]) -> list[int]:
-    """correct_n = Σ_g min(count_hyp(g), max_ref count(g)), n = 1..N, given the merged reference multisets."""
+    r"""correct_n = Σ_g min(count_hyp(g), max_ref count(g)), n = 1..N, given the merged reference multisets.
+
+    !!! equation "Sequence to sequence › BLEU"
+        $\mathrm{correct}_n = \sum_{g \in n\text{-grams}(C)} \min(\mathrm{count}_C(g), \max_R \mathrm{count}_R(g))$:
+        the clipped matches, a candidate n-gram counting at most as often as it occurs in a reference ("the"
+        twice against once counts once)."""
     return [len(ref.intersection(grams)) for grams, ref in zip(_occurrences(tokens, len(ref_sets)), ref_sets)]
 
 
@@ -206,14 +211,26 @@ class BLEUScore:
 
 def compute_bleu(correct: list, total: list, sys_len: int, ref_len: int, smooth_method: str = "none",
                  smooth_value: float | None = None, effective_order: bool = False) -> BLEUScore:
-    """The score from summed statistics, in sacreBLEU's exact order of operations (§1.7).
+    r"""The score from summed statistics, in sacreBLEU's exact order of operations (§1.7).
 
     ``correct`` and ``total`` have one entry per order; add-k mutates them as sacreBLEU does.
+
+    !!! equation "Sequence to sequence › BLEU"
+        $p_n = \frac{\text{matched } n\text{-grams}}{\text{total candidate } n\text{-grams}}$: the modified
+        precision of order $n$ (its matches clipped, ``clipped_counts``); $p_1 = 5/6$ in the notes' example.
+
+    !!! equation "Sequence to sequence › BLEU"
+        $\mathrm{BP} = 1 \text{ if } c > r, \text{ else } \exp(1 - r/c)$: the brevity penalty, for a candidate of
+        $c$ words shorter than its reference of $r$ words.
+
+    !!! equation "Sequence to sequence › BLEU"
+        $\mathrm{BLEU} = \mathrm{BP} \cdot \exp\left(\frac{1}{N} \sum_{n=1}^{N} \log p_n\right)$: the geometric
+        mean of the precisions up to $N = 4$, penalised for brevity (×100 here, as sacreBLEU reports it).
     """
     if smooth_value is None:
         smooth_value = SMOOTH_DEFAULTS[smooth_method]
     max_order = len(correct)
-    # BP = exp(1 - r/c) when c < r (seed 004), 0 for an empty hypothesis
+    # BP = exp(1 - r/c) when c < r (the notes' brevity penalty), 0 for an empty hypothesis
     bp = 1.0
     if sys_len < ref_len:
         bp = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0

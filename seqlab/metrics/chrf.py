@@ -1,6 +1,6 @@
 """chrF (Popović 2015), bit-identical to sacreBLEU 2.6.0's ``CHRF()`` defaults: chrF2, nc 6, nw 0, space no.
 
-A character n-gram F-score, a companion to BLEU (seed 004) that needs no tokenizer. For each order
+A character n-gram F-score, a companion to the notes' BLEU that needs no tokenizer. For each order
 n = 1..nc, with whitespace removed from both sides:
 
     chrP_n = matched n-grams / hypothesis n-grams        chrR_n = matched n-grams / reference n-grams

@@ -1,10 +1,10 @@
 """Language-model metrics: token-level negative log-likelihood and perplexity.
 
-Seed 003: the loss is the average token-level negative log-likelihood, L = (1/N) sum_t -log p(x_t | x_<t).
-Perplexity is exp of the *token-weighted* mean NLL over the whole evaluation set (specs/metrics.md §4.1):
-padding positions are excluded from both the sum and the count (§4.2), and sums are accumulated over
-batches before dividing, never averaged per batch (§4.3). A token stream is scored in non-overlapping windows,
-so that every token after the first is scored exactly once (:func:`score_stream`).
+The notes (Recurrent neural networks › Language model loss): the loss is the average token-level negative
+log-likelihood, L = (1/N) sum_t -log p(x_t | x_<t). Perplexity is exp of the *token-weighted* mean NLL over the
+whole evaluation set (specs/metrics.md §4.1): padding positions are excluded from both the sum and the count
+(§4.2), and sums are accumulated over batches before dividing, never averaged per batch (§4.3). A token stream is
+scored in non-overlapping windows, so that every token after the first is scored exactly once (:func:`score_stream`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,17 @@ if TYPE_CHECKING:
 
 def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None,
             label_smoothing: float = 0.0) -> tuple[torch.Tensor, int]:
-    """Sum of -log p(target) over the real (mask True) positions, and their count.
+    r"""Sum of -log p(target) over the real (mask True) positions, and their count.
 
     logits (batch, seq, vocab) score the targets (batch, seq) at the same positions (already shifted:
     logits at position i predict the token at i + 1 of the input). The log-softmax runs in float32 at least.
     With ``label_smoothing`` = eps (a training loss, Szegedy et al. 2016), each term is
     (1 - eps) * -log p(target) + eps * mean over the vocabulary of -log p(v), as torch's cross_entropy.
+
+    !!! equation "Recurrent neural networks › Softmax and cross-entropy"
+        $p_i = \frac{e^{a_i}}{\sum_j e^{a_j}},\ L(\hat{y}, y) = -\sum_i y_i \log \hat{y}_i = -\log p_{y}$: the
+        softmax of the logits over the vocabulary (or the labels) and the cross-entropy of the true token,
+        computed together as a log-softmax.
     """
     vocab = logits.size(-1)
     flat_logits = logits.reshape(-1, vocab)  # (batch * seq, vocab)
@@ -43,7 +48,11 @@ def nll_sum(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | No
 
 
 def perplexity(total_nll: float, count: int) -> float:
-    """exp(token-weighted mean NLL); NaN when nothing was scored (0/0, as the references give)."""
+    r"""exp(token-weighted mean NLL); NaN when nothing was scored (0/0, as the references give).
+
+    !!! equation "Recurrent neural networks › Language model loss (beyond the notes)"
+        $\mathrm{PPL} = \exp\left(\frac{1}{N} \sum_{t=1}^{N} -\log p(x_t \mid x_{<t})\right)$: perplexity, the
+        exponential of the average token-level negative log-likelihood over a whole evaluation set."""
     if count == 0:
         return math.nan
     return math.exp(total_nll / count)

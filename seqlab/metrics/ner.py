@@ -1,6 +1,6 @@
 """Entity-level precision, recall and F1 for sequence tagging, identical to seqeval 1.2.2.
 
-The tagger of seed 004 ("Named Entity Representation", many-to-many) emits one tag per token;
+The tagger of the notes ("Named Entity Representation", many-to-many) emits one tag per token;
 it is scored on *entities*, spans of tokens with a type, not on tokens. An entity counts as found
 only when its type, start and end all match a gold entity exactly.
 

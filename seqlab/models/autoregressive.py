@@ -1,13 +1,14 @@
-"""AR(p), the autoregressive model of seed 004, fitted exactly as statsmodels' ``AutoReg(trend="c")``.
+"""AR(p), the autoregressive model of the notes (Time series › Autoregressive models), fitted exactly as
+statsmodels' ``AutoReg(trend="c")``.
 
-Seed 004 (3rd March) opens with a table of daily temperatures and asks "how much to go back?".
+The notes' time-series chapter opens with a table of daily temperatures and asks "how much to go back?".
 Taking only the past two days gives
 
-    t_5 = b + w_1 t_4 + w_2 t_3                                  (seed 004, the p = 2 example)
+    t_5 = b + w_1 t_4 + w_2 t_3                                  (the notes' p = 2 example)
 
 and fixing ``p`` in general gives
 
-    AR(p):  x_t = b + sum_{i=1..p} w_i x_{t-i}                   (seed 004, AR(p))
+    AR(p):  x_t = b + sum_{i=1..p} w_i x_{t-i}                   (the notes' AR(p))
 
 The notes then slide a window over the series: each row of X holds p consecutive values and Y the
 value that follows (X rows ``t_0 t_1 t_2``, ``t_1 t_2 t_3``, ...; Y ``t_3``, ``t_4``, ...). That is
@@ -117,10 +118,15 @@ def as_series(series: Any, p: int) -> np.ndarray:
 
 
 def design_matrix(x: np.ndarray, p: int, hold_back: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The window matrix of seed 004: rows [1, x_{t-1}, ..., x_{t-p}] and targets x_t, t = hold_back..n-1.
+    r"""The window matrix of the notes (Time series › Sliding windows): rows [1, x_{t-1}, ..., x_{t-p}] and
+    targets x_t, t = hold_back..n-1.
 
     ``hold_back`` (default p, at least p) is the number of leading values that are never targets;
     order selection sets it to max_p so every candidate p is fitted on the same rows.
+
+    !!! equation "Time series › Sliding windows"
+        $X_t = [1, x_{t-1}, \dots, x_{t-p}],\ Y_t = x_t$: the series as a regression table, one row per target,
+        holding the $p$ values before it (newest first) and a 1 for the constant $b$.
     """
     n = x.shape[0]
     h = p if hold_back is None else hold_back
@@ -198,7 +204,11 @@ class FittedAR:
         return self.params[1:]
 
     def forecast(self, steps: int = 1) -> np.ndarray:
-        """Recursive h-step forecasts x_n, x_{n+1}, ..., x_{n+steps-1}; returns shape (steps,)."""
+        r"""Recursive h-step forecasts x_n, x_{n+1}, ..., x_{n+steps-1}; returns shape (steps,).
+
+        !!! equation "Time series › Forecasting"
+            $\hat{x}_{T+h} = b + \sum_{i=1}^{p} w_i v_{T+h-i}$: the forecast $h$ steps ahead, $v$ the observed
+            values and then the earlier forecasts (as the notes' $t_6 = b + w_1 t_5 + w_2 t_4$)."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
             raise SeqlabError(f"steps must be an integer >= 1, got {steps!r}; ask for 1 or more forecasts")
         history = list(self.last)  # observed values, then each forecast appended
@@ -270,10 +280,14 @@ class FittedAR:
 
 
 class AR:
-    """AR(p) with a constant: x_t = b + sum_{i=1..p} w_i x_{t-i} (seed 004).
+    r"""AR(p) with a constant: x_t = b + sum_{i=1..p} w_i x_{t-i} (notes: Time series › Autoregressive models).
 
     ``AR(9).fit(series)`` or ``AR(ARConfig(p=2, max_p=12, ic="bic")).fit(series)``; with ``max_p`` set,
     the order is chosen by :func:`select_order` before fitting.
+
+    !!! equation "Time series › Autoregressive models"
+        $x_t = b + \sum_{i=1}^{p} w_i x_{t-i}$: AR(p), the next value as a constant plus a weighted sum of the
+        $p$ values before it.
     """
 
     def __init__(self, config: ARConfig | int = 2) -> None:
@@ -284,7 +298,12 @@ class AR:
         return select_order(series, c.max_p, c.ic) if c.max_p else c.p
 
     def fit(self, series: Any) -> FittedAR:
-        """Least squares in closed form: params = pinv(X) @ Y (specs/metrics.md 3.2)."""
+        r"""Least squares in closed form: params = pinv(X) @ Y (specs/metrics.md 3.2).
+
+        !!! equation "Time series › Least-squares fit (beyond the notes)"
+            $\hat{\theta} = \arg\min_\theta \sum_t (x_t - X_t \theta)^2 = X^{+} Y$: the coefficients $\theta =
+            [b, w_1, \dots, w_p]$ that minimise the squared one-step error, by the pseudo-inverse of the window
+            matrix."""
         p = self._order(series)
         x = as_series(series, p)
         X, Y = design_matrix(x, p)
@@ -292,7 +311,7 @@ class AR:
         return FittedAR.from_params(x, p, params)
 
     def fit_gradient(self, series: Any, steps: int = 2000, lr: float = 0.1, momentum: float = 0.9) -> FittedAR:
-        """The neural view: a linear layer on the windows, trained by full-batch gradient descent.
+        r"""The neural view: a linear layer on the windows, trained by full-batch gradient descent.
 
         Loss: mean over t of (x_t - b - w . [x_{t-1}..x_{t-p}])^2, the least-squares loss of :meth:`fit`.
         The series is standardised first, z = (x - mean) / std, so one learning rate suits any series;
@@ -300,6 +319,10 @@ class AR:
         zero weights (no randomness), heavy-ball momentum; the loss is convex, so it converges to the
         closed-form coefficients (the defaults reach ~1e-12 on sunspots p = 9, births p = 7 and
         log-differenced airline p = 13; badly conditioned windows need more steps).
+
+        !!! equation "Time series › Least-squares fit (beyond the notes)"
+            $\mathcal{L}(b, w) = \frac{1}{n} \sum_t \left(x_t - b - \sum_{i=1}^{p} w_i x_{t-i}\right)^2$: the same
+            squared error minimised by gradient descent, AR(p) as a one-layer network on the windows.
         """
         import torch
 
@@ -354,7 +377,11 @@ def order_criteria(series: Any, max_p: int) -> dict[int, dict[str, float]]:
 
 
 def select_order(series: Any, max_p: int, ic: str = "aic") -> int:
-    """The p in 1..max_p with the smallest criterion on the common sample (ties: the smaller p)."""
+    r"""The p in 1..max_p with the smallest criterion on the common sample (ties: the smaller p).
+
+    !!! equation "Time series › Autoregressive models (beyond the notes)"
+        $\hat{p} = \arg\min_p \mathrm{AIC}(p),\ \mathrm{AIC} = -2 \ln L + 2 (p + 2)$: "how much to go back?"
+        answered by an information criterion (AIC, or BIC and HQIC with other penalties)."""
     if ic not in CRITERIA:
         raise SeqlabError(f"ic must be one of {', '.join(CRITERIA)}, got {ic!r}")
     table = order_criteria(series, max_p)

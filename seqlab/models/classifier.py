@@ -1,15 +1,15 @@
-"""Sentence classifier (seed 004, "Many to One Mapping": a review -> its number of stars; "Sentiment Analysis":
-very offensive .. very good, 5 classes): one label per sentence.
+"""Sentence classifier (notes: Recurrent neural networks › Many to one: a review -> its number of stars; sentiment
+analysis: very offensive .. very good, 5 classes): one label per sentence.
 
-Equations (seed 004):
-    x_t = E · I_t                          token embeddings ("Embedding Matrix")
+Equations (notes: Recurrent neural networks):
+    x_t = E · I_t                          token embeddings (notes: Word embeddings › Embedding matrix)
     a_t = RNN/GRU/LSTM(x_t, a_{t-1})       (bi)directional, deep (:class:`RecurrentEncoder`), or
-    X^L = Encoder(embed(I))                a Transformer encoder with a padding mask (seed 001)
+    X^L = Encoder(embed(I))                a Transformer encoder with a padding mask (notes: Transformer)
     s   = pool(a_1 .. a_T)                 over the T real tokens only:
           last  s = a_T (bidirectional: [→a_T, ←a_1], each direction's state after reading the whole sentence)
           mean  s = (1/T) Σ_t a_t
           max   s_k = max_t a_t,k
-    ŷ   = softmax(W s + b)                 ("RNNs": ŷ = g2(w2 · a + b2) read once, at the end); logits returned
+    ŷ   = softmax(W s + b)                 (the notes' ŷ = g2(w2 · a + b2) read once, at the end); logits returned
     L   = -log ŷ[y]                        per sentence; the task sums over sentences and divides by their count
 
 The token encoders, the per-arch config classes and the word-vector initialisation are shared with the
@@ -77,9 +77,13 @@ CLASSIFIER_CONFIGS = arch_configs(RecurrentClassifierConfig, TransformerClassifi
 
 
 def pool(h: Tensor, padding: Tensor | None, how: str, dirs: int = 1) -> Tensor:
-    """Pool per-token states h (batch, seq, width) over the real tokens (padding (batch, seq), True = real,
+    r"""Pool per-token states h (batch, seq, width) over the real tokens (padding (batch, seq), True = real,
     None = all real) -> (batch, width). ``dirs`` = 2 for a bidirectional recurrent stack, whose "last"
-    state is [→a_T, ←a_1]."""
+    state is [→a_T, ←a_1].
+
+    !!! equation "Recurrent neural networks › Many to one (beyond the notes)"
+        $s = a_T,\ s = \frac{1}{T} \sum_{t=1}^{T} a_t \text{ or } s_k = \max_t a_{t,k}$: one vector for the whole
+        sentence from its $T$ real tokens' states (last, mean or max pooling)."""
     batch, seq, width = h.shape
     if padding is None:
         padding = torch.ones(batch, seq, dtype=torch.bool, device=h.device)
@@ -100,7 +104,11 @@ def pool(h: Tensor, padding: Tensor | None, how: str, dirs: int = 1) -> Tensor:
 
 
 class Classifier(EncoderWithHead):
-    """logits = W · pool(a_1 .. a_T) + b (seed 004 "Many to One Mapping")."""
+    r"""logits = W · pool(a_1 .. a_T) + b (notes: Recurrent neural networks › Many to one).
+
+    !!! equation "Recurrent neural networks › Many to one"
+        $\hat{y} = \mathrm{softmax}(W s + b),\ s = \mathrm{pool}(a_1, \dots, a_T)$: one label distribution per
+        sentence (sentiment), the notes' output layer read once, after the whole sentence."""
 
     def __init__(self, cfg: RecurrentClassifierConfig | TransformerClassifierConfig) -> None:
         super().__init__(cfg, "n_classes")  # head W: width -> classes, b

@@ -1,20 +1,20 @@
 """Fine-tuning a pretrained BERT-style encoder (:mod:`seqlab.models.pretrained`) for tagging and classification.
 
-Two heads on the encoder's last hidden states H = Encoder(X^0) (seed 001 "Transformer"; BERT, Devlin et al.
+Two heads on the encoder's last hidden states H = Encoder(X^0) (notes: Transformer; BERT, Devlin et al.
 2019, section 4 "token-level / sequence-level tasks"):
 
     token classification     logits_t = W · dropout(h_t) + b          at every sub-word t; a word's label sits on
                              its FIRST sub-word (BERT's CoNLL recipe): the loss reads only those positions and
-                             a word's prediction is the argmax there (seed 004 NER "Many to Many")
+                             a word's prediction is the argmax there (notes: NER, many to many)
     sequence classification  s = (1/T) Σ_t m_t h_t  (mean over the T real tokens, :func:`mean_pool`), or with
                              model.pooling = "cls" BERT's pooler s = tanh(W_p h_[CLS] + b_p) (W_p, b_p from
                              the checkpoint; the form BertForSequenceClassification computes)
-                             logits = W · dropout(s) + b                (seed 004 "Many to One Mapping")
+                             logits = W · dropout(s) + b                (notes: many to one)
 
 With ``model.crf = true`` the token classifier's logits at the first sub-words are the emission scores of a
 linear-chain CRF (:mod:`seqlab.nn.crf`): trained with the sentence NLL, predicting by Viterbi.
 
-Both train with the NLL of seed 004 (the tasks sum it over labelled words / sentences and divide by their count).
+Both train with the notes' NLL (the tasks sum it over labelled words / sentences and divide by their count).
 
 The run keeps what the model needs without the original directory: ``pretrained.json`` (the name or directory
 it was fine-tuned from, and the encoder's :class:`BertConfig`) and ``wordpiece.json`` (the tokenizer).
@@ -178,8 +178,12 @@ class _Head(nn.Module):
 
 
 class TokenClassifier(_Head):
-    """logits_t = W · dropout(h_t) + b over the encoder's per-sub-word states h_t (BERT's NER head); with
-    ``cfg.crf`` also ``crf``, the CRF over the first sub-words' logits."""
+    r"""logits_t = W · dropout(h_t) + b over the encoder's per-sub-word states h_t (BERT's NER head); with
+    ``cfg.crf`` also ``crf``, the CRF over the first sub-words' logits.
+
+    !!! equation "Pretrained encoders › Fine-tuning (beyond the notes)"
+        $\mathrm{logits}_t = W\, \mathrm{dropout}(h_t) + b$: a new linear layer on the pretrained encoder's
+        states, read at each word's first sub-word; the whole model is then trained briefly on the task."""
 
     def __init__(self, cfg: PretrainedTaggerConfig, encoder: BertEncoder) -> None:
         super().__init__(cfg, encoder, cfg.n_labels)
@@ -193,8 +197,12 @@ class TokenClassifier(_Head):
 
 
 class SequenceClassifier(_Head):
-    """logits = W · dropout(s) + b with s the mean over the real tokens (Sentence-BERT pooling) or, with
-    pooling "cls", BERT's pooler tanh(W_p h_[CLS] + b_p)."""
+    r"""logits = W · dropout(s) + b with s the mean over the real tokens (Sentence-BERT pooling) or, with
+    pooling "cls", BERT's pooler tanh(W_p h_[CLS] + b_p).
+
+    !!! equation "Pretrained encoders › Fine-tuning (beyond the notes)"
+        $\mathrm{logits} = W\, \mathrm{dropout}(s) + b,\ s = \tanh(W_p h_{[CLS]} + b_p)$: the sentence head, on
+        BERT's pooled [CLS] state (or on the mean of the tokens' states)."""
 
     def __init__(self, cfg: PretrainedClassifierConfig, encoder: BertEncoder) -> None:
         super().__init__(cfg, encoder, cfg.n_classes)

@@ -1,22 +1,22 @@
-"""Neural forecasters over the windows of seed 004's AR(p): an LSTM/GRU or a Transformer encoder reads the
+"""Neural forecasters over the windows of the notes' AR(p): an LSTM/GRU or a Transformer encoder reads the
 last ``max_len`` values of a series and predicts the next one.
 
-Seed 004 sets AR(p) up as a regression on sliding windows (X rows ``t_0 t_1 t_2``, ``t_1 t_2 t_3``, ...; Y
+The notes set AR(p) up as a regression on sliding windows (X rows ``t_0 t_1 t_2``, ``t_1 t_2 t_3``, ...; Y
 ``t_3``, ``t_4``, ...) and fits a linear map from a window to the value that follows:
 
-    x_t = b + sum_{i=1..p} w_i x_{t-i}                              (seed 004, AR(p); models/autoregressive.py)
+    x_t = b + sum_{i=1..p} w_i x_{t-i}                              (notes: Time series › Autoregressive models)
 
 The forecasters here keep those windows ("how much to go back?" is ``max_len`` = L) and replace the linear
-map by a sequence model read many-to-one (seed 004, 6th March: "variable length i/p -> fixed length o/p"):
+map by a sequence model read many-to-one (the notes: "variable length i/p -> fixed length o/p"):
 
     x_t = f(x_{t-L}, ..., x_{t-1})
 
 - recurrent (``RecurrentForecaster``): each value is the 1-wide input of the cell, a_s = LSTM/GRU(x_s, a_{s-1})
-  (seed 004 "LSTM", "GRU"; :mod:`seqlab.nn.recurrent`), and the forecast is read off the last state,
-  x_hat_t = w_out . a_{t-1} + b_out (seed 004 "RNNs": y_hat = g2(W2 a_t + b2) with g2 the identity);
+  (notes: Recurrent neural networks; :mod:`seqlab.nn.recurrent`), and the forecast is read off the last state,
+  x_hat_t = w_out . a_{t-1} + b_out (the notes' y_hat = g2(W2 a_t + b2) with g2 the identity);
 - Transformer (``TransformerForecaster``): each value becomes a d_model vector, e_s = x_s w_in + b_in (a linear
-  "embedding" of a number), plus positions (seed 001 "Position Encoding", seed 000 eq 15), through the encoder
-  layers (seed 001 "Transformer"; :class:`seqlab.models.transformer.Encoder`); the forecast is read off the
+  "embedding" of a number), plus positions (notes: Transformer › Positional encoding), through the encoder
+  layers (notes: Transformer; :class:`seqlab.models.transformer.Encoder`); the forecast is read off the
   last position, x_hat_t = w_out . X^L[last] + b_out. Positions are right-aligned: the newest value of a window
   is always at position max_len - 1.
 
@@ -52,8 +52,8 @@ class RecurrentForecasterConfig:
     """A recurrent forecaster: the window read by a recurrent stack, the forecast off its last state."""
 
     cell: str = "lstm"  # rnn (Elman) | gru (PyTorch's) | simple-gru (the notes', impl="equations") | lstm
-    max_len: int = 32  # window length L: the model reads the last L values ("how much to go back?", seed 004)
-    n_layers: int = 1  # stacked recurrent layers (seed 004 "Deep RNNs")
+    max_len: int = 32  # window length L: the model reads the last L values ("how much to go back?" in the notes)
+    n_layers: int = 1  # stacked recurrent layers (notes: Recurrent neural networks › Deep RNNs)
     hidden_size: int = 64  # width of a_t (and the LSTM's c_t)
     dropout: float = 0.0  # between stacked layers (training only)
     impl: str = "fused"  # fused (torch.nn.LSTM/GRU kernels) | equations (the cell equations, a loop)
@@ -107,7 +107,7 @@ class TransformerForecasterConfig:
     d_ff: int = 64  # hidden width of the feed-forward network
     dropout: float = 0.0  # on the embedding, attention weights, FFN hidden units and residual branches
     norm: str = "pre"  # LayerNorm placement: "pre" | "post" | "sublayer"
-    positions: str = "sinusoidal"  # "sinusoidal" (seed 000 eq 15) or "learned"
+    positions: str = "sinusoidal"  # "sinusoidal" (notes: Transformer › Positional encoding) or "learned"
     activation: str = "gelu"  # FFN activation: "gelu" or "relu"
 
     def __post_init__(self) -> None:
@@ -128,7 +128,12 @@ FORECASTER_CONFIGS = {"lstm": LSTMForecasterConfig, "gru": GRUForecasterConfig,
 
 
 class RecurrentForecaster(nn.Module):
-    """x_hat_t = w_out . a_{t-1} + b_out, a_s = cell(x_s, a_{s-1}) over the window (seed 004 "RNNs", "LSTM")."""
+    r"""x_hat_t = w_out . a_{t-1} + b_out, a_s = cell(x_s, a_{s-1}) over the window (notes: Recurrent neural networks).
+
+    !!! equation "Time series › Neural forecasters"
+        $\hat{x}_t = w_{out} \cdot a_{t-1} + b_{out},\ a_s = \mathrm{cell}(x_s, a_{s-1})$: an LSTM or GRU reads the
+        window many-to-one, and the notes' $\hat{y} = g_2(W_2 a + b_2)$, with $g_2$ the identity, reads the
+        forecast off its last state."""
 
     def __init__(self, cfg: RecurrentForecasterConfig) -> None:
         super().__init__()
@@ -146,7 +151,11 @@ class RecurrentForecaster(nn.Module):
 
 
 class TransformerForecaster(nn.Module):
-    """x_hat_t = w_out . Encoder(x w_in + b_in + P)[last] + b_out (seed 001 "Transformer", "Position Encoding")."""
+    r"""x_hat_t = w_out . Encoder(x w_in + b_in + P)[last] + b_out (notes: Transformer).
+
+    !!! equation "Time series › Neural forecasters (beyond the notes)"
+        $\hat{x}_t = w_{out} \cdot \mathrm{Encoder}(x\, w_{in} + b_{in} + P)_{last} + b_{out}$: a Transformer
+        encoder over the window, each value embedded linearly; the forecast is read off the last position."""
 
     def __init__(self, cfg: TransformerForecasterConfig) -> None:
         super().__init__()
@@ -183,9 +192,13 @@ def build_forecaster(cfg: RecurrentForecasterConfig | TransformerForecasterConfi
 
 
 def window_matrix(z: np.ndarray, window: int, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seed 004's X / Y: rows z[t-L .. t-1] (oldest first) and targets z[t], for t = start .. stop-1.
+    r"""The notes' X / Y: rows z[t-L .. t-1] (oldest first) and targets z[t], for t = start .. stop-1.
 
     ``start`` must be >= L (every row is a whole window); returns X (rows, L) and Y (rows,).
+
+    !!! equation "Time series › Sliding windows"
+        $X_t = [z_{t-L}, \dots, z_{t-1}],\ Y_t = z_t$: the training pairs of a neural forecaster, windows of the
+        last $L$ values (oldest first) and the value that follows.
     """
     if start < window:
         raise ValueError(f"start={start} < window={window}: the first window would reach before the series")

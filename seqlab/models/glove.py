@@ -1,11 +1,11 @@
-"""GloVe (seed 004, "Glove algorithm"; Pennington et al. 2014): weighted least squares on co-occurrence counts.
+"""GloVe (notes: Word embeddings › GloVe; Pennington et al. 2014): weighted least squares on co-occurrence counts.
 
-Seed 004: X_ij counts how often word j occurs in the window of word i (symmetric: X_ij = X_ji), and the
+The notes: X_ij counts how often word j occurs in the window of word i (symmetric: X_ij = X_ji), and the
 vectors minimise
 
     J = Σ_{i,j: X_ij > 0} f(X_ij) (θ_i·e_j + b_i + b̃_j - log X_ij)²,   f(x) = min(1, (x / x_max)^alpha)
 
-(the seed writes the sum over all pairs; pairs with X_ij = 0 have no log and f(0) = 0, so they drop out).
+(the notes write the sum over all pairs; pairs with X_ij = 0 have no log and f(0) = 0, so they drop out).
 As in the reference C tool (stanfordnlp/GloVe: cooccur.c, glove.c):
 - a pair at distance d in a symmetric window adds 1/d to X_ij and to X_ji; the window stops at line ends;
 - counting is sparse and memory-bounded: the pairs of a block of sentences (at most ``BLOCK_PAIRS``) are sorted
@@ -211,13 +211,17 @@ class _Shards:
 
 def cooccurrence(corpus: Corpus, window: int, block_pairs: int = BLOCK_PAIRS, max_memory_mb: int = 0,
                  scratch: Path | None = None) -> tuple[np.ndarray, ...]:
-    """The symmetric matrix X as sorted (rows (N,) int32, cols (N,) int32, values (N,) float64).
+    r"""The symmetric matrix X as sorted (rows (N,) int32, cols (N,) int32, values (N,) float64).
 
     Counting is sparse and holds about ``max_memory_mb`` MB (0 = no bound): the pairs of a block of sentences
     are sorted and summed, then merged into a running sparse matrix; when that passes the budget it is written
     to a sorted shard on disk (in a temporary folder in ``scratch``, else the system's), and at the end the
     shards are merged (k-way, summing equal keys). The weights are exact (:func:`distance_weights`), so the
-    matrix does not depend on the blocks or the shards."""
+    matrix does not depend on the blocks or the shards.
+
+    !!! equation "Word embeddings › GloVe"
+        $X_{ij} = \sum_{\text{pairs } (i, j) \text{ at distance } d \le \text{window}} 1/d$: the co-occurrence
+        matrix, how often word $j$ occurs in the window of word $i$ (symmetric; near pairs count more)."""
     v = len(corpus.words)
     weights, unit = distance_weights(window, len(corpus.ids))
     budget = max_memory_mb * 2**20
@@ -300,7 +304,12 @@ def _adagrad(word, context, word_bias, context_bias, g_word, g_context, g_word_b
 
 
 class GloVe(nn.Module):
-    """θ (``word``), e (``context``) and the biases b, b̃; ``forward`` is the weighted squared error per entry."""
+    r"""θ (``word``), e (``context``) and the biases b, b̃; ``forward`` is the weighted squared error per entry.
+
+    !!! equation "Word embeddings › GloVe"
+        $J = \sum_{i,j} f(X_{ij}) (\theta_i^\top e_j + b_i + \tilde{b}_j - \log X_{ij})^2$: the GloVe loss, word
+        vectors whose dot product fits the log co-occurrence count; the weight $f(x) = \min(1, (x/x_{max})^\alpha)$
+        (beyond the notes) drops the pairs never seen and damps the frequent ones."""
 
     def __init__(self, cfg: GloVeConfig):
         super().__init__()

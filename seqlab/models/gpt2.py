@@ -1,6 +1,6 @@
 """GPT-2 (Hugging Face ``GPT2LMHeadModel`` layout) <-> our :class:`TransformerLM`, both directions.
 
-GPT-2 is the decoder-only Transformer of seed 001 with pre-LN placement, learned positions, GELU (the
+GPT-2 is the decoder-only Transformer of the notes (Transformer) with pre-LN placement, learned positions, GELU (the
 tanh approximation, ``gelu_new``; ours ``gelu_tanh``), biases and tied input/output embeddings. Its
 ``Conv1D`` layers store weights as (in, out), the transpose of ``nn.Linear``; the name table below is the
 whole mapping, read one way by the importer (:func:`from_gpt2`, :func:`from_gpt2_tensors`) and the other
@@ -133,8 +133,13 @@ def to_gpt2_tensors(model: TransformerLM) -> dict[str, Tensor]:
 
 def from_gpt2_tensors(cfg: TransformerLMConfig, tensors: dict[str, Tensor], source: str = "the GPT-2 weights",
                       dtype: torch.dtype | None = None) -> TransformerLM:
-    """A TransformerLM for ``cfg`` holding GPT-2-named ``tensors`` (copied); refuses, naming the entry, a
-    missing weight, one the table does not use, or a shape that does not fit the config."""
+    r"""A TransformerLM for ``cfg`` holding GPT-2-named ``tensors`` (copied); refuses, naming the entry, a
+    missing weight, one the table does not use, or a shape that does not fit the config.
+
+    !!! equation "Pretrained encoders › GPT-2 (beyond the notes)"
+        $X' = X + \mathrm{MHA}(\mathrm{lnorm}(X)),\ X'' = X' + \mathrm{FFN}(\mathrm{lnorm}(X'))$: GPT-2's block
+        (pre-LN, causal, GELU), our TransformerLM; its ``Conv1D`` computes $x W + b$, so four weight kinds are
+        transposed into our ``nn.Linear``'s $x W^\top + b$."""
     # a GPT2LMHeadModel's names, or a bare GPT2Model's (no "transformer." prefix)
     theirs = {k if k.startswith(("transformer.", "lm_head.")) else f"transformer.{k}": v for k, v in tensors.items()}
     table = weight_table(cfg.n_layers)

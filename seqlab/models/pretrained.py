@@ -1,9 +1,9 @@
 """Pretrained BERT-style encoders: a Hugging Face ``BertModel`` directory loaded into our Transformer encoder.
 
-BERT (Devlin et al. 2019) is the encoder of seed 001 "Transformer" with
-- post-LN placement, X' = lnorm(X + f(X)) (seed 001 "Layer Norm"; :mod:`seqlab.nn.norm` "post"),
-- exact (erf) GELU in the FFN (seed 001 "FFN", ReLU replaced), learned positions (seed 001
-  "Position Encoding" with P a trained table),
+BERT (Devlin et al. 2019) is the Transformer encoder of the notes (Transformer) with
+- post-LN placement, X' = lnorm(X + f(X)) (notes: Transformer › Layer norm; :mod:`seqlab.nn.norm` "post"),
+- exact (erf) GELU in the FFN (notes: Transformer › Feed-forward network, ReLU replaced), learned positions
+  (notes: Transformer › Positional encoding, with P a trained table),
 - an embedding with a third term and its own LayerNorm: X^0 = lnorm(E·I + P + S·type), S being the
   token-type ("segment") embeddings; that is :class:`BertEmbeddings`, the only piece our
   :class:`~seqlab.models.transformer.Encoder` does not already have.
@@ -65,18 +65,26 @@ class BertConfig(TransformerConfig):
 
 
 def mean_pool(hidden: Tensor, attention_mask: Tensor) -> Tensor:
-    """Mean of the real tokens' vectors (Sentence-BERT, Reimers & Gurevych 2019): sum_t m_t h_t / sum_t m_t.
+    r"""Mean of the real tokens' vectors (Sentence-BERT, Reimers & Gurevych 2019): sum_t m_t h_t / sum_t m_t.
 
     hidden (batch, seq, d_model), attention_mask (batch, seq) True/1 = real token -> (batch, d_model).
     The count is clamped at 1e-9, as sentence-transformers does, so an all-padding row gives zeros.
+
+    !!! equation "Pretrained encoders › Fine-tuning (beyond the notes)"
+        $s = \frac{\sum_t m_t h_t}{\sum_t m_t}$: a sentence's vector, the mean of its real tokens' states
+        ($m_t$ = 1 for a real token), for sentence embeddings and the classification head.
     """
     m = attention_mask.to(hidden.dtype).unsqueeze(-1)  # batch, seq, 1
     return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)  # batch, d_model
 
 
 class BertEmbeddings(nn.Module):
-    """X^0 = dropout(lnorm(E·I + P + S·type)): token, learned position and token-type embeddings, then a
-    LayerNorm (seed 001 "Position Encoding" plus BERT's segment term; seed 001 "Layer Norm")."""
+    r"""X^0 = dropout(lnorm(E·I + P + S·type)): token, learned position and token-type embeddings, then a
+    LayerNorm (notes: Transformer › Embedding plus BERT's segment term; › Layer norm).
+
+    !!! equation "Pretrained encoders › BERT (beyond the notes)"
+        $X^0 = \mathrm{lnorm}(E I + P + S\, \mathrm{type})$: BERT's embedding, the notes' $E I + P$ with learned
+        positions, plus a token-type ("segment") term, then a LayerNorm."""
 
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()

@@ -1,12 +1,12 @@
-"""Recurrent models (seed 004): the shared encoder (embeddings -> (bi)RNN/GRU/LSTM stack -> per-token states)
-and the recurrent language model.
+"""Recurrent models (notes: Recurrent neural networks): the shared encoder (embeddings -> (bi)RNN/GRU/LSTM stack ->
+per-token states) and the recurrent language model.
 
-Equations (seed 004):
-    x_t = E · I_t                        the token's row of the embedding matrix ("Embedding Matrix", E · o_j = e_j)
+Equations (notes: Recurrent neural networks; Word embeddings › Embedding matrix):
+    x_t = E · I_t                        the token's row of the embedding matrix (E · o_j = e_j)
     a_t = cell(x_t, a_{t-1}), a_0 = 0    per layer; Elman, GRU or LSTM (:mod:`seqlab.nn.recurrent`); deep and,
                                          for encoders, bidirectional: a_t = [→a_t, ←a_t]
-    ŷ_t = softmax(W2 a_t + b2)          the next-token distribution over the vocabulary ("RNNs", 6th March;
-                                         softmax over the vocabulary, 11th March); logits returned, softmax in the loss
+    ŷ_t = softmax(W2 a_t + b2)          the next-token distribution over the vocabulary (› Elman RNN, with
+                                         the softmax over the vocabulary); logits returned, softmax in the loss
 With ``tie_embeddings`` W2 is E (Press & Wolf 2017; needs hidden_size == d_model). Dropout (Zaremba et al.
 2014) on the embeddings, between stacked layers and on the top layer's states.
 
@@ -40,7 +40,7 @@ class RecurrentModelConfig:
     vocab_size: int | None = None  # tokens in the vocabulary (from the data: None in a run config until read)
     cell: str = "lstm"  # rnn (Elman) | simple-gru (the notes' GRU, impl="equations" only) | gru | lstm
     nonlinearity: str = "tanh"  # g of the Elman cell: tanh | relu (rnn cell only)
-    n_layers: int = 2  # stacked recurrent layers (seed 004 "Deep RNNs")
+    n_layers: int = 2  # stacked recurrent layers (notes: Recurrent neural networks › Deep RNNs)
     d_model: int = 256  # embedding width, the input x_t of the first layer
     hidden_size: int = 256  # width of a_t (and the LSTM's c_t) per direction
     dropout: float = 0.2  # on embeddings, between layers and on the top layer's states (training only)
@@ -113,9 +113,13 @@ LM_CONFIGS = {"lstm": LSTMLMConfig, "gru": GRULMConfig, "rnn": RNNLMConfig}  # m
 
 
 class RecurrentEncoder(nn.Module):
-    """Token ids -> per-token states: x_t = E · I_t, dropout, the (bi)directional stack, dropout.
+    r"""Token ids -> per-token states: x_t = E · I_t, dropout, the (bi)directional stack, dropout.
 
     Shared by the language model (left to right) and the tagger / classifier (bidirectional).
+
+    !!! equation "Word embeddings › Embedding matrix"
+        $e_j = E\, o_j$: a token's vector, the embedding matrix times its one-hot vector $o_j$, i.e. row $j$ of
+        $E$ (a look-up, ``nn.Embedding``).
     """
 
     def __init__(self, cfg: RecurrentModelConfig, bidirectional: bool = False, padding_idx: int | None = None) -> None:
@@ -151,7 +155,11 @@ class RecurrentCache:
 
 
 class RecurrentLM(nn.Module):
-    """Recurrent language model: logits_t = W2 a_t + b2 over the top layer's a_t (seed 004 "RNNs")."""
+    r"""Recurrent language model: logits_t = W2 a_t + b2 over the top layer's a_t (notes: Recurrent neural networks).
+
+    !!! equation "Recurrent neural networks › Elman RNN"
+        $\hat{y}_t = \mathrm{softmax}(W_2 a_t + b_2)$: the output at step $t$, here the distribution of the next
+        token over the vocabulary ($W_2 = E$ with tied embeddings); the model returns the logits."""
 
     def __init__(self, cfg: RecurrentLMConfig) -> None:
         super().__init__()

@@ -1,13 +1,13 @@
 """RNN encoder-decoder with additive attention (seq2seq; Bahdanau et al. 2015).
 
-Seed 004 ("Google Translate: Sequence to Sequence Models", "Problem : Machine Translation"): the input
+The notes (Sequence to sequence › Encoder-decoder, › Bahdanau attention): the input
 x_1..x_m is read by a bidirectional RNN, the output ŷ_1..ŷ_n (n != m) is produced between <sos> and
 <eos>, and each output step attends over the input:
 
-    a_{t'}       = (→a_{t'}, ←a_{t'})                          bidirectional GRU/LSTM over E_src x   (seed 004)
+    a_{t'}       = (→a_{t'}, ←a_{t'})                          bidirectional GRU/LSTM over E_src x   (notes)
     s_0          = tanh(W_b [→a_m ; ←a_1])                     per layer, from the final states (the bridge)
     e_{t,t'}     = v^T tanh(W_s s_{t-1} + W_h a_{t'})         :class:`~seqlab.nn.additive.AdditiveAttention`
-    alpha_{t,t'} = softmax_{t'}(e_{t,t'}),  c_t = sum_{t'} alpha_{t,t'} a_{t'}                  (seed 004)
+    alpha_{t,t'} = softmax_{t'}(e_{t,t'}),  c_t = sum_{t'} alpha_{t,t'} a_{t'}                  (notes)
     s_t          = GRU/LSTM([E_tgt y_{t-1} ; c_t], s_{t-1})    the decoder state (top layer's is the query)
     p(y_t | y_<t, x) = softmax(W_o tanh(W_r [s_t ; c_t ; E_tgt y_{t-1}]))                  (logits returned)
 
@@ -123,7 +123,15 @@ class DecoderState:
 
 
 class Encoder(nn.Module):
-    """Embedding, dropout, bidirectional GRU/LSTM on packed sequences, bridge to the decoder's s_0."""
+    r"""Embedding, dropout, bidirectional GRU/LSTM on packed sequences, bridge to the decoder's s_0.
+
+    !!! equation "Sequence to sequence › Bahdanau attention"
+        $a_{t'} = (\overrightarrow{a}_{t'}, \overleftarrow{a}_{t'})$: the annotation of input word $x_{t'}$, the
+        states of a bidirectional RNN over the source sentence, which the attention reads.
+
+    !!! equation "Sequence to sequence › Encoder-decoder (beyond the notes)"
+        $s_0 = \tanh(W_b [\overrightarrow{a}_m ; \overleftarrow{a}_1])$: the decoder's first state, from the
+        encoder's final states (the bridge, one per layer)."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
@@ -157,7 +165,15 @@ class Encoder(nn.Module):
 
 
 class AttentionDecoder(nn.Module):
-    """One step: attend with s_{t-1}, update s_t from [E y_{t-1} ; c_t], read out the next-token logits."""
+    r"""One step: attend with s_{t-1}, update s_t from [E y_{t-1} ; c_t], read out the next-token logits.
+
+    !!! equation "Sequence to sequence › Encoder-decoder (beyond the notes)"
+        $s_t = \mathrm{RNN}([E\, y_{t-1} ; c_t], s_{t-1})$: the decoder's state, fed the previous output word and
+        the context of the attention.
+
+    !!! equation "Sequence to sequence › Encoder-decoder (beyond the notes)"
+        $p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_o \tanh(W_r [s_t ; c_t ; E\, y_{t-1}]))$: the next word's
+        distribution, read out from the state, the context and the previous word."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
@@ -193,7 +209,12 @@ class AttentionDecoder(nn.Module):
 
 
 class Seq2SeqAttention(nn.Module):
-    """Encoder-decoder with additive attention; ``forward`` is teacher-forced, ``step`` decodes one token."""
+    r"""Encoder-decoder with additive attention; ``forward`` is teacher-forced, ``step`` decodes one token.
+
+    !!! equation "Sequence to sequence › Encoder-decoder"
+        $p(y \mid x) = \prod_{t=1}^{n} p(y_t \mid y_{<t}, x)$: an output sentence of its own length $n \ne m$,
+        word by word between $\langle sos \rangle$ and $\langle eos \rangle$; training feeds the reference
+        $y_{<t}$ (teacher forcing)."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()

@@ -1,17 +1,17 @@
-"""Sequence tagger (seed 004, NER: "a Many to Many model & size of inputs & output were same"): one label per
-token, read off a token encoder that sees the whole sentence.
+"""Sequence tagger (notes: Recurrent neural networks › Many to many, NER: "a Many to Many model & size of inputs
+& output were same"): one label per token, read off a token encoder that sees the whole sentence.
 
-Equations (seed 004):
+Equations (notes: Recurrent neural networks):
     x_t = E · I_t                      the token's row of the embedding matrix ("Embedding Matrix", E · o_j = e_j)
     x'_t = [x_t ; [→h_m ; ←h_1]]       with model.char_dim > 0 (recurrent archs): the word's character BiLSTM
                                        feature appended (Lample et al. 2016, :mod:`seqlab.nn.char_features`)
-    a_t = [→a_t, ←a_t]                 a bidirectional (deep) LSTM/GRU/RNN, :class:`RecurrentEncoder` ("Bi-Directional
-                                       RNNs": "to decide the NER we need to look toward future words")
-      or X^L = Encoder(embed(I))       a Transformer encoder with a padding mask (seed 001 "Transformer")
-    ŷ_t = softmax(W2 a_t + b2)         one distribution per token ("RNNs", 6th March: ŷ_t = g2(w2 · a_t + b2));
+    a_t = [→a_t, ←a_t]                 a bidirectional (deep) LSTM/GRU/RNN, :class:`RecurrentEncoder` (the notes:
+                                       "to decide the NER we need to look toward future words")
+      or X^L = Encoder(embed(I))       a Transformer encoder with a padding mask (notes: Transformer)
+    ŷ_t = softmax(W2 a_t + b2)         one distribution per token (the notes' ŷ_t = g2(w2 · a_t + b2));
                                        logits returned, the softmax is in the loss
     L = Σ_t -log ŷ_t[y_t]              over real tokens only: the cross-entropy that generalises the notes' binary
-                                       L = Σ_i L_i(ŷ_i, y_i) (10th March) to many labels; the task divides the sum
+                                       L = Σ_i L_i(ŷ_i, y_i) to many labels; the task divides the sum
                                        by the number of real tokens
     with model.crf = true              a linear-chain CRF over the logits as emission scores
                                        (:mod:`seqlab.nn.crf`, Lample et al. 2016): L = -Σ_sentences log p(y | x),
@@ -51,7 +51,7 @@ class RecurrentTaggerConfig(EmbeddingInit, CharRecurrentConfig):
 
     n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
     crf: bool = False  # a linear-chain CRF output layer (seqlab.nn.crf): sequence NLL, Viterbi predictions
-    bidirectional: bool = True  # per-token states [→a_t, ←a_t] (seed 004 "Bi-Directional RNNs")
+    bidirectional: bool = True  # per-token states [→a_t, ←a_t] (notes: › Bidirectional RNNs)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -86,10 +86,14 @@ TAGGER_CONFIGS = arch_configs(RecurrentTaggerConfig, TransformerTaggerConfig)  #
 
 
 class Tagger(EncoderWithHead):
-    """logits_t = W2 a_t + b2 over the encoder's per-token states a_t (seed 004 NER, many-to-many); with
+    r"""logits_t = W2 a_t + b2 over the encoder's per-token states a_t (notes: NER, many to many); with
     ``cfg.crf`` also ``crf``, the CRF that reads the logits as emission scores (its constraints are set by the
     task from the label names and saved in the checkpoint). With ``cfg.char_dim`` > 0 the encoder also reads
-    each word's characters, ``n_chars`` of them in the run's character vocabulary."""
+    each word's characters, ``n_chars`` of them in the run's character vocabulary.
+
+    !!! equation "Recurrent neural networks › Many to many"
+        $\hat{y}_t = \mathrm{softmax}(W_2 a_t + b_2)$: one label distribution per token (NER), read off the
+        per-token states $a_t = [\overrightarrow{a}_t ; \overleftarrow{a}_t]$ of a bidirectional encoder."""
 
     def __init__(self, cfg: RecurrentTaggerConfig | TransformerTaggerConfig, n_chars: int | None = None) -> None:
         super().__init__(cfg, "n_labels", n_chars)  # head W2: dirs*hidden | d_model -> labels, b2

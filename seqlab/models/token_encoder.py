@@ -4,13 +4,13 @@ of their configs, the initialisation of E from word vectors (a file, an embeddin
 frozen or trainable), and :class:`EncoderWithHead`, the encoder with a linear layer over its states that both models
 are.
 
-Equations (seed 004):
+Equations (notes: Recurrent neural networks, Word embeddings):
     x_t = E · I_t                      the token's row of the embedding matrix ("Embedding Matrix", E · o_j = e_j)
     x'_t = [x_t ; char_features(w_t)]  with ``model.char_dim`` > 0 (recurrent taggers): the word's character
                                        BiLSTM feature [→h_m ; ←h_1] appended (Lample et al. 2016,
                                        :mod:`seqlab.nn.char_features`), so the stack reads d_model + 2*char_hidden
     a_t = [→a_t, ←a_t]                 a (bi)directional (deep) LSTM/GRU/RNN, :class:`RecurrentEncoder`
-      or X^L = Encoder(embed(I))       a Transformer encoder with a padding mask (seed 001 "Transformer")
+      or X^L = Encoder(embed(I))       a Transformer encoder with a padding mask (notes: Transformer)
 
 Shapes: batch; seq; d_model (embedding width); hidden (hidden_size); dirs (1 or 2); width (dirs*hidden or d_model);
 chars (characters per word, padded); char_hidden (char_hidden_size).
@@ -142,7 +142,7 @@ def arch_configs(recurrent: type, transformer: type) -> dict[str, type]:
 
 
 class TransformerTokenEncoder(nn.Module):
-    """X^0 = E·I + P, then n_layers encoder layers whose attention ignores padded keys (seed 001).
+    """X^0 = E·I + P, then n_layers encoder layers whose attention ignores padded keys (notes: Transformer).
 
     Same call as :class:`RecurrentEncoder`: ``forward(ids, padding) -> (states, None)``.
     """

@@ -1,19 +1,13 @@
 """The Transformer: encoder, decoder, encoder-decoder and decoder-only language model.
 
-Equations (seed 001 "Transformer", with the norm placement of :mod:`seqlab.nn.norm`):
-    X^0 = embed(I) = E·I (· sqrt(d_model) if scale_embeddings) + P       (seed 001 "Position Encoding")
-    T^l = Residual(MHA)(X^(l-1)),  X^l = Residual(FFN)(T^l)               (seed 001; "sublayer" is its form)
-    O   = softmax(W · X^L)                                                (logits returned; softmax in the loss)
-Attention: :mod:`seqlab.nn.attention` (seed 001 "Masked Attention", seed 000 eqs 8-14, seed 002);
-positions: :mod:`seqlab.nn.positions` (seed 000 eq 15); FFN: :mod:`seqlab.nn.feedforward`
-(seed 000 eq 18). Masks: boolean, True = may attend (:mod:`seqlab.nn.masks`); a padding argument is
-(batch, seq) with True = real token.
+Equations (notes: Transformer): the tags of :class:`Embedding`, :class:`EncoderLayer` and :class:`TransformerLM`;
+the norm placements :mod:`seqlab.nn.norm`, attention :mod:`seqlab.nn.attention`, positions :mod:`seqlab.nn.positions`,
+FFN :mod:`seqlab.nn.feedforward`. Masks: boolean, True = may attend (:mod:`seqlab.nn.masks`); padding True = real.
 
-One public forward per class (``forward``; ``encode``/``decode`` of the encoder-decoder) returns the output,
-or with ``need_weights=True`` an :class:`AttendedLayers` (the output and every layer's attention weights,
-computed on the equations path). ``TransformerLM.step`` is the one other entry: the compiled decoding step,
-which skips ``forward``'s checks and reads no Python counter so that torch.compile makes one graph for every
-position.
+One public forward per class (``forward``; ``encode``/``decode`` of the encoder-decoder) returns the output, or
+with ``need_weights=True`` an :class:`AttendedLayers` (the output and every layer's attention weights, computed on
+the equations path). ``TransformerLM.step``, the one other entry, is the compiled decoding step: it skips
+``forward``'s checks and reads no Python counter, so that torch.compile makes one graph for every position.
 
 Shapes: batch; seq (src, tgt: source and target lengths); d_model; head; vocab.
 """
@@ -50,11 +44,11 @@ class TransformerConfig:
     max_len: int = 512  # most positions a forward pass may see (cache included)
     dropout: float = 0.1  # on embeddings, attention weights, FFN hidden units and residual branches
     norm: str = "pre"  # LayerNorm placement: "pre" x+f(LN(x)), "post" LN(x+f(x)), "sublayer" LN(f(x))+x
-    positions: str = "sinusoidal"  # "sinusoidal" (seed 000 eq 15) or "learned"
+    positions: str = "sinusoidal"  # "sinusoidal" (the notes' positional encoding) or "learned"
     activation: str = "gelu"  # FFN activation: "gelu" (exact), "gelu_tanh" (GPT-2's approximation) or "relu"
     bias: bool = True  # biases in the attention and FFN projections
     tie_embeddings: bool = True  # the output projection shares the (target) token embedding matrix
-    scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (seed 001; seed 002 does not)
+    scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (the notes; not their worked example)
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm
     impl: str = "auto"  # attention path: "auto" (measured rule: seqlab.nn.attention.attention_path), "fused", "equations"
 
@@ -121,7 +115,10 @@ def _check_positions(n: int, max_len: int, cached: int = 0) -> None:
 
 
 class Embedding(nn.Module):
-    """embed(I) = E·I (· sqrt(d_model)) + P, then dropout (seed 001 "Position Encoding"; seed 002 step (1))."""
+    r"""embed(I) = E·I (· sqrt(d_model)) + P, then dropout (notes: Transformer › Embedding; worked example step 1).
+
+    !!! equation "Transformer › Embedding"
+        $\mathrm{embed}(X) = E X \sqrt{d_{model}} + P$: token vectors (scaled if ``scale_embeddings``) + positions."""
 
     def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -163,7 +160,10 @@ def _attended(out: AttendedLayers, need_weights: bool) -> Tensor | AttendedLayer
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each a residual sublayer (seed 001 "Transformer")."""
+    r"""Self-attention then feed-forward, each a residual sublayer (notes: Transformer › Encoder and decoder).
+
+    !!! equation "Transformer › Encoder and decoder"
+        $T = \mathrm{lnorm}(\mathrm{MHA}(X)) + X,\ X' = \mathrm{lnorm}(\mathrm{FFN}(T)) + T$: a "sublayer" layer."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -314,10 +314,10 @@ def _check_padding(padding: Tensor | None, batch: int, keys: int) -> None:
 
 
 class TransformerLM(nn.Module):
-    """Decoder-only causal language model: embed, n_layers causal blocks, (final LN), W·X^L logits.
+    r"""Decoder-only causal language model: embed, n_layers causal blocks, (final LN), W·X^L logits.
 
-    logits = W · X^L (seed 001 "Transformer" O, before the softmax); W is the token embedding matrix
-    when ``tie_embeddings``.
+    !!! equation "Transformer › Output layer"
+        $O = \mathrm{softmax}(W X^L)$: the next-token distribution (logits returned); $W = E$ if ``tie_embeddings``.
     """
 
     def __init__(self, cfg: TransformerLMConfig) -> None:

@@ -1,8 +1,8 @@
-"""Skip-gram word2vec (seed 004, "Word2Vec" and "Hierarchical Softmax"), with negative sampling or a Huffman tree.
+"""Skip-gram word2vec (notes: Word embeddings › Skip-gram), with negative sampling or a Huffman tree.
 
-Seed 004's notation: o_w is the one-hot vector of word w, E the embedding matrix and e_w = E·o_w the word's
+The notes' notation: o_w is the one-hot vector of word w, E the embedding matrix and e_w = E·o_w the word's
 vector ("Embedding Matrix"). Skip-gram chooses a context word c and a target t within a window around it and
-models P(t | c) = exp(θ_t·e_c) / Σ_j exp(θ_j·e_c) (seed 004, "ŷ = P[t | c]"), trained with the
+models P(t | c) = exp(θ_t·e_c) / Σ_j exp(θ_j·e_c) (the notes' "ŷ = P[t | c]"), trained with the
 cross-entropy L = -log ŷ_t. That softmax costs O(V); the two ways around it share one form, a sum of
 logistic losses over K scored output vectors:
 
@@ -10,7 +10,7 @@ logistic losses over K scored output vectors:
 
 - negative sampling (SGNS, Mikolov et al. 2013): u = (t, n_1 .. n_K), labels (1, 0 .. 0), the noise words n_k
   drawn from the unigram distribution raised to ``ns_exponent`` (0.75);
-- hierarchical softmax (seed 004: "binary tree over the vocabulary, product of binary probabilities along the
+- hierarchical softmax (the notes: "binary tree over the vocabulary, product of binary probabilities along the
   path, O(log2 V)"): u = the inner nodes on the root-to-t path of a Huffman tree, label = 1 - the branch bit,
   so P(t | c) = Π_nodes σ(±θ_node·e_c).
 
@@ -100,8 +100,17 @@ class Word2VecConfig:
 
 
 class SkipGram(nn.Module):
-    """e_c = E·o_c (``input``) and output vectors θ (``ns_output``: one per word, for negative sampling;
-    ``hs_output``: one per inner node of the Huffman tree). ``forward`` returns L(c, t) per pair."""
+    r"""e_c = E·o_c (``input``) and output vectors θ (``ns_output``: one per word, for negative sampling;
+    ``hs_output``: one per inner node of the Huffman tree). ``forward`` returns L(c, t) per pair.
+
+    !!! equation "Word embeddings › Skip-gram"
+        $\hat{y} = P(t \mid c) = \frac{\exp(\theta_t^\top e_c)}{\sum_{j=1}^{V} \exp(\theta_j^\top e_c)}$: the
+        probability of a target word $t$ in the window of a context word $c$; its $O(V)$ normaliser is what
+        negative sampling and hierarchical softmax avoid.
+
+    !!! equation "Word embeddings › Skip-gram"
+        $L(\hat{y}, y) = -\sum_{i=1}^{V} y_i \log \hat{y}_i$: the categorical cross-entropy of a (context,
+        target) pair, $-\log P(t \mid c)$; ``forward`` computes it through one of the two approximations."""
 
     def __init__(self, cfg: Word2VecConfig, hs: bool = False):
         super().__init__()
@@ -113,7 +122,17 @@ class SkipGram(nn.Module):
     @staticmethod
     def pair_loss(output: nn.Embedding, e_c: torch.Tensor, targets: torch.Tensor, labels: torch.Tensor,
                   mask: torch.Tensor) -> torch.Tensor:
-        """Σ_k mask_k · -log σ(±θ_{targets_k}·e_c): e_c (B, D), targets/labels/mask (B, K) -> (B,)."""
+        r"""Σ_k mask_k · -log σ(±θ_{targets_k}·e_c): e_c (B, D), targets/labels/mask (B, K) -> (B,).
+
+        !!! equation "Word embeddings › Negative sampling (beyond the notes)"
+            $L(c, t) = -\log \sigma(\theta_t^\top e_c) - \sum_{k=1}^{K} \log \sigma(-\theta_{n_k}^\top e_c)$:
+            negative sampling (Mikolov et al. 2013), one logistic loss for the true target and one for each of
+            $K$ noise words $n_k$.
+
+        !!! equation "Word embeddings › Hierarchical softmax"
+            $-\log P(t \mid c) = -\sum_{n \in \mathrm{path}(t)} \log \sigma(\pm \theta_n^\top e_c)$: the product of
+            binary probabilities along the root-to-$t$ path of a tree over the vocabulary, $O(\log_2 V)$ terms
+            instead of $V$; the sign is the branch taken."""
         theta = output(targets)  # (B, K, D)
         scores = torch.einsum("bkd,bd->bk", theta, e_c)  # (B, K)
         nll = nn.functional.binary_cross_entropy_with_logits(scores, labels, reduction="none")  # (B, K)
@@ -135,9 +154,14 @@ class SkipGram(nn.Module):
 
 
 class SkipGramSGD:
-    """A :class:`SkipGram`, its tables and the corpus, trained by plain SGD one step at a time (a kernel task of
+    r"""A :class:`SkipGram`, its tables and the corpus, trained by plain SGD one step at a time (a kernel task of
     :class:`seqlab.trainer.Trainer`): ``update(epoch, index, lr)`` trains chunks ``index·CHUNKS_PER_STEP ..`` of
-    the corpus at the learning rates ``lr(epochs done)`` of the Trainer's schedule."""
+    the corpus at the learning rates ``lr(epochs done)`` of the Trainer's schedule.
+
+    !!! equation "Word embeddings › Skip-gram (beyond the notes)"
+        $g_k = \alpha (l_k - \sigma(\theta_{u_k}^\top e_c)),\ \theta_{u_k} \mathrel{+}= g_k e_c,\ e_c
+        \mathrel{+}= \sum_k g_k \theta_{u_k}$: one SGD step on a pair, over its $K$ scored outputs $u_k$ with
+        labels $l_k$ (the word2vec C tool's and gensim's update)."""
 
     schedule = "linear"  # lr -> min_lr linearly over the run (the C tool's and gensim's alpha -> min_alpha)
     unit = "word"

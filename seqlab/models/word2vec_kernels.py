@@ -1,6 +1,6 @@
 """The numba engine of skip-gram word2vec: one SGD step per (centre, context) pair, Hogwild threads.
 
-One SGD step on a pair (``_sgd_pair``, seed 004 "Word2Vec"): for the K scored outputs u_k of the pair (the
+One SGD step on a pair (``_sgd_pair``; the notes' skip-gram): for the K scored outputs u_k of the pair (the
 target and the noise words for negative sampling, the inner nodes of the target's Huffman path for hierarchical
 softmax) with labels l_k,
 

@@ -4,7 +4,7 @@ of the two tools are bit-identical; tests/test_parity_vectors.py):
 - subsampling (Mikolov et al. 2013, as gensim's ``prepare_vocab``): word w is kept with probability
   p_w = (sqrt(n_w / tau) + 1) tau / n_w, tau = sample x (retained corpus size), stored as uint32 thresholds;
 - the noise distribution of negative sampling, proportional to count^ns_exponent, as a cumulative table;
-- the Huffman tree of hierarchical softmax (seed 004: "binary tree over the vocabulary, product of binary
+- the Huffman tree of hierarchical softmax (the notes: "binary tree over the vocabulary, product of binary
   probabilities along the path, O(log2 V)"): frequent words get short paths.
 
 Shapes: V words; depth (the longest root-to-leaf path).
@@ -19,7 +19,11 @@ import numpy as np
 
 
 def sample_ints(counts: np.ndarray, sample: float) -> np.ndarray:
-    """(V,) uint32 keep thresholds: word w is kept when uint32 random <= sample_int[w] (gensim prepare_vocab)."""
+    r"""(V,) uint32 keep thresholds: word w is kept when uint32 random <= sample_int[w] (gensim prepare_vocab).
+
+    !!! equation "Word embeddings › Skip-gram (beyond the notes)"
+        $p_w = \min\left(1, \left(\sqrt{n_w / \tau} + 1\right) \tau / n_w\right)$: the probability of keeping an
+        occurrence of a word seen $n_w$ times (subsampling of frequent words; $\tau$ = sample × corpus size)."""
     counts = counts.astype(np.float64)
     retain_total = counts.sum()
     if not sample:
@@ -33,8 +37,12 @@ def sample_ints(counts: np.ndarray, sample: float) -> np.ndarray:
 
 
 def cum_table(counts: np.ndarray, ns_exponent: float, domain: int = 2**31 - 1) -> np.ndarray:
-    """(V,) uint32 cumulative noise distribution ∝ count^ns_exponent over [0, domain] (gensim make_cum_table);
-    a noise word is the insertion point of a uniform integer below the last entry."""
+    r"""(V,) uint32 cumulative noise distribution ∝ count^ns_exponent over [0, domain] (gensim make_cum_table);
+    a noise word is the insertion point of a uniform integer below the last entry.
+
+    !!! equation "Word embeddings › Negative sampling (beyond the notes)"
+        $P_n(w) = \frac{n_w^{3/4}}{\sum_v n_v^{3/4}}$: the noise distribution the negative words are drawn from,
+        the unigram counts raised to ``ns_exponent`` (0.75)."""
     powers = [int(c) ** float(ns_exponent) for c in counts]
     total = sum(powers)
     table = np.zeros(len(counts), dtype=np.uint32)
@@ -81,8 +89,12 @@ class _Node:
 
 
 def huffman_tree(counts: np.ndarray) -> HuffmanTree:
-    """gensim's ``_build_heap`` / ``_assign_binary_codes``: merge the two least frequent nodes, the first popped
-    becoming the left (code 0) child; frequent words get short paths."""
+    r"""gensim's ``_build_heap`` / ``_assign_binary_codes``: merge the two least frequent nodes, the first popped
+    becoming the left (code 0) child; frequent words get short paths.
+
+    !!! equation "Word embeddings › Hierarchical softmax"
+        $\mathrm{depth}(w) \approx \log_2 V$: the binary tree whose leaves are the words, each with a unique
+        path from the root; a Huffman tree gives frequent words the shortest paths."""
     v = len(counts)
     heap = [_Node(int(c), i) for i, c in enumerate(counts)]
     heapq.heapify(heap)

@@ -1,12 +1,12 @@
 """Additive (Bahdanau) attention: a small feed-forward network scores each source position.
 
-Seed 004 ("Problem : Machine Translation"): the decoder producing ŷ_t pays attention alpha_{t,t'} to
+The notes (Sequence to sequence › Bahdanau attention): the decoder producing ŷ_t pays attention alpha_{t,t'} to
 the encoder state a_{t'} = (→a_{t'}, ←a_{t'}) of input x_{t'}; the weights of one output step sum to 1
 over the input, and the context is their weighted sum:
 
     e_{t,t'}     = v^T tanh(W_s s_{t-1} + W_h a_{t'})                  (Bahdanau et al. 2015, eq. 6, A.1.2)
-    alpha_{t,t'} = exp(e_{t,t'}) / sum_{t'=1}^{T_x} exp(e_{t,t'})     (seed 004; the notes write the score c_{t,t'})
-    c_t          = sum_{t'=1}^{T_x} alpha_{t,t'} a_{t'}                (seed 004: G_1 = sum_t alpha_{1,t} a_t)
+    alpha_{t,t'} = exp(e_{t,t'}) / sum_{t'=1}^{T_x} exp(e_{t,t'})     (the notes; they write the score c_{t,t'})
+    c_t          = sum_{t'=1}^{T_x} alpha_{t,t'} a_{t'}                (the notes: G_1 = sum_t alpha_{1,t} a_t)
 
 s_{t-1} is the decoder's previous state (the query). Source padding is excluded from the softmax
 with a boolean mask, True = may attend (the one convention of :mod:`seqlab.nn.masks`); a row whose
@@ -26,10 +26,23 @@ from seqlab.nn.masks import masked_softmax
 
 
 class AdditiveAttention(nn.Module):
-    """alpha_t = softmax_{t'}(v^T tanh(W_s s_{t-1} + W_h a_{t'})), c_t = sum_{t'} alpha_{t,t'} a_{t'}.
+    r"""alpha_t = softmax_{t'}(v^T tanh(W_s s_{t-1} + W_h a_{t'})), c_t = sum_{t'} alpha_{t,t'} a_{t'}.
 
     The key projection W_h a_{t'} does not depend on t: :meth:`project_keys` computes it once per
     source sentence and :meth:`forward` reuses it at every decoder step.
+
+    !!! equation "Sequence to sequence › Bahdanau attention (beyond the notes)"
+        $e_{t,t'} = v^\top \tanh(W_s s_{t-1} + W_h a_{t'})$: the additive score of input $x_{t'}$ for output
+        step $t$, a one-layer network of the decoder's previous state and the input's annotation (Bahdanau
+        et al.; the notes leave the score $c_{t,t'}$ unspecified).
+
+    !!! equation "Sequence to sequence › Bahdanau attention"
+        $\alpha_{t,t'} = \frac{\exp(e_{t,t'})}{\sum_{t'=1}^{T_x} \exp(e_{t,t'})}$: the attention output step $t$
+        pays to input $x_{t'}$; the weights of one step sum to 1 over the input (padding gets 0).
+
+    !!! equation "Sequence to sequence › Bahdanau attention"
+        $c_t = \sum_{t'=1}^{T_x} \alpha_{t,t'} a_{t'}$: the context, the annotations $a_{t'} =
+        (\overrightarrow{a}_{t'}, \overleftarrow{a}_{t'})$ weighted by the attention.
     """
 
     def __init__(self, query_size: int, key_size: int, attn_size: int) -> None:

@@ -1,12 +1,12 @@
 """Scaled dot-product attention, multi-head attention and the KV cache for incremental decoding.
 
-Equations (the notes in ../shared/seeds):
-- seed 001 "Masked Attention": att(Q, K, V, M) = softmax(Q·K / sqrt(d_k) + M) · V
-- seed 000 eqs 8-14: per-head projections Q, K, V; B = QK / sqrt(d) (11); A = V softmax(B) (12-13);
-  heads merged back to D = n_heads * d (14); eqs 1-2 are the reshapes (head, depth) <-> d_model
-- seed 002 "Multi-head Attention" steps: dense q/k/v, split into heads (batch, head, seq, depth),
-  (*) A = q·k^T / sqrt(d_k), S = softmax(A), S·v
-- seed 001 "Multiheaded Self Attention": MHA(X) = W^O · att(W^Q X, W^K X, W^V X, M)
+Equations (notes: Transformer; each function below carries its own as tags):
+- masked attention: att(Q, K, V, M) = softmax(Q·K / sqrt(d_k) + M) · V
+- the tensor notation: per-head projections Q, K, V; B = QK / sqrt(d); A = V softmax(B); heads merged back
+  to D = n_heads * d; the reshapes (head, depth) <-> d_model
+- the multi-head steps of the notes' worked example: dense q/k/v, split into heads (batch, head, seq, depth),
+  A = q·k^T / sqrt(d_k), S = softmax(A), S·v
+- multi-head attention: MHA(X) = W^O · att(W^Q X, W^K X, W^V X, M)
 
 Masks follow :mod:`seqlab.nn.masks` (boolean, True = may attend). A query row whose keys are all
 masked yields zeros in the output and the weights, never NaN (also not in the gradients):
@@ -63,7 +63,8 @@ def _cached_causal_bias(seq_q: int, seq_k: int, dtype: torch.dtype, device: torc
 
 
 def _causal_bias(seq_q: int, seq_k: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """Seed 001's additive causal M (0 where j <= i, -inf elsewhere), (seq_q, seq_k), cached per dtype."""
+    """The notes' additive causal M (Transformer › Masked attention: 0 where j <= i, -inf elsewhere), (seq_q,
+    seq_k), cached per dtype."""
     if torch.compiler.is_compiling():
         return to_additive(causal_mask(seq_q, seq_k, device), dtype)
     return _cached_causal_bias(seq_q, seq_k, dtype, device)
@@ -84,11 +85,23 @@ def attention_equations(
     training: bool = False,
     is_causal: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """softmax(QK^T / sqrt(d_k) + M) V written out (seed 001 "Masked Attention"; seed 000 eqs 11-13).
+    r"""softmax(QK^T / sqrt(d_k) + M) V written out (notes: Transformer › Masked attention).
 
     q (batch, head, seq_q, depth), k and v (batch, head, seq_k, depth); ``mask`` broadcastable to
     (batch, head, seq_q, seq_k), True = may attend; ``is_causal`` adds the (cached) causal mask.
     Returns out (batch, head, seq_q, depth) and the weights (batch, head, seq_q, seq_k) before dropout.
+
+    !!! equation "Transformer › Self-attention"
+        $A(q, K, V) = \sum_i \frac{\exp(q \cdot k_i)}{\sum_j \exp(q \cdot k_j)} v_i$: one query's output, the
+        values weighted by how well each key answers the query (here with the keys scaled by $1/\sqrt{d_k}$).
+
+    !!! equation "Transformer › Scaled dot-product attention"
+        $\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$: every query
+        at once, as matrix products; the equations path, which also returns the weights.
+
+    !!! equation "Transformer › Masked attention"
+        $\mathrm{att}(Q, K, V, M) = \mathrm{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V$: a mask
+        $M$ (0 or $-\infty$) adds to the scores, so a masked key gets weight 0.
     """
     seq_q, seq_k = q.shape[-2], k.shape[-2]
     if is_causal and mask is None and seq_k >= seq_q:
@@ -119,10 +132,14 @@ def attention_fused(
     training: bool = False,
     is_causal: bool = False,
 ) -> Tensor:
-    """The same attention through ``torch.nn.functional.scaled_dot_product_attention``.
+    r"""The same attention through ``torch.nn.functional.scaled_dot_product_attention``.
 
     Same arguments and conventions as :func:`attention_equations`; returns only out
     (batch, head, seq_q, depth) because SDPA does not expose the weights.
+
+    !!! equation "Transformer › Scaled dot-product attention"
+        $\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V$: the
+        fused path, PyTorch's kernel (flash or memory-efficient attention), tested equal to the equations path.
     """
     seq_q, seq_k = q.shape[-2], k.shape[-2]
     if is_causal and (mask is not None or seq_q != seq_k):
@@ -138,13 +155,21 @@ def attention_fused(
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
-    """(batch, seq, d_model) -> (batch, head, seq, depth) (seed 000 eq 2; seed 002 "split into heads")."""
+    r"""(batch, seq, d_model) -> (batch, head, seq, depth) (notes: Transformer › Tensor notation).
+
+    !!! equation "Transformer › Tensor notation"
+        $T^{\Delta(\nu, \delta)} \rightarrow T^{\nu, \delta}$: the reshape that splits the model width $D$ into
+        $n_h$ heads of depth $d$ ("split into heads")."""
     batch, seq, d_model = x.shape
     return x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)  # batch, head, seq, depth
 
 
 def merge_heads(x: Tensor) -> Tensor:
-    """(batch, head, seq, depth) -> (batch, seq, d_model) (seed 000 eqs 1 and 14)."""
+    r"""(batch, head, seq, depth) -> (batch, seq, d_model) (notes: Transformer › Tensor notation).
+
+    !!! equation "Transformer › Tensor notation"
+        $A^{[n_h], [d], [\ell]} \rightarrow A^{[D], [\ell]}$: the heads' outputs merged back into one vector of
+        width $D = n_h d$ per position."""
     batch, head, seq, depth = x.shape
     return x.transpose(1, 2).reshape(batch, seq, head * depth)  # batch, seq, d_model
 
@@ -174,7 +199,7 @@ class LayerKV:
 
 
 class KVCache:
-    """A preallocated, static-shape key/value cache for incremental decoding.
+    r"""A preallocated, static-shape key/value cache for incremental decoding.
 
     ``k[layer]`` and ``v[layer]`` are (batch, head, max_len, depth). A forward call with ``seq``
     new tokens writes their keys/values at positions [pos, pos + seq) (``index_copy_`` with a
@@ -183,6 +208,10 @@ class KVCache:
     one-token step has the same shapes every time (it can be compiled). The model advances the cache
     after the call. Passed explicitly to ``forward``; never stored in a module. Use it in the
     autograd mode it was created in (e.g. create and use it inside ``torch.inference_mode()``).
+
+    !!! equation "Transformer › Self-attention (beyond the notes)"
+        $K_{1..t} = [K_{1..t-1} ; k_t],\ V_{1..t} = [V_{1..t-1} ; v_t]$: in causal self-attention $h_t$ reads
+        only $k_{1..t}$ and $v_{1..t}$, so generation keeps them and computes one new key and value per step.
     """
 
     def __init__(
@@ -245,16 +274,24 @@ class KVCache:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention: project, split into heads, attend, merge, output projection.
+    r"""Multi-head attention: project, split into heads, attend, merge, output projection.
 
-    MHA(X) = W^O · att(W^Q X, W^K X, W^V X, M) (seed 001 "Multiheaded Self Attention"; seed 000
-    eqs 8-14; seed 002 steps). Self-attention computes Q, K, V with ONE packed projection ``qkv``
+    MHA(X) = W^O · att(W^Q X, W^K X, W^V X, M) (notes: Transformer › Multi-head attention, and the steps of
+    the worked example). Self-attention computes Q, K, V with ONE packed projection ``qkv``
     (rows [W^Q; W^K; W^V], the layout of torch's ``in_proj_weight``: one GEMM). Cross-attention
     (``cross=True``) takes Q from x and K, V from a context: ``q`` and packed ``kv`` projections.
-    ``causal=True`` makes self-attention causal (seed 001's M). ``impl`` ("auto", "fused" = SDPA, or
+    ``causal=True`` makes self-attention causal (the notes' M). ``impl`` ("auto", "fused" = SDPA, or
     "equations" = :func:`attention_equations`; :func:`attention_path` says which path a call takes) is a
     config choice (``model.impl``) and may be switched, e.g. by :func:`set_attention_impl`. ``forward`` returns the output, or with ``need_weights`` an :class:`Attended`
     through the equations path (SDPA does not expose the weights).
+
+    !!! equation "Transformer › Multi-head attention"
+        $Q = X W_Q,\ K = X W_K,\ V = X W_V$: the queries, keys and values, linear projections of the inputs
+        (for cross-attention, K and V project the context).
+
+    !!! equation "Transformer › Multi-head attention"
+        $\mathrm{MHA}(X) = W^O \cdot [\mathrm{att}(Q_\nu, K_\nu, V_\nu, M)]_{\nu \in [n_h]}$: attention in each of
+        the $n_h$ heads, the heads concatenated and projected back to $d_{model}$ by $W^O$.
     """
 
     def __init__(

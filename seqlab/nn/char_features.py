@@ -31,8 +31,13 @@ PAD_ID = 0  # <pad> in the character vocabulary (seqlab.text.vocab.Vocab.pad_id)
 
 
 class CharBiLSTM(nn.Module):
-    """Each word's characters -> [→h_m ; ←h_1] (module docstring): ``n_chars`` characters embedded in
-    ``char_dim`` dimensions, a one-layer bidirectional LSTM of ``char_hidden_size`` per direction."""
+    r"""Each word's characters -> [→h_m ; ←h_1] (module docstring): ``n_chars`` characters embedded in
+    ``char_dim`` dimensions, a one-layer bidirectional LSTM of ``char_hidden_size`` per direction.
+
+    !!! equation "Sequence labelling › Character features (beyond the notes)"
+        $x'_t = [E\, I_t ; \overrightarrow{h}_m ; \overleftarrow{h}_1]$: a word's embedding with the final states
+        of a bidirectional LSTM over its $m$ characters (Lample et al. 2016), so unseen words get a feature
+        from their spelling."""
 
     def __init__(self, n_chars: int, char_dim: int, char_hidden_size: int) -> None:
         super().__init__()

@@ -148,14 +148,23 @@ class CRF(nn.Module):
         return emissions.to(torch.promote_types(emissions.dtype, torch.float32))
 
     def log_likelihood(self, emissions: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
-        """log p(tags | x) = score(x, tags) - log Z(x): emissions (batch, seq, labels), tags (batch, seq), mask
-        (batch, seq) -> (batch,)."""
+        r"""log p(tags | x) = score(x, tags) - log Z(x): emissions (batch, seq, labels), tags (batch, seq), mask
+        (batch, seq) -> (batch,).
+
+        !!! equation "Sequence labelling › Linear-chain CRF (beyond the notes)"
+            $\log p(y \mid x) = \mathrm{score}(x, y) - \log Z(x)$: the log-likelihood of a whole tag sequence;
+            the tagger's training loss is its negative, summed over sentences."""
         e = self._check(emissions, mask)
         return self.score(e, tags, mask) - self.log_partition(e, mask)
 
     def score(self, emissions: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
-        """score(x, y) = start[y_1] + Σ_t e_t(y_t) + Σ_{t>1} A[y_{t-1}, y_t] + end[y_n] over the real tokens ->
-        (batch,)."""
+        r"""score(x, y) = start[y_1] + Σ_t e_t(y_t) + Σ_{t>1} A[y_{t-1}, y_t] + end[y_n] over the real tokens ->
+        (batch,).
+
+        !!! equation "Sequence labelling › Linear-chain CRF (beyond the notes)"
+            $\mathrm{score}(x, y) = \mathrm{start}_{y_1} + \sum_{t=1}^n e_t(y_t) + \sum_{t=2}^n A_{y_{t-1}, y_t}
+            + \mathrm{end}_{y_n}$: a tag sequence's score, the emission scores $e_t$ (the tagger's logits) plus
+            the transition scores $A$ between consecutive tags."""
         a, start, end = self.scores(FORBIDDEN, emissions.dtype)
         real = mask.to(emissions.dtype)  # batch, seq
         emitted = emissions.gather(2, tags.unsqueeze(-1)).squeeze(-1) * real  # batch, seq
@@ -164,7 +173,12 @@ class CRF(nn.Module):
         return start[tags[:, 0]] + emitted.sum(dim=1) + moved.sum(dim=1) + end[last]
 
     def log_partition(self, emissions: Tensor, mask: Tensor) -> Tensor:
-        """log Z(x) by the forward algorithm: emissions (batch, seq, labels), mask (batch, seq) -> (batch,)."""
+        r"""log Z(x) by the forward algorithm: emissions (batch, seq, labels), mask (batch, seq) -> (batch,).
+
+        !!! equation "Sequence labelling › Linear-chain CRF (beyond the notes)"
+            $\alpha_t(j) = \log\sum_i \exp(\alpha_{t-1}(i) + A_{ij}) + e_t(j),\ \log Z = \log\sum_j
+            \exp(\alpha_n(j) + \mathrm{end}_j)$: the forward algorithm, the log-sum over every tag sequence in
+            $O(n L^2)$, from $\alpha_1(j) = \mathrm{start}_j + e_1(j)$."""
         a, start, end = self.scores(FORBIDDEN, emissions.dtype)
         alpha = start + emissions[:, 0]  # batch, labels
         for t in range(1, emissions.shape[1]):
@@ -174,8 +188,16 @@ class CRF(nn.Module):
 
     @torch.no_grad()
     def decode(self, emissions: Tensor, mask: Tensor) -> list[list[int]]:
-        """Viterbi: the best tag sequence of each row, as long as its real tokens: emissions (batch, seq, labels),
-        mask (batch, seq) -> one list of tag ids per row."""
+        r"""Viterbi: the best tag sequence of each row, as long as its real tokens: emissions (batch, seq, labels),
+        mask (batch, seq) -> one list of tag ids per row.
+
+        !!! equation "Sequence labelling › Linear-chain CRF (beyond the notes)"
+            $\delta_t(j) = \max_i(\delta_{t-1}(i) + A_{ij}) + e_t(j),\ \psi_t(j) = \arg\max_i(\delta_{t-1}(i) +
+            A_{ij})$: Viterbi, the forward recursion with max for the sum, keeping back-pointers $\psi$.
+
+        !!! equation "Sequence labelling › Linear-chain CRF (beyond the notes)"
+            $y_n = \arg\max_j(\delta_n(j) + \mathrm{end}_j),\ y_{t-1} = \psi_t(y_t)$: the best sequence, read back
+            from the last tag through the back-pointers."""
         e = self._check(emissions, mask)
         a, start, end = self.scores(float("-inf"), e.dtype)
         delta = start + e[:, 0]  # batch, labels

@@ -1,6 +1,6 @@
 """Position-wise feed-forward network: FFN(x) = W2 · act(W1 · x + b1) + b2.
 
-Seed 000 eqs 16-18 (ReLU) and seed 001 "FFN": W1 is (d_model -> d_ff), W2 is (d_ff -> d_model),
+The notes' Transformer › Feed-forward network (with ReLU): W1 is (d_model -> d_ff), W2 is (d_ff -> d_model),
 applied to every position independently. ``gelu`` is the exact form x·Φ(x) (erf; torch's default, BERT);
 ``gelu_tanh`` is the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) that GPT-2 was
 trained with (Hendrycks & Gimpel 2016, eq. in §2; Hugging Face calls it ``gelu_new``).
@@ -17,7 +17,18 @@ ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(ap
 
 
 class FeedForward(nn.Module):
-    """W2 · act(W1 · x + b1) + b2 with act in {relu, gelu, gelu_tanh} (seed 000 eq 18; seed 001 FFN)."""
+    r"""W2 · act(W1 · x + b1) + b2 with act in {relu, gelu, gelu_tanh} (notes: Transformer › Feed-forward network).
+
+    !!! equation "Transformer › Feed-forward network"
+        $\mathrm{FFN}(x) = W_2\, \mathrm{ReLU}(W_1 x + b_1) + b_2$: the position-wise network, $d_{model} \to
+        d_{ff} \to d_{model}$, applied to every position alone.
+
+    !!! equation "Transformer › Feed-forward network"
+        $\mathrm{ReLU}(T) = \max(0, T)$: the activation, element-wise.
+
+    !!! equation "Pretrained encoders › BERT (beyond the notes)"
+        $\mathrm{GELU}(x) = x\, \Phi(x)$: the activation BERT uses instead of ReLU (``gelu``; GPT-2's
+        ``gelu_tanh`` is $0.5 x (1 + \tanh(\sqrt{2/\pi}(x + 0.044715 x^3)))$)."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
         super().__init__()

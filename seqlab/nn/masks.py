@@ -4,7 +4,7 @@
 
 A mask broadcasts against the attention scores, shape (batch, head, seq_q, seq_k): a causal
 mask is (seq_q, seq_k), a key-padding mask becomes (batch, 1, 1, seq_k). It is the boolean form
-of seed 001's additive mask M ("Masked Attention"): M = 0 where the mask is True and -inf where
+of the notes' additive mask M (Transformer › Masked attention): M = 0 where the mask is True and -inf where
 it is False. ``None`` means "no mask" (everything may attend).
 
 PyTorch is of two minds: ``F.scaled_dot_product_attention`` uses our polarity, while
@@ -27,10 +27,14 @@ from torch import Tensor
 
 
 def causal_mask(seq_q: int, seq_k: int | None = None, device: torch.device | str | None = None) -> Tensor:
-    """(seq_q, seq_k) lower-triangular mask: query i may attend key j iff j <= i + (seq_k - seq_q).
+    r"""(seq_q, seq_k) lower-triangular mask: query i may attend key j iff j <= i + (seq_k - seq_q).
 
-    Seed 001's M (0 for j <= i, -inf otherwise). When seq_k > seq_q the queries are the *last*
+    The notes' M (0 for j <= i, -inf otherwise). When seq_k > seq_q the queries are the *last*
     seq_q positions of the keys (incremental decoding), so the last query sees every key.
+
+    !!! equation "Transformer › Masked attention"
+        $M_{ij} = 0 \text{ if } j \le i, \text{ else } -\infty$: the causal mask; position $i$ attends only to
+        itself and the positions before it (True here where $M_{ij} = 0$).
     """
     seq_k = seq_q if seq_k is None else seq_k
     return torch.ones(seq_q, seq_k, dtype=torch.bool, device=device).tril(diagonal=seq_k - seq_q)  # seq_q, seq_k
@@ -65,7 +69,11 @@ def combine(*masks: Tensor | None) -> Tensor | None:
 
 
 def to_additive(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Seed 001's additive M: 0.0 where the mask is True, -inf where it is False."""
+    r"""The notes' additive M (Transformer › Masked attention): 0.0 where the mask is True, -inf where it is False.
+
+    !!! equation "Transformer › Masked attention"
+        $M = 0 \text{ (may attend)}, -\infty \text{ (masked)}$: a boolean mask as the additive mask of the
+        scores, $\mathrm{softmax}(S + M)$."""
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
 
 
@@ -80,10 +88,14 @@ def open_empty_rows(mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """softmax over the last axis with masked positions at weight 0, and a fully-masked row all zeros.
+    r"""softmax over the last axis with masked positions at weight 0, and a fully-masked row all zeros.
 
-    Seed 001's softmax(S + M), M = -inf where ``mask`` is False; ``mask`` broadcasts to ``scores``
+    The notes' softmax(S + M), M = -inf where ``mask`` is False; ``mask`` broadcasts to ``scores``
     (..., seq_q, seq_k), None = no mask.
+
+    !!! equation "Transformer › Softmax"
+        $P^\alpha = \frac{\exp(x^\alpha)}{\sum_{\beta} \exp(x^\beta)}$: a vector of scores to probabilities
+        over the keys; a masked key gets 0, and a row whose keys are all masked gives zeros, never NaN.
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)  # ..., seq_q, seq_k

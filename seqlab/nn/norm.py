@@ -1,11 +1,11 @@
 """Residual connection with LayerNorm at one of three placements.
 
-lnorm(X) = (X - mean(X)) / sqrt(var(X) + eps) * gamma + beta (seed 001 "Layer Norm"), over d_model.
+lnorm(X) = (X - mean(X)) / sqrt(var(X) + eps) * gamma + beta (notes: Transformer › Layer norm), over d_model.
 A sublayer f (attention or feed-forward) joins the residual stream as
 
     "pre"       x + f(LN(x))      (GPT-2; the stack ends with a final LayerNorm)
     "post"      LN(x + f(x))      (the original Transformer; torch's norm_first=False)
-    "sublayer"  LN(f(x)) + x      (seed 001 "Transformer": T = lnorm(MHA(X)) + X, X' = lnorm(FFN(T)) + T)
+    "sublayer"  LN(f(x)) + x      (the notes' Transformer: T = lnorm(MHA(X)) + X, X' = lnorm(FFN(T)) + T)
 
 Dropout (when on) applies to f's output just before it joins x (after LN for "sublayer").
 """
@@ -23,10 +23,15 @@ PLACEMENTS = ("pre", "post", "sublayer")
 
 
 class Residual(nn.Module):
-    """One sublayer's LayerNorm, dropout and residual join, at placement "pre", "post" or "sublayer".
+    r"""One sublayer's LayerNorm, dropout and residual join, at placement "pre", "post" or "sublayer".
 
     ``forward(x, f)`` computes the whole connection; layers that need f's extra outputs (attention
     weights) call ``enter(x)`` (the sublayer's input) and ``leave(x, y)`` (the join) themselves.
+
+    !!! equation "Transformer › Layer norm"
+        $\mathrm{lnorm}(X; \gamma, \beta) = \frac{X - \mathrm{mean}(X)}{\sqrt{\mathrm{var}(X) + \epsilon}} \odot
+        \gamma + \beta$: each position's vector normalised over $d_{model}$, then scaled and shifted
+        (``torch.nn.LayerNorm``, tested against the formula).
     """
 
     def __init__(self, d_model: int, placement: str = "pre", dropout: float = 0.0, eps: float = 1e-5) -> None:
@@ -42,7 +47,18 @@ class Residual(nn.Module):
         return self.norm(x) if self.placement == "pre" else x
 
     def leave(self, x: Tensor, y: Tensor) -> Tensor:
-        """Join y = f(enter(x)) with the residual stream x."""
+        r"""Join y = f(enter(x)) with the residual stream x.
+
+        !!! equation "Transformer › Residual connections"
+            $T = \mathrm{lnorm}(\mathrm{MHA}(X)) + X$: the notes' placement ("sublayer"): the sublayer's output is
+            normalised, then added to its input.
+
+        !!! equation "Transformer › Residual connections (beyond the notes)"
+            $X' = \mathrm{lnorm}(X + f(X))$: "post", the original Transformer's and BERT's placement.
+
+        !!! equation "Transformer › Residual connections (beyond the notes)"
+            $X' = X + f(\mathrm{lnorm}(X))$: "pre", GPT-2's placement; the residual stream is never normalised,
+            so the stack ends with a LayerNorm."""
         if self.placement == "pre":
             return x + self.dropout(y)  # x + f(LN(x))
         if self.placement == "post":

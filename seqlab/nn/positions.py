@@ -1,10 +1,10 @@
 """Positional encodings: sinusoidal (a fixed table) and learned (an embedding per position).
 
-Sinusoidal (seed 000 eq 15; seed 002 "Positional encoding"; seed 001 "Position Encoding"):
+Sinusoidal (notes: Transformer › Positional encoding):
     PE(pos, 2i)     = sin(pos / 10000^(2i / d_model))
     PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model))
 Both modules map positions (...,) -> (..., d_model); the model adds the result to the token
-embeddings (seed 001: embed(X) = E·X + P).
+embeddings (notes: Transformer › Embedding: embed(X) = E·X + P).
 """
 
 from __future__ import annotations
@@ -14,7 +14,12 @@ from torch import Tensor, nn
 
 
 def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype | None = None) -> Tensor:
-    """(max_len, d_model) table of PE(pos, j), computed in float64 then cast to ``dtype``."""
+    r"""(max_len, d_model) table of PE(pos, j), computed in float64 then cast to ``dtype``.
+
+    !!! equation "Transformer › Positional encoding"
+        $PE_{(pos, 2i)} = \sin\left(\frac{pos}{10000^{2i/d_{model}}}\right),\ PE_{(pos, 2i+1)} =
+        \cos\left(\frac{pos}{10000^{2i/d_{model}}}\right)$: the sinusoidal encoding of a position; the
+        wavelength grows geometrically with the column, from $2\pi$ to $2\pi \cdot 10^4$."""
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # max_len, 1
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # d_model/2 (rounded up): the even columns 2i
     angle = pos / 10000.0 ** (two_i / d_model)  # max_len, d_model/2
@@ -25,7 +30,8 @@ def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype | None = Non
 
 
 class SinusoidalPositions(nn.Module):
-    """Fixed sinusoidal encodings, PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(...) (seed 000 eq 15)."""
+    """Fixed sinusoidal encodings, PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(...) (notes: Transformer ›
+    Positional encoding; the table is :func:`sinusoidal_table`)."""
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
@@ -38,7 +44,11 @@ class SinusoidalPositions(nn.Module):
 
 
 class LearnedPositions(nn.Module):
-    """One trained vector per position (as in GPT-2): P[pos] with P of shape (max_len, d_model)."""
+    r"""One trained vector per position (as in GPT-2): P[pos] with P of shape (max_len, d_model).
+
+    !!! equation "Pretrained encoders › BERT (beyond the notes)"
+        $P_{pos} = \mathrm{row}_{pos}(P),\ P \in \mathbb{R}^{max\_len \times d_{model}}$: learned positions, the
+        notes' $P$ as a trained table (BERT, GPT-2) instead of the sinusoids."""
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()

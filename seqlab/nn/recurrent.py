@@ -1,15 +1,15 @@
-"""Recurrent cells and layers from their equations (seed 004): Elman RNN, GRU, LSTM; deep, bidirectional,
-variable-length stacks.
+"""Recurrent cells and layers from their equations (notes: Recurrent neural networks): Elman RNN, GRU, LSTM; deep,
+bidirectional, variable-length stacks. The step functions carry the notes' equations as tags.
 
 Equations. The notes write one matrix on a concatenation, W [a_{t-1}, x_t]; here it is split into its two
 halves, W [a, x] = W_hh a + W_ih x, and the bias into b_ih + b_hh, as PyTorch stores them (two biases
 whose sum is the notes' b):
 
-- Elman RNN (seed 004 "RNNs", 6th and 11th March):       a_t = g(W1 x_t + W3 a_{t-1} + b),  g = tanh | relu
+- Elman RNN (notes: Recurrent neural networks › Elman RNN):  a_t = g(W1 x_t + W3 a_{t-1} + b),  g = tanh | relu
   (W1 = weight_ih, W3 = weight_hh, b = bias_ih + bias_hh; the output ŷ_t = g2(W2 a_t + b2) is the model's).
-- Simplified GRU (seed 004 "GRU", 13th March):           c~_t = tanh(W_c [c_{t-1}, x_t] + b_c)
-                                                         Γu   = σ(W_u [c_{t-1}, x_t] + b_u)
-                                                         c_t  = Γu * c~_t + (1 - Γu) * c_{t-1}
+- Simplified GRU (notes: Recurrent neural networks › Gated recurrent unit):
+      c~_t = tanh(W_c [c_{t-1}, x_t] + b_c),  Γu = σ(W_u [c_{t-1}, x_t] + b_u),
+      c_t = Γu * c~_t + (1 - Γu) * c_{t-1}
   Gates stacked (u, c~). No reset gate; the update gate weights the *candidate*.
 - GRU as PyTorch defines it (Cho et al. 2014, the default, so weights interchange with torch.nn.GRU):
       r   = σ(W_ir x_t + b_ir + W_hr h_{t-1} + b_hr)                      reset gate (not in the notes)
@@ -19,7 +19,7 @@ whose sum is the notes' b):
   Differences from the notes: the reset gate r, applied *after* the hidden projection (r * (W_hn h + b_hn),
   not W_hn (r * h) as in Cho et al.), and z weights the *previous* state, so z plays the part of 1 - Γu.
   Gates stacked (r, z, n).
-- LSTM (seed 004 "LSTM", 13th March; Hochreiter & Schmidhuber 1997 with the forget gate of Gers et al.):
+- LSTM (notes: › Long short-term memory; Hochreiter & Schmidhuber 1997 with the forget gate of Gers et al.):
       i_t = σ(W_i [a_{t-1}, x_t] + b_i)   input gate: how much of the candidate joins the long-term memory
       f_t = σ(W_f [a_{t-1}, x_t] + b_f)   forget gate: what fraction of the long-term memory is kept
       g_t = tanh(W_c [a_{t-1}, x_t] + b_c)  candidate c~_t
@@ -27,9 +27,10 @@ whose sum is the notes' b):
       c_t = f_t * c_{t-1} + i_t * g_t     long-term memory (no weights on this path)
       a_t = o_t * tanh(c_t)               short-term memory / hidden state
   Gates stacked (i, f, g, o), PyTorch's order.
-- Bidirectional (seed 004 "Bi-Directional RNNs"): the per-token state is [→a_t, ←a_t]; the reverse direction
-  reads each sequence from its last real token back to the first. Deep (seed 004 "Deep RNNs"): layer k reads
-  layer k-1's per-token states, with dropout between layers (not after the last), as torch.nn.LSTM.
+- Bidirectional (notes: Recurrent neural networks › Bidirectional RNNs): the per-token state is [→a_t, ←a_t];
+  the reverse direction reads each sequence from its last real token back to the first.
+- Deep (notes: Recurrent neural networks › Deep RNNs): layer k reads layer k-1's per-token states, with dropout
+  between layers (not after the last), as torch.nn.LSTM.
 
 Parameters are laid out and named as PyTorch's, so a torch.nn.RNN/GRU/LSTM state_dict loads directly:
 ``weight_ih_l{k}[_reverse]`` (gates*hidden, in), ``weight_hh_l{k}[_reverse]`` (gates*hidden, hidden),
@@ -78,14 +79,28 @@ NONLINEARITIES = {"tanh": torch.tanh, "relu": torch.relu}
 
 
 def elman_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor, g: Callable = torch.tanh) -> State:
-    """a_t = g(W1 x_t + W3 a_{t-1} + b) (seed 004 "RNNs"); ``xw`` holds W1 x_t + b_ih."""
+    r"""a_t = g(W1 x_t + W3 a_{t-1} + b) (notes: Recurrent neural networks › Elman RNN); ``xw`` holds W1 x_t + b_ih.
+
+    !!! equation "Recurrent neural networks › Elman RNN"
+        $a_t = g_1(W_1 x_t + W_3 a_{t-1} + b_1)$: one step of the simple recurrent cell, $g_1$ = tanh or ReLU;
+        $W_1 x_t$ is computed for all $t$ at once, and $b_1$ is stored as two biases."""
     (a,) = state
     return (g(xw + F.linear(a, w_hh, b_hh)),)  # batch, hidden
 
 
 def simple_gru_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
-    """The notes' GRU (seed 004 "GRU"): c~ = tanh(W_c[c, x] + b_c), Γu = σ(W_u[c, x] + b_u),
-    c_t = Γu * c~ + (1 - Γu) * c_{t-1}."""
+    r"""The notes' GRU (Recurrent neural networks › Gated recurrent unit): no reset gate, gates stacked (u, c~).
+
+    !!! equation "Recurrent neural networks › Gated recurrent unit"
+        $\tilde{c}_t = \tanh(W_c [c_{t-1}, x_t] + b_c)$: the candidate memory, from the previous memory and the
+        input.
+
+    !!! equation "Recurrent neural networks › Gated recurrent unit"
+        $\Gamma_u = \sigma(W_u [c_{t-1}, x_t] + b_u)$: the update gate, one value in (0, 1) per memory unit.
+
+    !!! equation "Recurrent neural networks › Gated recurrent unit"
+        $c_t = \Gamma_u \odot \tilde{c}_t + (1 - \Gamma_u) \odot c_{t-1}$: the new memory; where the gate is
+        near 0 the old memory passes unchanged, which keeps the gradient from vanishing."""
     (c,) = state
     u, cand = (xw + F.linear(c, w_hh, b_hh)).chunk(2, dim=-1)  # batch, hidden each: W[c, x] + b per gate
     u, cand = torch.sigmoid(u), torch.tanh(cand)
@@ -93,7 +108,15 @@ def simple_gru_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> Sta
 
 
 def gru_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
-    """PyTorch's GRU: r, z = σ(...), n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h_t = (1 - z) n + z h."""
+    r"""PyTorch's GRU: r, z = σ(...), n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h_t = (1 - z) n + z h.
+
+    !!! equation "Recurrent neural networks › Gated recurrent unit (beyond the notes)"
+        $n_t = \tanh(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn}))$: the candidate of Cho et al.'s GRU
+        as PyTorch computes it, with a reset gate $r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})$.
+
+    !!! equation "Recurrent neural networks › Gated recurrent unit (beyond the notes)"
+        $h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}$: the new state; the update gate $z_t$ weights the
+        previous state, so it plays the part of the notes' $1 - \Gamma_u$."""
     (h,) = state
     hw = F.linear(h, w_hh, b_hh)  # batch, 3*hidden: W_h{r,z,n} h + b_h{r,z,n}
     x_r, x_z, x_n = xw.chunk(3, dim=-1)  # batch, hidden each
@@ -105,7 +128,24 @@ def gru_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
 
 
 def lstm_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
-    """LSTM (seed 004 "LSTM"): c_t = f * c_{t-1} + i * c~, a_t = o * tanh(c_t); gates (i, f, g, o)."""
+    r"""LSTM (notes: Recurrent neural networks › Long short-term memory); gates stacked (i, f, g, o).
+
+    !!! equation "Recurrent neural networks › Long short-term memory"
+        $f_t = \sigma(W_f [a_{t-1}, x_t] + b_f)$: the forget gate, the fraction of the long-term memory kept.
+
+    !!! equation "Recurrent neural networks › Long short-term memory"
+        $i_t = \sigma(W_i [a_{t-1}, x_t] + b_i),\ o_t = \sigma(W_o [a_{t-1}, x_t] + b_o)$: the input gate (how much
+        of the candidate joins the memory) and the output gate (how much of the memory is shown).
+
+    !!! equation "Recurrent neural networks › Long short-term memory"
+        $\tilde{c}_t = \tanh(W_c [a_{t-1}, x_t] + b_c)$: the candidate memory.
+
+    !!! equation "Recurrent neural networks › Long short-term memory"
+        $c_t = f_t \odot c_{t-1} + i_t \odot \tilde{c}_t$: the long-term memory; its path has no weights,
+        only a product and a sum.
+
+    !!! equation "Recurrent neural networks › Long short-term memory"
+        $a_t = o_t \odot \tanh(c_t)$: the short-term memory, the hidden state the next layer reads."""
     h, c = state
     i, f, g, o = (xw + F.linear(h, w_hh, b_hh)).chunk(4, dim=-1)  # batch, hidden each
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)  # forget part of the memory, add the candidate
@@ -194,7 +234,7 @@ class RecurrentConfig:
     cell: str = "lstm"  # rnn (Elman) | simple-gru (the notes' GRU, equations path only) | gru | lstm
     input_size: int  # width of x_t
     hidden_size: int  # width of a_t (and c_t) per direction
-    n_layers: int = 1  # stacked layers (seed 004 "Deep RNNs")
+    n_layers: int = 1  # stacked layers (notes: Recurrent neural networks › Deep RNNs)
     bidirectional: bool = False  # add a right-to-left direction; per-token states [→a_t, ←a_t]
     dropout: float = 0.0  # dropout on the states between stacked layers (not after the last), training only
     nonlinearity: str = "tanh"  # g of the Elman cell: tanh | relu (rnn cell only)
@@ -240,11 +280,24 @@ def lengths_from(batch: int, seq: int, lengths: Tensor | None, padding: Tensor |
 
 
 class RecurrentStack(nn.Module):
-    """``n_layers`` recurrent layers, optionally bidirectional, over padded batches (batch-first).
+    r"""``n_layers`` recurrent layers, optionally bidirectional, over padded batches (batch-first).
 
     Parameters as torch.nn.RNN/GRU/LSTM name them (``weight_ih_l0``, ``weight_hh_l1_reverse``, ...), so
     ``stack.load_state_dict(torch_lstm.state_dict())`` works. ``impl`` ("fused" | "equations") can be
     changed on an instance, as MultiHeadAttention.impl.
+
+    !!! equation "Recurrent neural networks › Bidirectional RNNs"
+        $a_t = [\overrightarrow{a}_t ; \overleftarrow{a}_t]$: the per-token state of a bidirectional layer, one
+        direction reading left to right and the other right to left, so a token's state sees the whole sentence.
+
+    !!! equation "Recurrent neural networks › Deep RNNs"
+        $a^{[l]}_t = \mathrm{cell}(a^{[l-1]}_t, a^{[l]}_{t-1}),\ a^{[0]}_t = x_t$: stacked layers, layer $l$
+        reading the per-token states of layer $l-1$.
+
+    !!! equation "Recurrent neural networks › Backpropagation through time"
+        $\frac{\partial L}{\partial W} = \sum_{t} \frac{\partial L}{\partial a_t} \frac{\partial a_t}{\partial W}$:
+        the loss's gradient flows back through every time step of the unrolled stack (autograd through the
+        step loop of the equations path, or through PyTorch's fused kernel).
     """
 
     def __init__(self, cfg: RecurrentConfig) -> None:
@@ -284,7 +337,8 @@ class RecurrentStack(nn.Module):
         return tuple(getattr(self, f"{name}{sfx}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
 
     def zero_state(self, batch: int, device=None, dtype=None) -> State:
-        """The initial state a_0 = 0 (seed 004): (layers*dirs, batch, hidden) per state tensor."""
+        """The initial state a_0 = 0 (notes: Recurrent neural networks › Elman RNN): (layers*dirs, batch, hidden)
+        per state tensor."""
         p = self.weight_ih_l0
         shape = (self.cfg.n_layers * self.cfg.dirs, batch, self.cfg.hidden_size)
         return tuple(torch.zeros(shape, device=device or p.device, dtype=dtype or p.dtype)

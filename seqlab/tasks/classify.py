@@ -1,4 +1,4 @@
-"""Sentence classification (seed 004, "Many to One Mapping" and "Sentiment Analysis"): one label per sentence,
+"""Sentence classification (notes: "Many to One Mapping" and "Sentiment Analysis"): one label per sentence,
 trained with the sentence-level NLL summed over sentences and divided by their count, scored with accuracy
 and macro-F1 (scikit-learn-identical, :mod:`seqlab.metrics.accuracy`), with a confusion-matrix plot.
 

@@ -1,4 +1,4 @@
-"""Word embeddings (seed 004): word2vec skip-gram (``model.arch`` sgns | hs) or GloVe trained on a text.
+"""Word embeddings (notes: Word embeddings): word2vec skip-gram (``model.arch`` sgns | hs) or GloVe trained on a text.
 
 Text: the training text (``data.source``, or ``data.train``; cut by ``data.split``, of which only the train
 part is used) is read line by line; each line is a sentence (no window crosses a line end, as in gensim's

@@ -1,4 +1,4 @@
-"""Forecasting (seed 004): AR(p) fitted in closed form, or a neural forecaster trained on the same windows.
+"""Forecasting (notes: Time series): AR(p) fitted in closed form, or a neural forecaster trained on the same windows.
 
 Data. One univariate series from a CSV file (``data.source``, or ``data.train``), read by
 :func:`seqlab.data.series.read_column`: the values column ``data.column`` (a header name or a 0-based index;

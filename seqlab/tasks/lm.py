@@ -1,4 +1,5 @@
-"""Language modelling (seed 003): next-token prediction with the average token-level NLL.
+"""Language modelling (notes: Recurrent neural networks › Language model loss): next-token prediction with the
+average token-level NLL.
 
 The corpus is one token stream per split, a memory-mapped binary: the run directory's own prepared folder
 (``data/{train,valid,test}.bin`` beside ``data/manifest.json``) or the folder ``data.prepared`` names, written

@@ -1,4 +1,4 @@
-"""Sequence tagging (seed 004, NER "Many to Many"): one label per token, trained with the token-level NLL
+"""Sequence tagging (notes: NER, "Many to Many"): one label per token, trained with the token-level NLL
 summed over real tokens and divided by their count, scored with entity-level F1 (seqeval-identical,
 :func:`seqlab.metrics.ner.entity_f1`, default mode).
 

@@ -1,9 +1,9 @@
-"""Translation (seed 004, "Google Translate: Sequence to Sequence Models"): p(y | x) of a target sentence
+"""Translation (notes: Sequence to sequence › Encoder-decoder): p(y | x) of a target sentence
 given a source sentence, trained with the average token-level NLL under teacher forcing.
 
 Examples (ids from :mod:`seqlab.data.parallel`'s tokenizers):
     source      x_1 .. x_m <eos>        (the <eos> marks the end for the encoder)
-    decoder in  <sos> y_1 .. y_n        targets  y_1 .. y_n <eos>   (seed 004: <sos> and <eos>)
+    decoder in  <sos> y_1 .. y_n        targets  y_1 .. y_n <eos>   (the notes' <sos> and <eos>)
 Sentence pairs whose source (with <eos>) or target (with <sos>/<eos>) exceeds ``model.max_len`` are
 left out of training and validation, and the number left out is logged. The train and valid pairs are
 streamed from the files (:func:`seqlab.data.parallel.stream_parallel`) into indexed token stores in the run

@@ -1,4 +1,4 @@
-"""Text pipeline (seed 004): the vocabulary with <pad> <unk> <sos> <eos>, and char, word and
+"""Text pipeline (notes: Tokens): the vocabulary with <pad> <unk> <sos> <eos>, and char, word and
 byte-level BPE tokenizers behind one interface (``encode``, ``decode``, ``save``, :func:`load_tokenizer`)."""
 
 from seqlab.text.tokenizers import (

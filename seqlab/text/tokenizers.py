@@ -1,4 +1,4 @@
-"""Tokenizers with one interface: text -> ids -> text (seed 004, "Tokenisation").
+"""Tokenizers with one interface: text -> ids -> text (notes: Tokens, "Tokenisation").
 
 Every tokenizer has ``encode(text) -> list[int]``, ``decode(ids) -> str``, ``vocab_size``, the
 special ids ``pad_id``, ``unk_id``, ``sos_id``, ``eos_id`` and ``to_dict()`` / ``save(path)``
@@ -19,8 +19,8 @@ special ids ``pad_id``, ``unk_id``, ``sos_id``, ``eos_id`` and ``to_dict()`` / `
   valid Unicode, i.e. has no lone surrogates). Special-token strings in the text, such as a
   literal ``"<eos>"``, are encoded as ordinary text, never as the special ids.
 
-All kinds use the ids of seed 004: ``<pad>`` = 0, ``<unk>`` = 1, ``<sos>`` = 2, ``<eos>`` = 3, and
-decode drops ``<pad>``, ``<sos>`` and ``<eos>``. ``sos_id`` / ``eos_id`` are ``None`` only for a
+All kinds use the ids of the notes' vocabulary (Tokens › Vocabulary): ``<pad>`` = 0, ``<unk>`` = 1, ``<sos>`` = 2,
+``<eos>`` = 3, and decode drops ``<pad>``, ``<sos>`` and ``<eos>``. ``sos_id`` / ``eos_id`` are ``None`` only for a
 BPE tokenizer loaded from a plain ``tokenizer.json`` that lacks those tokens.
 """
 

@@ -1,6 +1,6 @@
-"""The vocabulary: token <-> id, with the special tokens of seed 004.
+"""The vocabulary: token <-> id, with the special tokens of the notes (Tokens › Vocabulary).
 
-Seed 004 ("Construct Vocabulary"): every token gets "some number based on the index of the
+The notes ("Construct Vocabulary"): every token gets "some number based on the index of the
 constructed dictionary"; a "word not in Vocabulary -> <unk>"; sequences of different lengths
 are padded. So the vocabulary starts with four special tokens at fixed ids::
 
@@ -32,7 +32,7 @@ SPECIALS: tuple[str, ...] = (PAD, UNK, SOS, EOS)  # in id order: <pad>=0, <unk>=
 
 
 class Vocab:
-    """Token <-> id mapping with ``<pad>``=0, ``<unk>``=1, ``<sos>``=2, ``<eos>``=3 (seed 004).
+    """Token <-> id mapping with ``<pad>``=0, ``<unk>``=1, ``<sos>``=2, ``<eos>``=3 (notes: Tokens › Vocabulary).
 
     Build one from data with :meth:`Vocab.build`; ``Vocab(tokens)`` takes the id-ordered token list
     (specials first), as stored by :meth:`to_dict`.
@@ -66,12 +66,17 @@ class Vocab:
         min_freq: int = 1,
         max_size: int | None = None,
     ) -> Vocab:
-        """Count tokens and assign ids by frequency (descending), ties by first occurrence.
+        r"""Count tokens and assign ids by frequency (descending), ties by first occurrence.
 
         ``tokens`` is a flat iterable of tokens or an iterable of token lists (one per sentence);
         an item that is a ``str`` is one token. Tokens seen fewer than ``min_freq`` times are left
         out (they will map to ``<unk>``); ``max_size`` caps the total size *including* the four
         specials. Occurrences of the special strings themselves in the data are not counted.
+
+        !!! equation "Tokens › Vocabulary"
+            $V = (\langle pad \rangle, \langle unk \rangle, \langle sos \rangle, \langle eos \rangle, w_1, w_2,
+            \dots),\ c(w_1) \ge c(w_2) \ge \dots$: the constructed dictionary, four special tokens at fixed ids
+            and then the words most frequent first (those seen fewer than ``min_freq`` times left out).
         """
         cls._check_limits(min_freq, max_size)
         counts: Counter[str] = Counter()  # insertion order = first occurrence, which breaks ties below
@@ -134,7 +139,12 @@ class Vocab:
         return self._itos[id]
 
     def encode(self, tokens: Iterable[str]) -> list[int]:
-        """Token list -> id list; unknown tokens map to ``<unk>``."""
+        r"""Token list -> id list; unknown tokens map to ``<unk>``.
+
+        !!! equation "Tokens › Vocabulary"
+            $\mathrm{id}(w) = \mathrm{index}_V(w) \text{ if } w \in V, \text{ else } \mathrm{id}(\langle unk
+            \rangle) = 1$: each token's number, its index in the constructed dictionary; a word not in the
+            vocabulary becomes $\langle unk \rangle$."""
         get, unk = self._stoi.get, self.unk_id
         return [get(t, unk) for t in tokens]
 

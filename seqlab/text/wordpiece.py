@@ -1,4 +1,4 @@
-"""BERT's WordPiece tokenizer (seed 004 "Tokenisation": sub-words, ``##`` marking a word's continuation
+"""BERT's WordPiece tokenizer (notes: Tokens › Sub-word tokenisation: sub-words, ``##`` marking a word's continuation
 pieces), through the Hugging Face ``tokenizers`` library.
 
 :class:`WordPieceTokenizer` reads a BERT-style directory's ``tokenizer.json``, or builds the same tokenizer
@@ -23,12 +23,16 @@ REDOWNLOAD = "re-download the model, or re-save it with save_pretrained"  # the 
 
 
 class WordPieceTokenizer:
-    """BERT's WordPiece tokenizer through the ``tokenizers`` library (seed 004 "Tokenisation").
+    r"""BERT's WordPiece tokenizer through the ``tokenizers`` library (notes: Tokens › Sub-word tokenisation).
 
     ``encode(text)`` gives ``[CLS] pieces [SEP]`` ids, never padded, truncated to ``max_length`` ids (specials
     included). A ``tokenizer.json`` may carry its own padding/truncation (all-MiniLM-L6-v2's pads every
     sentence to 128): both are replaced, since padding is done per batch, to its longest sentence, by
     :meth:`batch`.
+
+    !!! equation "Tokens › Sub-word tokenisation (beyond the notes)"
+        $w = p_1\, \#\#p_2 \cdots \#\#p_k$: a word as the longest vocabulary piece that starts it, then the
+        longest continuation pieces; a word no pieces cover becomes [UNK], so the vocabulary stays small.
     """
 
     def __init__(self, backend, max_length: int) -> None:
