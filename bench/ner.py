@@ -172,13 +172,15 @@ def ablation(args, base: list[str]) -> dict:
                          + f" | {r['f1_last']:.4f} | {published} |")
         coverage = [f"{n}: {r['vectors_found']}" for n, r in rows.items() if r and r.get("vectors_found")]
         lines += ["", "Entity-level micro F1 on eng.testb (seqeval default mode, IOB2), from the checkpoint with the "
-                  "best validation loss on eng.testa. Every row trains the same number of steps with the preset's "
+                  "best validation loss on eng.testa (what `seqlab eval` loads); 'F1, last step' scores the final checkpoint "
+                  "(`seqlab eval --last`). Every row trains the same number of steps with the preset's "
                   "schedule; training minutes include data preparation and periodic validation, with "
-                  f"{args.threads or 'PyTorch default'} thread(s) per row"
+                  f"{args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once on the machine" if args.concurrent > 1 else "")
                   + f". CPU: {cpu_line()}."]
         if coverage:
-            lines += ["", "Vector coverage (from each run's train.log): " + "; ".join(coverage) + "."]
+            lines += ["", "Vector coverage (from each run's log): " + "; ".join(coverage).replace(str(args.w2v), args.w2v.name)
+                      + "."]
         write_section("ner-ablation", "\n".join(lines))
     print(json.dumps(rows))
     return rows

@@ -129,7 +129,8 @@ def ablation(args) -> dict:
                   + (f" while {args.concurrent} rows ran at once" if args.concurrent > 1 else "")
                   + f". CPU: {cpu_line()}."]
         if coverage:
-            lines += ["", "Vector coverage (from each run's log): " + "; ".join(coverage) + "."]
+            lines += ["", "Vector coverage (from each run's log): " + "; ".join(coverage).replace(str(args.w2v), args.w2v.name)
+                      + "."]
         write_section("sentiment-ablation", "\n".join(lines))
     print(json.dumps(rows))
     return rows
