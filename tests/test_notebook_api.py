@@ -191,12 +191,15 @@ def test_every_torchrun_process_returns_the_trained_object(tmp_path):
 
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(f"""
-        import os, seqlab
+        import os, sys, seqlab
         lm = seqlab.train("lm-char", out={str(tmp_path / 'run')!r}, train_data="the cat sees a dog. " * 80,
                           config={{"model": {{"n_layers": 1, "n_heads": 2, "d_model": 16, "d_ff": 32, "max_len": 16}},
                                    "train": {{"max_steps": 4, "batch_size": 4, "progress": False, "threads": 1,
                                              "eval_every": 2, "save_every": 2, "warmup_steps": 1}}}})
-        print("rank", os.environ["RANK"], type(lm).__name__, lm.checkpoint["step"], lm.metrics[-1]["step"])
+        line = " ".join(map(str, ("rank", os.environ["RANK"], type(lm).__name__, lm.checkpoint["step"],
+                                  lm.metrics[-1]["step"])))
+        sys.stdout.write(line + "\\n")  # one write of one short line: the processes' lines never interleave
+        sys.stdout.flush()
     """), encoding="utf-8")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -103,18 +103,16 @@ def test_transitions_are_documented(client):
 def browser(runs):
     """(a Chromium page, the base URL, the app) of `seqlab serve` on the runs, uvicorn in a thread; no JavaScript
     error may occur on the page."""
-    import test_serve_browser as browser_tests  # skips (or fails under CI) as that module does, without a browser
-    from playwright.sync_api import sync_playwright
+    import test_serve_browser  # noqa: F401  skips (or fails under CI) as that module does, without a browser
+    import serve_pages as pages  # scripts/serve_pages.py, on sys.path once test_serve_browser is imported
 
     app = create_app(runs[0])
     errors: list[str] = []
-    with browser_tests.serving(app) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_tests.CHROMIUM, args=browser_tests.LAUNCH_ARGS)
+    with pages.serving(app) as url, pages.chromium() as browser:
         page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.set_default_timeout(browser_tests.TIMEOUT_MS)
+        page.set_default_timeout(pages.TIMEOUT_MS)
         page.on("pageerror", lambda e: errors.append(str(e)))
         yield page, url, app
-        browser.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
 
 
