@@ -101,6 +101,10 @@ def on_config(config):
             log.info("no shared datasets at %s: datasets named by the pages come from SEQLAB_CACHE's default", shared)
     log.info("docs size: %s (SEQLAB_DOCS_FULL=%s)", "documented (FULL)" if docs_support.FULL else "tiny (CI)",
              os.environ.get("SEQLAB_DOCS_FULL", ""))
+    if not docs_support.FULL:  # tiny models: one thread is faster, and far less hurt by other jobs on the cores
+        import torch
+
+        torch.set_num_threads(1)
     return config
 
 
