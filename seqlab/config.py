@@ -99,11 +99,11 @@ class TrainConfig:
     schedule: str = "cosine"  # after warm-up: cosine decay to min_lr, or wsd (lr held, then linear decay at the end)
     decay_fraction: float = 0.2  # wsd: the share of max_steps (after warm-up) over which lr falls to min_lr
     weight_decay: float = 0.1  # AdamW decay on weight matrices only (not norms, biases, embeddings)
-    beta1: float = 0.9
-    beta2: float = 0.99
+    beta1: float = 0.9  # AdamW: decay rate of the running mean of the gradient
+    beta2: float = 0.99  # AdamW: decay rate of the running mean of the squared gradient
     grad_clip: float = 1.0  # max global gradient norm (0 = off)
     label_smoothing: float = 0.0  # eps of the smoothed cross-entropy training loss (validation stays plain NLL)
-    seed: int = 1337
+    seed: int = 1337  # seeds initialisation, data order and dropout: the same seed gives the same run
     precision: str = "auto"  # auto | fp32 | bf16 | fp16 (fp16 on CUDA only, with a gradient scaler)
     compile: bool = False  # torch.compile the model for training
     device: str = "auto"  # auto | cpu | cuda
