@@ -192,3 +192,23 @@ def store_row(run_dir: Path, overrides: list[str], result: dict) -> None:
     """Keep a row's ``result`` beside its run, keyed by the overrides that trained it."""
     (Path(run_dir) / ROW_FILE).write_text(json.dumps({"overrides": overrides, "result": result}) + "\n",
                                           encoding="utf-8")
+
+
+def train_with_vector_coverage(cfg, run_dir: Path) -> tuple[float, str | None]:
+    """Train ``cfg`` into ``run_dir`` (replacing it); (minutes, the coverage line training logged for
+    ``model.vectors``, ``embeddings: N of V words from ...``, or None without vectors)."""
+    from seqlab import api
+
+    logged: list[str] = []
+    started = time.perf_counter()
+    api.train_run(cfg, run_dir, force=True, log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
+    minutes = (time.perf_counter() - started) / 60
+    return minutes, next((line for line in logged if line.startswith("embeddings:")), None)
+
+
+def coverage_note(rows: dict, w2v: Path) -> list[str]:
+    """The ablation tables' closing lines: each vector row's coverage, the w2v run named by its folder alone."""
+    coverage = [f"{n}: {r['vectors_found']}" for n, r in rows.items() if r and r.get("vectors_found")]
+    if not coverage:
+        return []
+    return ["", "Vector coverage (from each run's log): " + "; ".join(coverage).replace(str(w2v), w2v.name) + "."]

@@ -35,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import cpu_line, store_row, stored_row, write_section  # noqa: E402
+from bench.common import (  # noqa: E402
+    coverage_note, cpu_line, store_row, stored_row, train_with_vector_coverage, write_section)
 
 PRESETS = {"lstm": "ner-bilstm", "transformer": "ner-transformer"}
 DATA = ROOT.parent / "shared" / "data" / "conll2003"
@@ -116,18 +117,14 @@ def ablation_row(name: str, args, base: list[str]) -> dict | None:
             stored.update(last_step_scores(run_dir, args))
             store_row(run_dir, overrides, stored)
         return stored
-    logged: list[str] = []
-    started = time.perf_counter()
-    api.train_run(resolve(preset, base + overrides), run_dir, force=True,
-                  log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
-    minutes = (time.perf_counter() - started) / 60
+    minutes, vectors_found = train_with_vector_coverage(resolve(preset, base + overrides), run_dir)
     state = json.loads((run_dir / "state.json").read_text())
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
     result = {"row": name, "preset": preset, "steps": state["step"], "train_minutes": round(minutes, 2),
               "threads": args.threads, "best_step": state.get("best_step"), "precision": scores["precision"],
               "recall": scores["recall"], "f1": scores["f1"],
               "per_type_f1": {t: round(s["f1"], 4) for t, s in scores["per_type"].items()},
-              "vectors_found": next((line for line in logged if line.startswith("embeddings:")), None),
+              "vectors_found": vectors_found,
               **last_step_scores(run_dir, args)}
     store_row(run_dir, overrides, result)
     return result
@@ -170,7 +167,6 @@ def ablation(args, base: list[str]) -> dict:
                          f"{r['train_minutes']:.1f} | {r['precision']:.4f} | {r['recall']:.4f} | **{r['f1']:.4f}** | "
                          + " | ".join(f"{per.get(t, 0):.3f}" for t in ("PER", "LOC", "ORG", "MISC"))
                          + f" | {r['f1_last']:.4f} | {published} |")
-        coverage = [f"{n}: {r['vectors_found']}" for n, r in rows.items() if r and r.get("vectors_found")]
         lines += ["", "Entity-level micro F1 on eng.testb (seqeval default mode, IOB2), from the checkpoint with the "
                   "best validation loss on eng.testa (what `seqlab eval` loads); 'F1, last step' scores the final checkpoint "
                   "(`seqlab eval --last`). Every row trains the same number of steps with the preset's "
@@ -178,9 +174,7 @@ def ablation(args, base: list[str]) -> dict:
                   f"{args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once on the machine" if args.concurrent > 1 else "")
                   + f". CPU: {cpu_line()}."]
-        if coverage:
-            lines += ["", "Vector coverage (from each run's log): " + "; ".join(coverage).replace(str(args.w2v), args.w2v.name)
-                      + "."]
+        lines += coverage_note(rows, args.w2v)
         write_section("ner-ablation", "\n".join(lines))
     print(json.dumps(rows))
     return rows

@@ -31,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import cpu_line, store_row, stored_row, write_section  # noqa: E402
+from bench.common import (  # noqa: E402
+    coverage_note, cpu_line, store_row, stored_row, train_with_vector_coverage, write_section)
 from bench.ner import budget_overrides, train_and_time  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -72,8 +73,6 @@ ABLATION = {  # row -> (overrides of sentiment-lstm, what it adds, the published
 
 def ablation_row(name: str, args) -> dict | None:
     """Train (or reuse) one SST-2 ablation row; its test scores, steps and minutes. None when its vectors are missing."""
-    import time
-
     from seqlab import api
     from seqlab.tasks import resolve
 
@@ -90,16 +89,12 @@ def ablation_row(name: str, args) -> dict | None:
     stored = stored_row(run_dir, overrides)
     if stored is not None:
         return stored
-    logged: list[str] = []
-    started = time.perf_counter()
-    api.train_run(resolve("sentiment-lstm", base + overrides), run_dir, force=True,
-                  log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
-    minutes = (time.perf_counter() - started) / 60
+    minutes, vectors_found = train_with_vector_coverage(resolve("sentiment-lstm", base + overrides), run_dir)
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
     result = {"row": name, "steps": json.loads((run_dir / "state.json").read_text())["step"],
               "train_minutes": round(minutes, 2), "threads": args.threads, "accuracy": scores["accuracy"],
               "macro_f1": scores["macro_f1"],
-              "vectors_found": next((line for line in logged if line.startswith("embeddings:")), None)}
+              "vectors_found": vectors_found}
     store_row(run_dir, overrides, result)
     return result
 
@@ -122,7 +117,6 @@ def ablation(args) -> dict:
             lines.append(f"| {name} | {what} | not run | | | | {published} |" if r is None else
                          f"| {name} | {what} | {r['steps']:,} | {r['train_minutes']:.1f} | **{r['accuracy']:.4f}** | "
                          f"{r['macro_f1']:.4f} | {published} |")
-        coverage = [f"{n}: {r['vectors_found']}" for n, r in rows.items() if r and r.get("vectors_found")]
         lines += ["", "Trained on the 6,920 training sentences, validated on dev (872), scored on test (1,821), from the "
                   "last checkpoint (the preset's `keep_best = false`). The step count was chosen on dev accuracy for the GloVe "
                   "row (1,500: 0.812, 3,000: 0.826; frozen vectors 0.773 and 0.787), never on test; every row trains the same steps with the "
@@ -130,9 +124,7 @@ def ablation(args) -> dict:
                   f"thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once" if args.concurrent > 1 else "")
                   + f". CPU: {cpu_line()}."]
-        if coverage:
-            lines += ["", "Vector coverage (from each run's log): " + "; ".join(coverage).replace(str(args.w2v), args.w2v.name)
-                      + "."]
+        lines += coverage_note(rows, args.w2v)
         write_section("sentiment-ablation", "\n".join(lines))
     print(json.dumps(rows))
     return rows

@@ -86,14 +86,9 @@ def on_config(config):
     if not os.environ.get("SEQLAB_CACHE"):
         shared = Path(os.environ.get("SEQLAB_SHARED_DATA") or ROOT.parent / "shared" / "data")
         if shared.is_dir():
-            cache = Path(os.environ[docs_support.WORK_ENV]) / ".seqlab-cache"
-            cache.mkdir(exist_ok=True)
-            for entry in sorted(shared.iterdir()):  # NAME/... as the cache keeps it; links, nothing copied
-                link = cache / entry.name
-                if entry.is_dir() and not link.exists():
-                    link.symlink_to(entry, target_is_directory=True)
-            os.environ["SEQLAB_CACHE"] = str(cache)
-            from seqlab.data.download import DATASETS, is_cached
+            from seqlab.data.download import DATASETS, is_cached, link_cache
+
+            cache = link_cache(shared, Path(os.environ[docs_support.WORK_ENV]) / ".seqlab-cache")
 
             cached = [name for name in DATASETS if is_cached(name)]
             log.info("SEQLAB_CACHE=%s (from %s): %s", cache, shared, ", ".join(cached) or "no dataset complete")

@@ -205,13 +205,9 @@ def offline_cache(runs: Path) -> None:
     offline, as in the docs build (docs/hooks.py) and the tests. The folder's dot keeps it off the runs list."""
     if os.environ.get("SEQLAB_CACHE") or not SHARED.is_dir():
         return
-    cache = runs / ".seqlab-cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    for entry in sorted(SHARED.iterdir()):
-        link = cache / entry.name
-        if entry.is_dir() and not link.exists():
-            link.symlink_to(entry.resolve(), target_is_directory=True)
-    os.environ["SEQLAB_CACHE"] = str(cache)
+    from seqlab.data.download import link_cache
+
+    link_cache(SHARED, runs / ".seqlab-cache")
 
 
 def overrides(run: Run, quick: bool) -> list[str]:

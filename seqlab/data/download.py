@@ -286,6 +286,19 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SEQLAB_CACHE") or "~/.cache/seqlab").expanduser()
 
 
+def link_cache(shared: Path, cache: Path) -> Path:
+    """Make ``cache`` a dataset cache whose entries link to the folders of ``shared`` (a local copy of the datasets
+    in the cache's own layout, ``NAME/...``, as ../shared/data is), and point ``$SEQLAB_CACHE`` at it: datasets
+    named by ``data.source`` then resolve offline. Nothing is copied; existing entries are kept."""
+    cache.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(Path(shared).iterdir()):
+        link = cache / entry.name
+        if entry.is_dir() and not link.exists():
+            link.symlink_to(entry.resolve(), target_is_directory=True)
+    os.environ["SEQLAB_CACHE"] = str(cache)
+    return cache
+
+
 def dataset(name: str) -> Dataset:
     """The registry entry for ``name``; an unknown name raises SeqlabError listing the valid ones."""
     try:
