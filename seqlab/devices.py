@@ -14,11 +14,13 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
@@ -77,18 +79,78 @@ def resolve_device(name: str, local_rank: int = 0) -> torch.device:
     return torch.device("cpu")
 
 
-def cpu_has_fast_bf16() -> bool:
-    """AMX or AVX-512 bf16 instructions: bf16 autocast then doubles training speed (notes/cpu-performance.md)."""
+# oneDNN ISA levels (ONEDNN_MAX_CPU_ISA, the cap on what oneDNN dispatches to) at which it has bf16 instructions
+# (AVX512_CORE_BF16, AMX, AVX10) or not; CPU bf16 matrix products run through oneDNN.
+_ONEDNN_BF16_ISAS = ("AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16",
+                     "AVX10_1_512", "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2",
+                     "ALL", "DEFAULT", "")
+
+
+def bf16_emulation_reason() -> str | None:
+    """Why this CPU computes bf16 by emulation, or None where it has native bf16 as this process runs.
+
+    The *effective* instruction set, not only /proc/cpuinfo: the CPU must list AMX or AVX-512 bf16, oneDNN (which
+    CPU bf16 matrix products run through) must not be capped below them by ``ONEDNN_MAX_CPU_ISA``. ATen's own cap
+    (``ATEN_CPU_CAPABILITY``, ``torch.backends.cpu.get_cpu_capability()``) leaves them native: measured on a Xeon
+    with AMX, a 256^3 bf16 product is 0.2x the fp32 time at ``avx2`` and ``default``, 70-100x at
+    ``ONEDNN_MAX_CPU_ISA=AVX2``."""
     try:
-        flags = Path("/proc/cpuinfo").read_text()
+        flags = set(Path("/proc/cpuinfo").read_text().split())
     except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
+        flags = set()
+    if not {"amx_bf16", "avx512_bf16"} & flags:
+        return "the CPU lists neither AMX nor AVX-512 bf16 instructions"
+    onednn = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "")).strip().upper()
+    if onednn not in _ONEDNN_BF16_ISAS:
+        return f"ONEDNN_MAX_CPU_ISA={onednn} caps oneDNN below its bf16 instructions"
+    return None
 
 
-def resolve_precision(name: str, device: torch.device) -> str:
+def cpu_has_fast_bf16() -> bool:
+    """Native bf16 as this process runs (:func:`bf16_emulation_reason`): bf16 autocast then doubles training speed
+    (notes/cpu-performance.md); where it is emulated, bf16 matrix products run 70-400x slower than fp32."""
+    return bf16_emulation_reason() is None
+
+
+@functools.cache  # once per process
+def bf16_slowdown(n: int = 256, reps: int = 5) -> float:
+    """Seconds of an n x n x n bf16 matrix product over the same in fp32 on this CPU at the process's thread
+    count, each the best of ``reps`` interleaved calls (robust to other work on the cores): about 0.05-0.5 with
+    native bf16, 40-400 where it is emulated (then about 0.5 s in all)."""
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(n, n, generator=gen), torch.randn(n, n, generator=gen)
+    pairs = {dtype: (a.to(dtype), b.to(dtype)) for dtype in (torch.float32, torch.bfloat16)}
+    best = dict.fromkeys(pairs, math.inf)
+    for x, y in pairs.values():  # warm: oneDNN generates its kernel on first use
+        x @ y
+    for _ in range(reps):
+        for dtype, (x, y) in pairs.items():
+            t0 = time.perf_counter()
+            x @ y
+            best[dtype] = min(best[dtype], time.perf_counter() - t0)
+    return best[torch.bfloat16] / max(best[torch.float32], 1e-9)
+
+
+def emulated_bf16_warning(what: str, fix: str) -> str | None:
+    """One warning line for an explicit bf16 request (``what``) on a CPU that emulates bf16, naming the measured
+    slowdown and ``fix``; None where bf16 is native, or where the measurement finds it no slower than fp32."""
+    why = bf16_emulation_reason()
+    if why is None or bf16_slowdown() < 2.0:
+        return None
+    return (f"warning: {what} on a CPU without native bf16 ({why}): bf16 matrix products measured "
+            f"{bf16_slowdown():.0f}x slower than fp32 here; use {fix}")
+
+
+def resolve_precision(name: str, device: torch.device, warn: Callable[[str], Any] | None = None) -> str:
+    """The precision to train in: ``name`` ("auto", "fp32", "bf16", "fp16") on ``device``. "auto" is bf16 where
+    the device computes bf16 natively (CUDA with bf16; :func:`cpu_has_fast_bf16`), fp32 elsewhere; an explicit
+    bf16 on a CPU that emulates it is kept, with one line to ``warn`` (the log) naming the slowdown and the fix."""
     if name == "fp16" and device.type != "cuda":
         raise SeqlabError("train.precision=fp16 needs CUDA; on CPU use bf16 or fp32")
+    if name == "bf16" and device.type == "cpu":
+        line = emulated_bf16_warning("train.precision=bf16", "train.precision=fp32 (or auto)")
+        if line:
+            (warn or log.warning)(line)
     if name != "auto":
         return name
     if device.type == "cuda":
