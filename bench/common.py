@@ -57,6 +57,15 @@ def cpu_line() -> str:
     return f"{model}, {os.cpu_count()} cores; {isa}"
 
 
+def bf16_rows() -> str | None:
+    """None where this CPU computes bf16 natively as the bench runs (seqlab.devices: the CPU's flags and what
+    ONEDNN_MAX_CPU_ISA leaves); else why not, for the section to say why its bf16 rows are skipped (emulated bf16
+    matrix products run 40-400x slower than fp32: a bf16 row would take hours and compare nothing useful)."""
+    from seqlab.devices import bf16_emulation_reason
+
+    return bf16_emulation_reason()
+
+
 def _caller_script() -> str:
     """The bench script that called ``write_section``, relative to the repository (``bench/generate.py``)."""
     here = Path(__file__).resolve()

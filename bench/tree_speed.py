@@ -8,7 +8,8 @@ workload at a time, in a freshly shuffled order each round (the first round disc
 - ``decode b1``: compiled greedy decoding, one 16-token prompt, 256 new tokens (tokens/s);
 - ``decode b8``: the same for 8 left-padded prompts of 3-16 tokens (tokens/s of all rows);
 - ``train step``: forward, backward and AdamW on 12 x 256 tokens under bf16 autocast with the explicit attention
-  path (what both trees' language-model training runs on a CPU with bf16), eager (tokens/s).
+  path (what both trees' language-model training runs on a CPU with bf16), eager (tokens/s); in fp32 on a CPU
+  that emulates bf16 (the section says why).
 
 Both trees decode with the same products (``--products``, default ``stream``: an older tree reads
 ``SEQLAB_DECODE_GEMV``, a newer one takes ``products=``) and the same thread count (an older tree's load-average
@@ -30,9 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cpu_line, median, write_section  # noqa: E402
+from common import bf16_rows, cpu_line, median, write_section  # noqa: E402
 
 WORKLOADS = ("decode b1", "decode b8", "train step")
+EMULATED = bf16_rows()  # the train step in bf16 autocast where the CPU computes bf16 natively, else in fp32
+PRECISION = "fp32" if EMULATED else "bf16"
 CHILD = r'''
 import inspect, json, os, sys, time
 import torch
@@ -40,7 +43,7 @@ from seqlab.decode import Sampling, generate
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 
-products = sys.argv[1]
+products, precision = sys.argv[1], sys.argv[2]
 torch.manual_seed(0)
 model = TransformerLM(TransformerLMConfig(vocab_size=65, n_layers=6, n_heads=6, d_model=384, d_ff=1536,
                                           max_len=272, dropout=0.0, positions="learned")).eval()
@@ -64,7 +67,7 @@ opt = torch.optim.AdamW(trainee.parameters(), lr=1e-4, fused=True)
 batch = torch.randint(0, 65, (12, 257), generator=g)
 
 def train():
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
         logits = trainee(batch[:, :-1])
     loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
     loss.backward()
@@ -88,7 +91,7 @@ for line in sys.stdin:
 class Child:
     def __init__(self, tree: Path, products: str, threads: int):
         env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads)}
-        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, products], cwd=tree, env=env, text=True,
+        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, products, PRECISION], cwd=tree, env=env, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.ready = json.loads(self.proc.stdout.readline())
 
@@ -134,7 +137,7 @@ def main() -> dict:
     write_section(f"tree_speed{'-' + args.label if args.label else ''}", f"""## Refactor speed: the same work on two source trees, interleaved (bench/tree_speed.py)
 
 Old tree `{trees['old']}`, new tree `{trees['new']}`; {args.threads} threads; compiled decoding with `{args.products}`
-products; {args.rounds} rounds after a discarded one, each workload of each tree once per round in a shuffled
+products; the train step in {'bf16 autocast' if PRECISION == 'bf16' else f'fp32 (no bf16: {EMULATED})'}; {args.rounds} rounds after a discarded one, each workload of each tree once per round in a shuffled
 order, medians. The bench GPT (6 layers, 6 heads, 384 wide, vocabulary 65). Both trees' greedy tokens are
 {'identical' if same else '**different**'}. Compile and warm-up time (untimed): old {children['old'].ready['ready']:.0f} s,
 new {children['new'].ready['ready']:.0f} s. CPU: {cpu_line()}.
