@@ -12,14 +12,17 @@ Pages made from the code at build time (never committed; nothing typed by hand c
   comment on its line in the dataclass;
 - reference/presets.md: every preset TOML of seqlab/presets;
 - reference/api.md and reference/api/*.md: mkdocstrings pages of every module;
-- notes-to-code.md: the equation tags of the docstrings (docs/notes_map.py).
+- notes-to-code.md: the equation tags of the docstrings (docs/notes_map.py);
+- departures.md: the departure admonitions of the docstrings, "Notation and departures from the notes"
+  (docs/notes_map.py), with the Transformer presets against the notes' Transformer.
 
 Markers in a page's markdown, replaced before it is converted (an unknown marker fails the build):
 - ``<!-- seqlab:results NAME ... -->``: those sections of bench/RESULTS.md (``all except NAME ...``: the others);
 - ``<!-- seqlab:results-intro -->``: the text above RESULTS.md's first section;
 - ``<!-- seqlab:tour PATH -->``: the jupytext notebook at PATH (relative to docs/), run cell by cell in its own
   workdir, each code cell shown with its printed output and the figures it made;
-- ``<!-- seqlab:extras -->``: the optional dependencies of pyproject.toml.
+- ``<!-- seqlab:extras -->``: the optional dependencies of pyproject.toml, one row per extra with what it is for
+  (the comment above it in pyproject.toml) and what it installs.
 
 Math: MathJax 3 (es5 build) from the ``django-static-mathjax`` package (Apache-2.0) is copied into the site
 (``javascripts/mathjax/``); no CDN.
@@ -104,12 +107,21 @@ def on_config(config):
 
 
 def _notes_to_code() -> str:
-    """notes-to-code.md from the equation tags in the docstrings (docs/notes_map.py); a tag that does not resolve
-    fails the build."""
+    """notes-to-code.md from the equation tags in the docstrings (docs/notes_map.py); a tag that does not resolve,
+    or whose declared default or option the configs and presets contradict, fails the build."""
     try:
         return notes_map.render()
     except notes_map.TagError as e:
         raise PluginError(f"From the notes to the code: {e}") from None
+
+
+def _departures() -> str:
+    """departures.md from the departure admonitions in the docstrings (docs/notes_map.py); fails as
+    :func:`_notes_to_code` does."""
+    try:
+        return notes_map.render_departures()
+    except notes_map.TagError as e:
+        raise PluginError(f"Notation and departures from the notes: {e}") from None
 
 
 def on_pre_build(config):
@@ -126,6 +138,7 @@ def on_files(files, config):
         "reference/config.md": config_markdown(),
         "reference/presets.md": presets_markdown(),
         "notes-to-code.md": _notes_to_code(),
+        "departures.md": _departures(),
         API_PAGE: api_index_markdown(),
         **{f"{API_DIR}/{slug}.md": text for slug, text in api_module_pages().items()},
         MATHJAX_CONFIG: MATHJAX_CONFIG_JS,
@@ -628,11 +641,45 @@ def results_markdown(args: list[str]) -> str:
 
 
 def extras_markdown() -> str:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    out = ["| extra | installs |", "|---|---|"]
+    """The extras table: one row per ``[project.optional-dependencies]`` entry, in the file's order, with what it is
+    for (the comment lines right above it in pyproject.toml; an extra without one fails the build) and what it
+    installs."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    project = tomllib.loads(text)["project"]
+    comments = extras_comments(text)
+    out = ["| extra | what it is for | installs |", "|---|---|---|"]
     for name, packages in project.get("optional-dependencies", {}).items():
-        out.append(f"| `{name}` | " + ", ".join(_cell(f"`{p}`") for p in packages) + " |")
+        if not comments.get(name):
+            raise PluginError(f"pyproject.toml: the extra {name!r} has no comment above it saying what it is for "
+                              "(the install page shows it)")
+        installs = ", ".join(f"`{p}`" for p in packages)
+        out.append(f"| `{name}` | {_cell(comments[name])} | {_cell(installs)} |")
     return "\n".join(out) + "\n"
+
+
+def extras_comments(text: str) -> dict[str, str]:
+    """``{extra: comment}``: the ``#`` lines right above each ``name = [`` of ``[project.optional-dependencies]``,
+    joined (a blank line ends a comment block)."""
+    found: dict[str, str] = {}
+    block: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if re.match(r"^\[[\w.-]+\]$", stripped):  # a table header: [project.optional-dependencies], [tool.mypy]
+            inside = stripped == "[project.optional-dependencies]"
+            block = []
+            continue
+        if not inside:
+            continue
+        if stripped.startswith("#"):
+            block.append(stripped.lstrip("#").strip())
+            continue
+        m = re.match(r"^([A-Za-z0-9_-]+)\s*=\s*\[", line)
+        if m:
+            found[m.group(1)] = " ".join(block)
+        if not line.startswith((" ", "\t")):  # a key or a blank line ends the block; a list's items do not
+            block = []
+    return found
 
 
 # --------------------------------------------------------------------------------------------------------

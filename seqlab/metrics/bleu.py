@@ -226,6 +226,25 @@ def compute_bleu(correct: list, total: list, sys_len: int, ref_len: int, smooth_
     !!! equation "Sequence to sequence › BLEU"
         $\mathrm{BLEU} = \mathrm{BP} \cdot \exp\left(\frac{1}{N} \sum_{n=1}^{N} \log p_n\right)$: the geometric
         mean of the precisions up to $N = 4$, penalised for brevity (×100 here, as sacreBLEU reports it).
+
+    !!! departure "Sequence to sequence › BLEU (slip in the notes)"
+        notes: "Bleu Score: $\mathrm{BP} \cdot \frac{1}{2} \sum_{i=1}^{2} \log p_i$", without the exponential (a
+        negative number).
+        seqlab: $\mathrm{BP} \cdot \exp(\frac{1}{N} \sum_n \log p_n)$, the geometric mean of the precisions; the
+        notes' example with $N = 2$ scores $0.846 \cdot \sqrt{5/6 \cdot 2/5} = 0.489$ (48.87 as sacreBLEU
+        prints it).
+
+    !!! departure "Sequence to sequence › BLEU (slip in the notes)"
+        notes: $\exp\{1 - \frac{7}{6}\} = \frac{1}{6}^{-1}$ for the brevity penalty, and $\frac{1}{2} \log 0.83 +
+        \frac{1}{2} \log 0.4 = 3T$.
+        seqlab: $\mathrm{BP} = \exp(1 - 7/6) = e^{-1/6} = 0.846$, and $\frac{1}{2} \ln \frac{5}{6} + \frac{1}{2}
+        \ln 0.4 = -0.549$.
+
+    !!! departure "Sequence to sequence › BLEU"
+        notes: one sentence, n-grams up to $N = 2$ in the worked example.
+        seqlab: sacreBLEU's corpus BLEU: $N = 4$, the n-gram counts and lengths of all the sentences summed
+        before the precisions and the brevity penalty are computed, and sacreBLEU's "exp" smoothing of an order
+        with no match (its default, as ``seqlab bleu``'s).
     """
     if smooth_value is None:
         smooth_value = SMOOTH_DEFAULTS[smooth_method]

@@ -380,8 +380,17 @@ def select_order(series: Any, max_p: int, ic: str = "aic") -> int:
     r"""The p in 1..max_p with the smallest criterion on the common sample (ties: the smaller p).
 
     !!! equation "Time series › Autoregressive models (beyond the notes)"
-        $\hat{p} = \arg\min_p \mathrm{AIC}(p),\ \mathrm{AIC} = -2 \ln L + 2 (p + 2)$: "how much to go back?"
-        answered by an information criterion (AIC, or BIC and HQIC with other penalties)."""
+        $\hat{p} = \arg\min_{1 \le p \le p_{max}} \mathrm{AIC}(p),\ \mathrm{AIC}(p) = -2 \ln L + 2 (p + 1)$: "how
+        much to go back?" answered by an information criterion over fits on the same rows, with $p + 1$
+        parameters (the $p$ weights and $\sigma^2$, not $b$), as statsmodels' ``ar_select_order`` counts them
+        (``model.ic`` = "bic" or "hqic": other penalties).
+        default: model.ic = "aic"
+
+    !!! departure "Time series › Autoregressive models (notation)"
+        notes: "how much to go back?", with no criterion; tutorial 1 writes $\mathrm{AIC} = -2\ell + 2(k + 1)$
+        with $k = p + 1$ coefficients, $p + 2$ parameters, as ``FittedAR`` counts them.
+        seqlab: ``select_order`` ranks statsmodels' values, $p + 1$ parameters (the constant not counted): every
+        value sits 2 lower (BIC: $\ln n$, HQIC: $2 \ln \ln n$), so the chosen $p$ is the same."""
     if ic not in CRITERIA:
         raise SeqlabError(f"ic must be one of {', '.join(CRITERIA)}, got {ic!r}")
     table = order_criteria(series, max_p)

@@ -201,8 +201,22 @@ class SequenceClassifier(_Head):
     pooling "cls", BERT's pooler tanh(W_p h_[CLS] + b_p).
 
     !!! equation "Pretrained encoders › Fine-tuning (beyond the notes)"
-        $\mathrm{logits} = W\, \mathrm{dropout}(s) + b,\ s = \tanh(W_p h_{[CLS]} + b_p)$: the sentence head, on
-        BERT's pooled [CLS] state (or on the mean of the tokens' states)."""
+        $\mathrm{logits} = W\, \mathrm{dropout}(s) + b,\ s = \frac{\sum_t m_t h_t}{\sum_t m_t}$: the sentence head
+        on the mean of the real tokens' states ($m_t = 1$ for a real token; Sentence-BERT's pooling), the default.
+        default: model.pooling = "mean" for classify/pretrained
+
+    !!! equation "Pretrained encoders › Fine-tuning (beyond the notes)"
+        $\mathrm{logits} = W\, \mathrm{dropout}(s) + b,\ s = \tanh(W_p h_{[CLS]} + b_p)$: the sentence head on
+        BERT's pooled [CLS] state.
+        option: model.pooling = "cls" for classify/pretrained
+
+    !!! departure "Pretrained encoders › Fine-tuning"
+        notes: transfer learning of word embeddings: learn them on a huge corpus, then fine-tune, that is,
+        train on your data for a very short time.
+        seqlab: a whole pretrained encoder (all-MiniLM-L6-v2 or any BERT-style directory) with a new linear
+        head, every weight trained for a few epochs (``ner-minilm``, ``sentiment-minilm``: 3); a sentence is
+        pooled by the mean of its tokens' states, not BERT's [CLS] pooler.
+        default: model.pooling = "mean" for classify/pretrained"""
 
     def __init__(self, cfg: PretrainedClassifierConfig, encoder: BertEncoder) -> None:
         super().__init__(cfg, encoder, cfg.n_classes)

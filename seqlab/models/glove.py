@@ -219,9 +219,18 @@ def cooccurrence(corpus: Corpus, window: int, block_pairs: int = BLOCK_PAIRS, ma
     shards are merged (k-way, summing equal keys). The weights are exact (:func:`distance_weights`), so the
     matrix does not depend on the blocks or the shards.
 
-    !!! equation "Word embeddings › GloVe"
+    !!! equation "Word embeddings › GloVe (beyond the notes)"
         $X_{ij} = \sum_{\text{pairs } (i, j) \text{ at distance } d \le \text{window}} 1/d$: the co-occurrence
-        matrix, how often word $j$ occurs in the window of word $i$ (symmetric; near pairs count more)."""
+        matrix as GloVe's reference tool counts it, each occurrence of word $j$ within the window of word $i$
+        weighted by $1/d$ (symmetric, $X_{ij} = X_{ji}$; the window stops at line ends). The notes count each
+        occurrence as 1; seqlab has no option for that.
+
+    !!! departure "Word embeddings › GloVe"
+        notes: $X_{ij}$ = the number of times word $i$ appears in the context of word $j$, each occurrence
+        counting 1.
+        seqlab: an occurrence at distance $d$ counts $1/d$ (``cooccur.c``'s weighting, within ``model.window``
+        words), so near pairs count more; raw counts are not offered.
+        default: model.window = 10 for embed/glove"""
     v = len(corpus.words)
     weights, unit = distance_weights(window, len(corpus.ids))
     budget = max_memory_mb * 2**20
@@ -307,9 +316,20 @@ class GloVe(nn.Module):
     r"""θ (``word``), e (``context``) and the biases b, b̃; ``forward`` is the weighted squared error per entry.
 
     !!! equation "Word embeddings › GloVe"
-        $J = \sum_{i,j} f(X_{ij}) (\theta_i^\top e_j + b_i + \tilde{b}_j - \log X_{ij})^2$: the GloVe loss, word
-        vectors whose dot product fits the log co-occurrence count; the weight $f(x) = \min(1, (x/x_{max})^\alpha)$
-        (beyond the notes) drops the pairs never seen and damps the frequent ones."""
+        $\frac{1}{2} J = \frac{1}{2} \sum_{i,j:\ X_{ij} > 0} f(X_{ij}) (\theta_i^\top e_j + b_i + \tilde{b}_j -
+        \log X_{ij})^2$: the GloVe loss, word vectors whose dot product fits the log co-occurrence count, halved
+        as the reference tool halves it (the same minimiser, half the gradient); the weight
+        $f(x) = \min(1, (x/x_{max})^\alpha)$ (beyond the notes) drops the pairs never seen and damps the frequent
+        ones.
+        default: model.x_max = 100.0; presets: glove = 10.0
+        default: model.alpha = 0.75
+
+    !!! departure "Word embeddings › GloVe"
+        notes: $\sum_{i=1}^{10k} \sum_{j=1}^{10k} (\theta_i^\top e_j + b_i + b_j - \log X_{ij})^2$, every pair
+        unweighted, though $\log X_{ij}$ does not exist for a pair never seen.
+        seqlab: $\frac{1}{2} \sum_{X_{ij} > 0} f(X_{ij}) (\theta_i^\top e_j + b_i + \tilde{b}_j - \log
+        X_{ij})^2$: the pairs seen only, weighted by $f$ (``model.x_max``, ``model.alpha``), halved; the context
+        bias is written $\tilde{b}_j$, and a word's vector is $\theta_w + e_w$."""
 
     def __init__(self, cfg: GloVeConfig):
         super().__init__()

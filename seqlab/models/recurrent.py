@@ -118,8 +118,14 @@ class RecurrentEncoder(nn.Module):
     Shared by the language model (left to right) and the tagger / classifier (bidirectional).
 
     !!! equation "Word embeddings › Embedding matrix"
-        $e_j = E\, o_j$: a token's vector, the embedding matrix times its one-hot vector $o_j$, i.e. row $j$ of
-        $E$ (a look-up, ``nn.Embedding``).
+        $e_j = E\, o_j$: a token's vector, the embedding matrix $E \in \mathbb{R}^{d \times V}$ times its one-hot
+        vector $o_j$, i.e. column $j$ of $E$; seqlab stores $E^\top$ (``nn.Embedding``'s weight, $V \times d$) and
+        looks up its row $j$ by the id $j$.
+
+    !!! departure "Word embeddings › Embedding matrix (notation)"
+        notes: $E \in \mathbb{R}^{d \times V}$, one column per word, and $E\, o_j = e_j$ picks column $j$.
+        seqlab: the table is $E^\top$, one row per word (``nn.Embedding``, $V \times d$): $e_j$ is row $j$,
+        looked up by the id $j$ without forming $o_j$.
     """
 
     def __init__(self, cfg: RecurrentModelConfig, bidirectional: bool = False, padding_idx: int | None = None) -> None:

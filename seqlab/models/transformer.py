@@ -118,7 +118,21 @@ class Embedding(nn.Module):
     r"""embed(I) = E·I (· sqrt(d_model)) + P, then dropout (notes: Transformer › Embedding; worked example step 1).
 
     !!! equation "Transformer › Embedding"
-        $\mathrm{embed}(X) = E X \sqrt{d_{model}} + P$: token vectors (scaled if ``scale_embeddings``) + positions."""
+        $\mathrm{embed}(X) = E X + P$: the token vectors plus the positions, unscaled (as the notes' worked
+        example adds them).
+        default: model.scale_embeddings = false; presets: mt-transformer = true
+
+    !!! equation "Transformer › Embedding"
+        $\mathrm{embed}(X) = (E X) \sqrt{d_{model}} + P$: the notes' embedding, the token vectors scaled by
+        $\sqrt{d_{model}}$ before the positions are added.
+        option: model.scale_embeddings = true; presets: mt-transformer
+
+    !!! departure "Transformer › Embedding"
+        notes: $\mathrm{embed}(X; E) = (E \cdot X) \sqrt{d_{model}} + P$ in the named-tensor lecture; the worked
+        example adds embeddings and PE unscaled.
+        seqlab: $E X + P$ by default (the worked example's); ``model.scale_embeddings = true`` scales by
+        $\sqrt{d_{model}}$ (the ``mt-transformer`` preset does).
+        default: model.scale_embeddings = false; presets: mt-transformer = true"""
 
     def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -163,7 +177,24 @@ class EncoderLayer(nn.Module):
     r"""Self-attention then feed-forward, each a residual sublayer (notes: Transformer › Encoder and decoder).
 
     !!! equation "Transformer › Encoder and decoder"
-        $T = \mathrm{lnorm}(\mathrm{MHA}(X)) + X,\ X' = \mathrm{lnorm}(\mathrm{FFN}(T)) + T$: a "sublayer" layer."""
+        $T = X + \mathrm{MHA}(\mathrm{lnorm}(X)),\ X' = T + \mathrm{FFN}(\mathrm{lnorm}(T))$: an encoder layer as
+        seqlab computes it by default and in every Transformer preset ("pre": each sublayer reads the normalised
+        stream and adds to it; the stack ends with one more lnorm).
+        default: model.norm = "pre"
+
+    !!! equation "Transformer › Encoder and decoder"
+        $T = \mathrm{lnorm}(\mathrm{MHA}(X)) + X,\ X' = \mathrm{lnorm}(\mathrm{FFN}(T)) + T$: the notes' layer,
+        each sublayer's output normalised before it joins the stream.
+        option: model.norm = "sublayer"
+
+    !!! departure "Transformer › Encoder and decoder"
+        notes: $T^1 = \mathrm{lnorm}(\mathrm{MHA}(X^0)) + X^0$, $X^1 = \mathrm{lnorm}(\mathrm{FFN}(T^1)) + T^1$:
+        each sublayer's output normalised, then added to its input.
+        seqlab: "pre" by default and in every Transformer preset, $X + f(\mathrm{lnorm}(X))$ with a final lnorm
+        after the last layer (GPT-2's placement); ``model.norm = "sublayer"`` computes the notes' layer, and
+        ``"post"`` the original Transformer's $\mathrm{lnorm}(X + f(X))$.
+        default: model.norm = "pre"
+    """
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -317,7 +348,19 @@ class TransformerLM(nn.Module):
     r"""Decoder-only causal language model: embed, n_layers causal blocks, (final LN), W·X^L logits.
 
     !!! equation "Transformer › Output layer"
-        $O = \mathrm{softmax}(W X^L)$: the next-token distribution (logits returned); $W = E$ if ``tie_embeddings``.
+        $O = \mathrm{softmax}(W X^L)$: the next-token distribution (logits returned); $W = E$, the token
+        embedding matrix, unless ``model.tie_embeddings = false``.
+        default: model.tie_embeddings = true for lm/transformer
+
+    !!! departure "Transformer › Encoder and decoder"
+        notes: the Transformer as taught: sinusoidal positions, a ReLU feed-forward network, lnorm after each
+        sublayer, embeddings scaled by $\sqrt{d_{model}}$.
+        seqlab: ``TransformerLM`` defaults to "pre" norm, sinusoidal positions, GELU and unscaled embeddings, and
+        the ``lm-char`` and ``lm-bpe`` presets (tutorial 6's language model) learn their positions; the table
+        "The Transformer presets against the notes" below gives every preset's choice.
+        default: model.norm = "pre" for lm/transformer
+        default: model.positions = "sinusoidal" for lm/transformer; presets: lm-bpe = "learned", lm-char = "learned"
+        default: model.activation = "gelu" for lm/transformer
     """
 
     def __init__(self, cfg: TransformerLMConfig) -> None:

@@ -110,7 +110,19 @@ class SkipGram(nn.Module):
 
     !!! equation "Word embeddings › Skip-gram"
         $L(\hat{y}, y) = -\sum_{i=1}^{V} y_i \log \hat{y}_i$: the categorical cross-entropy of a (context,
-        target) pair, $-\log P(t \mid c)$; ``forward`` computes it through one of the two approximations."""
+        target) pair, $-\log P(t \mid c)$; ``forward`` computes it through one of the two approximations.
+
+    !!! departure "Word embeddings › Skip-gram (slip in the notes)"
+        notes: $\hat{y} = \frac{\theta_t^\top e_c}{\sum_{j} \theta_j^\top e_c}$, without the exponentials (a
+        ratio of dot products, which can be negative).
+        seqlab: the softmax $\frac{\exp(\theta_t^\top e_c)}{\sum_j \exp(\theta_j^\top e_c)}$, trained through
+        negative sampling or hierarchical softmax (its $O(V)$ sum is never computed).
+
+    !!! departure "Word embeddings › Skip-gram (notation)"
+        notes: $e_c = E\, o_c$ the context word's vector and $\theta_t$ the target's; GloVe's $\theta_i$ and $e_j$.
+        seqlab: ``input`` holds the $e$ (gensim's ``syn0``), ``ns_output`` one $\theta$ per word (``syn1neg``),
+        and ``hs_output`` one $\theta_n$ per inner node of the Huffman tree, not per word (``syn1``). The notes'
+        context word is word2vec's input (centre) word."""
 
     def __init__(self, cfg: Word2VecConfig, hs: bool = False):
         super().__init__()

@@ -93,8 +93,15 @@ def huffman_tree(counts: np.ndarray) -> HuffmanTree:
     becoming the left (code 0) child; frequent words get short paths.
 
     !!! equation "Word embeddings › Hierarchical softmax"
-        $\mathrm{depth}(w) \approx \log_2 V$: the binary tree whose leaves are the words, each with a unique
-        path from the root; a Huffman tree gives frequent words the shortest paths."""
+        $\mathrm{depth}(w) \approx -\log_2 P(w),\ P(w) = n_w / \sum_v n_v$: the binary tree whose leaves are the
+        words, each with a unique path from the root; a Huffman code gives a word a path about as long as its
+        information, so frequent words get the shortest paths and the mean depth over the corpus is less than
+        $\log_2 V + 1$.
+
+    !!! departure "Word embeddings › Hierarchical softmax"
+        notes: a tree whose paths have "around $\log_2 n$" nodes, $O(\log_2 V)$ per word (a balanced tree).
+        seqlab: word2vec's Huffman tree: a word's path has about $-\log_2 P(w)$ nodes, short for frequent words
+        and longer than $\log_2 V$ for rare ones; weighted by frequency the mean is below $\log_2 V + 1$."""
     v = len(counts)
     heap = [_Node(int(c), i) for i, c in enumerate(counts)]
     heapq.heapify(heap)

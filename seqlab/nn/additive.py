@@ -37,12 +37,18 @@ class AdditiveAttention(nn.Module):
         et al.; the notes leave the score $c_{t,t'}$ unspecified).
 
     !!! equation "Sequence to sequence › Bahdanau attention"
-        $\alpha_{t,t'} = \frac{\exp(e_{t,t'})}{\sum_{t'=1}^{T_x} \exp(e_{t,t'})}$: the attention output step $t$
+        $\alpha_{t,t'} = \frac{\exp(e_{t,t'})}{\sum_{k=1}^{T_x} \exp(e_{t,k})}$: the attention output step $t$
         pays to input $x_{t'}$; the weights of one step sum to 1 over the input (padding gets 0).
 
     !!! equation "Sequence to sequence › Bahdanau attention"
         $c_t = \sum_{t'=1}^{T_x} \alpha_{t,t'} a_{t'}$: the context, the annotations $a_{t'} =
         (\overrightarrow{a}_{t'}, \overleftarrow{a}_{t'})$ weighted by the attention.
+
+    !!! departure "Sequence to sequence › Bahdanau attention (slip in the notes)"
+        notes: $\alpha_{t,t'} = \frac{\exp\{c_{t,t'}\}}{\sum_{t'=1}^{T_x} \exp\{c_{t,t'}\}}$, the summation
+        index reusing the free $t'$; the score $c_{t,t'}$ is left unspecified.
+        seqlab: a separate index, $\sum_{k=1}^{T_x} \exp(e_{t,k})$; the score is Bahdanau et al.'s additive
+        $e_{t,t'} = v^\top \tanh(W_s s_{t-1} + W_h a_{t'})$, written $e$ because $c_t$ is the context.
     """
 
     def __init__(self, query_size: int, key_size: int, attn_size: int) -> None:

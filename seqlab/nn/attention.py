@@ -92,8 +92,17 @@ def attention_equations(
     Returns out (batch, head, seq_q, depth) and the weights (batch, head, seq_q, seq_k) before dropout.
 
     !!! equation "Transformer › Self-attention"
-        $A(q, K, V) = \sum_i \frac{\exp(q \cdot k_i)}{\sum_j \exp(q \cdot k_j)} v_i$: one query's output, the
-        values weighted by how well each key answers the query (here with the keys scaled by $1/\sqrt{d_k}$).
+        $A(q, K, V) = \sum_i \frac{\exp(q \cdot k_i / \sqrt{d_k})}{\sum_j \exp(q \cdot k_j / \sqrt{d_k})} v_i$:
+        one query's output, the values weighted by how well each key answers the query; the notes'
+        self-attention with the $1/\sqrt{d_k}$ of scaled dot-product attention, which the code applies to the
+        query (or to the product) before the softmax.
+
+    !!! departure "Transformer › Self-attention"
+        notes: the self-attention lecture scores $\mathrm{softmax}(\langle q_3 \cdot k_1, q_3 \cdot k_2, q_3 \cdot
+        k_3 \rangle)$ and $A(q, K, V) = \sum_i \frac{\exp(q \cdot k_i)}{\sum_j \exp(q \cdot k_j)} v_i$, unscaled;
+        the Transformer lectures divide by $\sqrt{d_k}$.
+        seqlab: always scaled, $q \cdot k_i / \sqrt{d_k}$, with $q$ multiplied by $1/\sqrt{d_k}$ before the
+        product (the same scores; the smaller tensor is scaled).
 
     !!! equation "Transformer › Scaled dot-product attention"
         $\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$: every query
@@ -286,12 +295,42 @@ class MultiHeadAttention(nn.Module):
     through the equations path (SDPA does not expose the weights).
 
     !!! equation "Transformer › Multi-head attention"
-        $Q = X W_Q,\ K = X W_K,\ V = X W_V$: the queries, keys and values, linear projections of the inputs
-        (for cross-attention, K and V project the context).
+        $Q = X W_Q + b_Q,\ K = X W_K + b_K,\ V = X W_V + b_V$: the queries, keys and values, affine projections of
+        the rows of $X$ (one position a row; for cross-attention, K and V project the context); the biases are on
+        by default (the notes have none; ``model.bias = false`` drops them).
+        default: model.bias = true
 
     !!! equation "Transformer › Multi-head attention"
-        $\mathrm{MHA}(X) = W^O \cdot [\mathrm{att}(Q_\nu, K_\nu, V_\nu, M)]_{\nu \in [n_h]}$: attention in each of
-        the $n_h$ heads, the heads concatenated and projected back to $d_{model}$ by $W^O$.
+        $\mathrm{MHA}(X) = [\mathrm{att}(Q_1, K_1, V_1, M), \dots, \mathrm{att}(Q_{n_h}, K_{n_h}, V_{n_h}, M)]\,
+        W^O + b^O$: attention in each of the $n_h$ heads ($Q_\nu$: the $\nu$-th block of $d_{model} / n_h$
+        columns of $Q$), the heads' outputs concatenated and projected back to $d_{model}$ by $W^O$.
+        default: model.bias = true
+
+    !!! departure "Transformer › Multi-head attention (notation)"
+        notes: named tensors, $Q = W^Q \cdot_{emb} X$ and $\mathrm{MHA}(X) = W^O \cdot_{head, val}
+        \mathrm{att}(\dots)$; column vectors in the tensor-notation lecture ($Q^{[D], [\ell]} = W_q E$); row
+        vectors in another ($Q = X W_Q$).
+        seqlab: row vectors throughout, one position a row: $Q = X W_Q + b_Q$ and $\mathrm{MHA}(X) = [\dots]\,
+        W^O + b^O$; ``nn.Linear`` stores $W_Q^\top$ (out × in). The three $W$ are one packed projection
+        ``qkv``.
+
+    !!! departure "Transformer › Multi-head attention"
+        notes: $Q$, $K$, $V$ and the output projection without biases.
+        seqlab: a bias on each of the four projections by default (``model.bias``), as PyTorch's
+        ``nn.MultiheadAttention`` and BERT have.
+        default: model.bias = true
+
+    !!! departure "Transformer › Multi-head attention"
+        notes: the self-attention lecture computes $q_1 = f(W_q c_1)$, $k_1 = f(W_k c_1)$, $v_1 = f(W_v c_1)$ with
+        $f = \mathrm{ReLU}$.
+        seqlab: affine projections without an activation, $q = W_q c + b_q$, as in the Transformer lectures and
+        the Transformer paper.
+
+    !!! departure "Transformer › Multi-head attention"
+        notes: the projection example has $d_k = 50$ and $d_v = 60$ ($W_K$: $70 \times 50$, $W_V$: $70 \times
+        60$ for $d_{model} = 70$).
+        seqlab: $d_k = d_v = d_{model} / n_h$ in every head (the named-tensor lecture's $W^V \in
+        \mathbb{R}^{head, emb, val: d_k}$), so ``model.d_model`` must be a multiple of ``model.n_heads``.
     """
 
     def __init__(

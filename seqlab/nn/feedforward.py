@@ -20,15 +20,31 @@ class FeedForward(nn.Module):
     r"""W2 · act(W1 · x + b1) + b2 with act in {relu, gelu, gelu_tanh} (notes: Transformer › Feed-forward network).
 
     !!! equation "Transformer › Feed-forward network"
-        $\mathrm{FFN}(x) = W_2\, \mathrm{ReLU}(W_1 x + b_1) + b_2$: the position-wise network, $d_{model} \to
-        d_{ff} \to d_{model}$, applied to every position alone.
+        $\mathrm{FFN}(x) = W_2\, \mathrm{ReLU}(W_1 x + b_1) + b_2$: the notes' position-wise network, $d_{model}
+        \to d_{ff} \to d_{model}$, applied to every position alone.
+        option: model.activation = "relu"; presets: mt-transformer
 
     !!! equation "Transformer › Feed-forward network"
-        $\mathrm{ReLU}(T) = \max(0, T)$: the activation, element-wise.
+        $\mathrm{ReLU}(T) = \max(0, T)$: the notes' activation, element-wise.
+        option: model.activation = "relu"; presets: mt-transformer
 
     !!! equation "Pretrained encoders › BERT (beyond the notes)"
-        $\mathrm{GELU}(x) = x\, \Phi(x)$: the activation BERT uses instead of ReLU (``gelu``; GPT-2's
-        ``gelu_tanh`` is $0.5 x (1 + \tanh(\sqrt{2/\pi}(x + 0.044715 x^3)))$)."""
+        $\mathrm{FFN}(x) = W_2\, \mathrm{GELU}(W_1 x + b_1) + b_2,\ \mathrm{GELU}(x) = x\, \Phi(x)$: the
+        feed-forward network with BERT's activation in place of ReLU, seqlab's default (``gelu_tanh``: GPT-2's
+        $0.5 x (1 + \tanh(\sqrt{2/\pi}(x + 0.044715 x^3)))$).
+        default: model.activation = "gelu"; presets: mt-transformer = "relu"
+
+    !!! departure "Transformer › Feed-forward network"
+        notes: ReLU.
+        seqlab: GELU by default (the exact $x\, \Phi(x)$) and in every Transformer preset but ``mt-transformer``,
+        which uses ReLU; ``model.activation`` chooses ``relu``, ``gelu`` or ``gelu_tanh``.
+        default: model.activation = "gelu"; presets: mt-transformer = "relu"
+
+    !!! departure "Transformer › Feed-forward network (slip in the notes)"
+        notes: $F(x) = W_2\, \mathrm{ReLU}(W_1 x + b_1) + b_1$, the second bias written $b_1$ again (with
+        another shape); in the named-tensor lecture $b^2 \in \mathbb{R}^{hid: d_{ff}}$.
+        seqlab: two biases, $b_1 \in \mathbb{R}^{d_{ff}}$ and $b_2 \in \mathbb{R}^{d_{model}}$ (the output's
+        width)."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
         super().__init__()

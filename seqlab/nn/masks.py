@@ -96,6 +96,18 @@ def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     !!! equation "Transformer › Softmax"
         $P^\alpha = \frac{\exp(x^\alpha)}{\sum_{\beta} \exp(x^\beta)}$: a vector of scores to probabilities
         over the keys; a masked key gets 0, and a row whose keys are all masked gives zeros, never NaN.
+
+    !!! departure "Transformer › Softmax (slip in the notes)"
+        notes: $P^{[n]} = \exp(x^{[n]}) / \Vert \exp(x^{[n]}) \Vert_0$.
+        seqlab: the sum of the exponentials, $\Vert \exp(x) \Vert_1 = \sum_\beta \exp(x^\beta)$, as the notes'
+        own component form has it ($\Vert \cdot \Vert_0$ would count the non-zero entries).
+
+    !!! departure "Transformer › Masked attention (slip in the notes)"
+        notes: the mask example fills the future scores with $-10$ ("PyTorch mask-fill (0, -10)") and shows their
+        weights after the softmax as exactly 0.
+        seqlab: $M = -\infty$, so a masked key's weight is exactly 0 (with $-10$ a masked key keeps
+        $e^{-10} \approx 4.5 \cdot 10^{-5}$ times the weight of a visible key of score 0), and a row whose keys
+        are all masked gives zeros.
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)  # ..., seq_q, seq_k

@@ -52,13 +52,24 @@ class Residual(nn.Module):
         !!! equation "Transformer › Residual connections"
             $T = \mathrm{lnorm}(\mathrm{MHA}(X)) + X$: the notes' placement ("sublayer"): the sublayer's output is
             normalised, then added to its input.
+            option: model.norm = "sublayer"
 
         !!! equation "Transformer › Residual connections (beyond the notes)"
             $X' = \mathrm{lnorm}(X + f(X))$: "post", the original Transformer's and BERT's placement.
+            option: model.norm = "post"
 
         !!! equation "Transformer › Residual connections (beyond the notes)"
-            $X' = X + f(\mathrm{lnorm}(X))$: "pre", GPT-2's placement; the residual stream is never normalised,
-            so the stack ends with a LayerNorm."""
+            $X' = X + f(\mathrm{lnorm}(X))$: "pre", GPT-2's placement and seqlab's default; the residual stream is
+            never normalised, so the stack ends with a LayerNorm.
+            default: model.norm = "pre"
+
+        !!! departure "Transformer › Residual connections"
+            notes: one placement, $\mathrm{lnorm}(f(X)) + X$.
+            seqlab: three, chosen by ``model.norm``: "pre" $X + f(\mathrm{lnorm}(X))$ (the default), "post"
+            $\mathrm{lnorm}(X + f(X))$ and "sublayer", the notes'. Dropout, when on, applies to $f(X)$ before the
+            join.
+            default: model.norm = "pre"
+        """
         if self.placement == "pre":
             return x + self.dropout(y)  # x + f(LN(x))
         if self.placement == "post":

@@ -19,7 +19,23 @@ def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype | None = Non
     !!! equation "Transformer › Positional encoding"
         $PE_{(pos, 2i)} = \sin\left(\frac{pos}{10000^{2i/d_{model}}}\right),\ PE_{(pos, 2i+1)} =
         \cos\left(\frac{pos}{10000^{2i/d_{model}}}\right)$: the sinusoidal encoding of a position; the
-        wavelength grows geometrically with the column, from $2\pi$ to $2\pi \cdot 10^4$."""
+        wavelength grows geometrically with the column, from $2\pi$ to $2\pi \cdot 10^4$.
+        default: model.positions = "sinusoidal"; presets: lm-bpe = "learned", lm-char = "learned"
+
+    !!! departure "Transformer › Positional encoding (notation)"
+        notes: three index conventions for one table: $PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{model}})$ and
+        $PE_{(pos, 2i+1)} = \cos(\dots)$; $E_{pos}^{\delta, \beta} = \sin(\beta / 10^{4\delta/d})$ for even
+        $\delta$ and $\cos(\beta / 10^{4(\delta - 1)/d})$ for odd $\delta$; and 1-based
+        $P_{i, p} = \sin((p - 1) / 10000^{(i - 1)/d_{model}})$ for odd $i$, $\cos((p - 1) / 10000^{(i -
+        2)/d_{model}})$ for even $i$.
+        seqlab: the first, 0-based, row $pos$ and column $j$ ($j = 2i$ or $2i + 1$); the three are the same table.
+
+    !!! departure "Transformer › Positional encoding (slip in the notes)"
+        notes: the worked example writes $PE_{(pos, i=0)} = [\sin 0, \sin 0, \sin 0, \sin 0]$ and
+        $PE_{(pos, i=1)} = [\cos 0, \cos 0, \cos 0, \cos 0]$ for $pos = 0, \dots, 3$.
+        seqlab: column 0 is $\sin(pos)$, $[0, 0.841, 0.909, 0.141]$ for $pos = 0, \dots, 3$, and column 1
+        $\cos(pos)$, $[1, 0.540, -0.416, -0.990]$; only position 0 is $[\sin 0, \cos 0, \sin 0, \cos 0] = [0, 1, 0,
+        1]$ (with $d_{model} = 4$)."""
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # max_len, 1
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # d_model/2 (rounded up): the even columns 2i
     angle = pos / 10000.0 ** (two_i / d_model)  # max_len, d_model/2
@@ -48,7 +64,8 @@ class LearnedPositions(nn.Module):
 
     !!! equation "Pretrained encoders › BERT (beyond the notes)"
         $P_{pos} = \mathrm{row}_{pos}(P),\ P \in \mathbb{R}^{max\_len \times d_{model}}$: learned positions, the
-        notes' $P$ as a trained table (BERT, GPT-2) instead of the sinusoids."""
+        notes' $P$ as a trained table (BERT, GPT-2) instead of the sinusoids.
+        option: model.positions = "learned"; presets: lm-bpe, lm-char"""
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()

@@ -83,7 +83,20 @@ def elman_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor, g: Callable
 
     !!! equation "Recurrent neural networks › Elman RNN"
         $a_t = g_1(W_1 x_t + W_3 a_{t-1} + b_1)$: one step of the simple recurrent cell, $g_1$ = tanh or ReLU;
-        $W_1 x_t$ is computed for all $t$ at once, and $b_1$ is stored as two biases."""
+        $W_1 x_t$ is computed for all $t$ at once, and $b_1$ is stored as two biases.
+
+    !!! departure "Recurrent neural networks › Elman RNN (notation)"
+        notes: $a_t = g_1(w_1 x_t + w_3 a_{t-1} + b_1)$, $\hat{y}_t = g_2(w_2 a_t + b_2)$ in one lecture, and
+        $a_t = \tanh(w_1 x_t + w_2 a_{t-1} + b_1)$, $\hat{y}_t = \sigma(w_3 a_t + b_2)$ in the next ($w_2$ and
+        $w_3$ swap).
+        seqlab: the first: $W_1$ the input weights (``weight_ih``), $W_3$ the recurrent ones (``weight_hh``),
+        $W_2$ the output layer (the model's head); $b_1$ = ``bias_ih + bias_hh``.
+
+    !!! departure "Recurrent neural networks › Elman RNN (notation)"
+        notes: column vectors, a batch as columns: $x_t \in \mathbb{R}^{5000 \times 5}$, $W_1 \in
+        \mathbb{R}^{231 \times 5000}$, $a_t = W_1 x_t + \dots \in \mathbb{R}^{231 \times 5}$.
+        seqlab: batch first, one example a row: $x_t$ is (batch, input), and with $W_1$ stored as the notes have
+        it (hidden × input) the step computes $x_t W_1^\top$, (batch, hidden)."""
     (a,) = state
     return (g(xw + F.linear(a, w_hh, b_hh)),)  # batch, hidden
 
@@ -116,7 +129,15 @@ def gru_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
 
     !!! equation "Recurrent neural networks › Gated recurrent unit (beyond the notes)"
         $h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}$: the new state; the update gate $z_t$ weights the
-        previous state, so it plays the part of the notes' $1 - \Gamma_u$."""
+        previous state, so it plays the part of the notes' $1 - \Gamma_u$.
+
+    !!! departure "Recurrent neural networks › Gated recurrent unit"
+        notes: $c_t = \Gamma_u \odot \tilde{c}_t + (1 - \Gamma_u) \odot c_{t-1}$, the update gate $\Gamma_u$
+        weighting the candidate, and no reset gate.
+        seqlab: ``cell = "gru"`` (the default of the GRU models) is PyTorch's GRU: $z_t = 1 - \Gamma_u$ weights
+        the previous state, $n_t$ is the candidate $\tilde{c}_t$, $h_t$ the memory $c_t$ ($= a_t$), and a reset
+        gate $r_t$ scales $W_{hn} h_{t-1} + b_{hn}$; ``cell = "simple-gru"`` is the notes' cell
+        (``simple_gru_step``, the equations path only)."""
     (h,) = state
     hw = F.linear(h, w_hh, b_hh)  # batch, 3*hidden: W_h{r,z,n} h + b_h{r,z,n}
     x_r, x_z, x_n = xw.chunk(3, dim=-1)  # batch, hidden each
@@ -145,7 +166,14 @@ def lstm_step(xw: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
         only a product and a sum.
 
     !!! equation "Recurrent neural networks › Long short-term memory"
-        $a_t = o_t \odot \tanh(c_t)$: the short-term memory, the hidden state the next layer reads."""
+        $a_t = o_t \odot \tanh(c_t)$: the short-term memory, the hidden state the next layer reads.
+
+    !!! departure "Recurrent neural networks › Long short-term memory (notation)"
+        notes: $a_t$ the hidden state (short-term memory), $c_t$ the LSTM's long-term memory, $c_t = a_t$ in the
+        GRU; the self-attention lecture writes $h_t$ for a state and $c_t$ for an input word.
+        seqlab: PyTorch's names in the code and the state dicts: ``h`` for the notes' $a_t$ and ``c`` for
+        $c_t$; a state is ``(h,)`` or ``(h, c)``. The gates are stacked $(i, f, g, o)$, $g$ the candidate
+        $\tilde{c}_t$."""
     h, c = state
     i, f, g, o = (xw + F.linear(h, w_hh, b_hh)).chunk(4, dim=-1)  # batch, hidden each
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)  # forget part of the memory, add the candidate
@@ -298,6 +326,21 @@ class RecurrentStack(nn.Module):
         $\frac{\partial L}{\partial W} = \sum_{t} \frac{\partial L}{\partial a_t} \frac{\partial a_t}{\partial W}$:
         the loss's gradient flows back through every time step of the unrolled stack (autograd through the
         step loop of the equations path, or through PyTorch's fused kernel).
+
+    !!! equation "Recurrent neural networks › Vanishing and exploding gradients"
+        $\frac{\partial a_n}{\partial a_1} = \prod_{s=2}^{n} \mathrm{diag}(g_1'(z_s))\, W_3$: what backpropagation
+        multiplies to cross $n - 1$ steps of an Elman layer ($z_s$ the argument of $g_1$); for the notes' linear
+        RNN ($g_1$ the identity) it is $W_h^{n-1}$, the factor of $h_1$ in their $h_n = W_h^{n-1} h_1$, and over
+        $n$ steps a scalar weight gives their $w^n$ ($2^{80}$, $0.5^{80}$): it explodes for $\vert w \vert > 1$
+        and vanishes for $\vert w \vert < 1$.
+
+    !!! departure "Recurrent neural networks › Vanishing and exploding gradients (slip in the notes)"
+        notes: for $h_t = W_h h_{t-1} + W_c c_t$ they write $h_3 = W_h W_h h_1$ and $h_n = W_h^{n-1} h_1$,
+        leaving out the inputs' terms, and "Vanishing gradients (NaN)".
+        seqlab: (as tutorial 3) the inputs add to $h_n$ but not to its derivative in $h_1$, so the exact
+        statement is $\partial h_n / \partial h_1 = W_h^{n-1}$ (with a nonlinearity, a product of
+        $\mathrm{diag}(g_1'(z_s)) W_3$); a vanishing gradient goes to 0, an exploding one overflows to inf and
+        then NaN.
     """
 
     def __init__(self, cfg: RecurrentConfig) -> None:

@@ -78,10 +78,22 @@ class LanguageModel(Trained):
         return converted
 
     def score(self, texts: str | Iterable[str], batch_size: int = 16) -> TokenScores | list[TokenScores]:
-        """Per-token log-probabilities of each text under the model: a :class:`~seqlab.tasks.results.TokenScores`
+        r"""Per-token log-probabilities of each text under the model: a :class:`~seqlab.tasks.results.TokenScores`
         for a str, a list of them for a list. Every token but the text's first is scored, given the tokens
         before it (the first has no context: module docstring); a text longer than ``model.max_len`` is scored
-        in ``evaluate``'s windows. A text of fewer than 2 tokens is an error."""
+        in ``evaluate``'s windows. A text of fewer than 2 tokens is an error.
+
+        !!! equation "Recurrent neural networks › Sentence probability"
+            $\log P(S \mid x_1) = \sum_{t=2}^{n} \log p(x_t \mid x_{<t})$: how probable a sentence is, by the
+            chain rule through the language model; ``logprobs`` holds the terms, one per token after the first
+            (a text longer than ``model.max_len`` conditions each on the tokens of its window).
+
+        !!! departure "Recurrent neural networks › Sentence probability"
+            notes: $P(S) \approx o(S) / N$, the share of the corpus's $N$ sentences that are $S$ (speech to text:
+            the more frequent of two candidate sentences wins).
+            seqlab: the chain rule through a language model, $P(S) = \prod_t p(x_t \mid x_{<t})$, which gives a
+            sentence never seen a probability above 0 (the count gives 0); ``score`` returns the terms for every
+            token but the first, which has no context."""
         single = isinstance(texts, str)
         items: list[str] = [texts] if isinstance(texts, str) else list(texts)
         if not single and any(not isinstance(t, str) for t in items):

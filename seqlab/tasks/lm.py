@@ -91,6 +91,13 @@ class LMTask:
         return batch[1].numel()
 
     def loss_sum(self, model: nn.Module, batch, device: torch.device) -> torch.Tensor:
+        r"""The batch's summed token NLL (the trainer divides by :meth:`count`, the batch's targets).
+
+        !!! equation "Recurrent neural networks › Language model loss"
+            $\sum_{b} \sum_{t=1}^{T} -\log p(y_t \mid x_{\le t}),\ y_t = x_{t+1}$: the language model's loss, each
+            position of a window predicting the next token from the tokens up to and including its own (the
+            notes' $L_3 = -\log p(\text{claudio} \mid \text{favorite LLM is})$); divided by the $N$ targets it is
+            their average token-level NLL, $L = (L_1 + L_2 + L_3)/3$ in the notes' example."""
         x, y = (t.to(device, non_blocking=True) for t in batch)
         logits = model(x)  # (batch, seq, vocab)
         return nll_sum(logits, y, label_smoothing=self.label_smoothing)[0]

@@ -33,8 +33,23 @@ def crf_of(model: nn.Module) -> CRF | None:
 
 
 def loss_sum(model: nn.Module, logits: Tensor, tags: Tensor, scored: Tensor, label_smoothing: float = 0.0) -> Tensor:
-    """The batch's summed loss: logits (batch, seq, labels), tags and scored (batch, seq). Token NLL over the
-    scored positions, or with a CRF -Σ log p(y | x) over the sentences (``label_smoothing`` must then be 0)."""
+    r"""The batch's summed loss: logits (batch, seq, labels), tags and scored (batch, seq). Token NLL over the
+    scored positions, or with a CRF -Σ log p(y | x) over the sentences (``label_smoothing`` must then be 0).
+
+    !!! equation "Recurrent neural networks › Many to many"
+        $L = \sum_{t} -\log \hat{y}_{t, y_t},\ \hat{y}_t = \mathrm{softmax}(W_2 a_t + b_2)$: the per-token
+        cross-entropy of the tagger, summed over the scored words (the task divides by their number); with two
+        labels, $\hat{y}_t = \sigma(w_3 a_t + b_2)$ for "name", it is the notes' binary cross-entropy
+        $L = \sum_i -y_i \log \hat{y}_i - (1 - y_i) \log(1 - \hat{y}_i)$.
+        default: model.crf = false; presets: ner-bilstm-crf = true
+
+    !!! departure "Recurrent neural networks › Many to many"
+        notes: for NER, one sigmoid per token and the binary cross-entropy $L_i = -y_i \log \hat{y}_i - (1 - y_i)
+        \log(1 - \hat{y}_i)$, summed over the tokens: is the token (part of) a name or not.
+        seqlab: a softmax over the tag set (``B-PER``, ``I-LOC``, ..., ``O``) and its cross-entropy per word,
+        which with two labels is the notes' loss; with ``model.crf = true`` (``ner-bilstm-crf``) the CRF's
+        sentence NLL $-\log p(y \mid x)$ instead.
+        default: model.crf = false; presets: ner-bilstm-crf = true"""
     crf = crf_of(model)
     if crf is None:
         return nll_sum(logits, tags, scored, label_smoothing)[0]

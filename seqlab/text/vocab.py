@@ -77,6 +77,16 @@ class Vocab:
             $V = (\langle pad \rangle, \langle unk \rangle, \langle sos \rangle, \langle eos \rangle, w_1, w_2,
             \dots),\ c(w_1) \ge c(w_2) \ge \dots$: the constructed dictionary, four special tokens at fixed ids
             and then the words most frequent first (those seen fewer than ``min_freq`` times left out).
+
+        !!! departure "Tokens › Vocabulary"
+            notes: a word's number is its index in a constructed dictionary ("I am enjoying my studies" as
+            0 1 2 3 4; an Oxford-dictionary order, "country" = 242), and a word not in the vocabulary is
+            $\langle unk \rangle$.
+            seqlab: ids 0 to 3 are $\langle pad \rangle$, $\langle unk \rangle$, $\langle sos \rangle$ and
+            $\langle eos \rangle$, then the words of the training data, most frequent first; a word seen fewer
+            than ``data.min_freq`` times is left out and read as $\langle unk \rangle$.
+            default: data.min_freq = 1; presets: glove = 5, ner-bilstm = 2, ner-bilstm-crf = 2,
+            ner-transformer = 2, w2v-hs = 5, w2v-sgns = 5
         """
         cls._check_limits(min_freq, max_size)
         counts: Counter[str] = Counter()  # insertion order = first occurrence, which breaks ties below
