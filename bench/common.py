@@ -32,10 +32,20 @@ HEADER = "# Benchmark results\n\nEach section is rewritten by the benchmark name
 
 
 def machine() -> str:
-    """A one-line description of the machine (CPU model and ISA flags) and library versions."""
+    """A one-line description of the machine (CPU model and ISA flags) and library versions; where this process
+    has used a CUDA device (a ``--device cuda`` run), the GPU first."""
     import torch
 
-    return f"{cpu_line()}; Python {platform.python_version()}, torch {torch.__version__}"
+    host = f"{cpu_line()}; Python {platform.python_version()}, torch {torch.__version__}"
+    return f"GPU {gpu_line()}; host {host}" if torch.cuda.is_initialized() else host
+
+
+def gpu_line() -> str:
+    """The GPU: its name (torch.cuda.get_device_name), memory and CUDA version."""
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    return f"{torch.cuda.get_device_name()} ({props.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda})"
 
 
 ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch can use

@@ -36,6 +36,15 @@ With ``--ppl-run RUN`` (a trained language-model run), that run's validation per
 
     .venv/bin/python bench/generate.py [--rounds 5] [--threads N] [--no-compile] [--ppl-run runs/NAME]
     SEQLAB_BENCH_RESULTS=/tmp/x.md .venv/bin/python bench/generate.py --quick   # smoke run, a few minutes
+    .venv/bin/python bench/generate.py --device cuda [--rounds 3]               # on a GPU (bench/gpu.sh)
+
+``--device cuda`` runs both sides on the GPU, fp32, batch 1 and the left-padded batch of 8: HF eager, and HF's
+documented GPU recipe, static cache + ``model.forward = torch.compile(model.forward, mode="reduce-overhead",
+fullgraph=True)`` (``reduce-overhead`` is CUDA graphs, which apply there); seqlab eager and with its compiled
+decode step. Every timed call ends in ``torch.cuda.synchronize()``. The bound is the GPU memory's read bandwidth
+(a 1 GiB probe) over the weight bytes; no low-precision rows, GEMV table or RSS (they are the CPU's). A compiled
+candidate whose first call fails is left out and the section says why. Its section, ``generate-<GPU>-cuda``,
+is headed with the GPU's name (torch.cuda.get_device_name).
 
 Prints one JSON line last: ``peer_best`` / ``ratio`` (seqlab best / HF best tokens/s at batch 1),
 ``peer_best_batched`` / ``ratio_batched``, ``medians_tokens_per_s`` (every candidate), ``bound_fraction``
@@ -62,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from common import cpu_line, interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
+from common import bf16_rows, cpu_line, gpu_line, interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
 
 PROMPT, NEW, MAX_LEN = 16, 256, 272
 QUICK_NEW = 32  # --quick: new tokens per call
@@ -120,7 +129,7 @@ def hf_static_compiled(hf, dtype: torch.dtype | None = None, copied: bool = Fals
 
 def hf_generate(hf, prompt):
     with torch.inference_mode():
-        out = hf.generate(prompt, max_new_tokens=NEW, do_sample=False, pad_token_id=0)
+        out = hf.generate(prompt.to(hf.device), max_new_tokens=NEW, do_sample=False, pad_token_id=0)
     return out[0, PROMPT:].tolist()
 
 
@@ -130,7 +139,8 @@ def hf_generate_batch(hf, prompts):
     ids = torch.tensor([[0] * (longest - len(p)) + p for p in prompts])  # batch, longest
     mask = torch.tensor([[0] * (longest - len(p)) + [1] * len(p) for p in prompts])  # batch, longest
     with torch.inference_mode():
-        out = hf.generate(ids, attention_mask=mask, max_new_tokens=NEW, do_sample=False, pad_token_id=0)
+        out = hf.generate(ids.to(hf.device), attention_mask=mask.to(hf.device), max_new_tokens=NEW, do_sample=False,
+                          pad_token_id=0)
     return out[:, longest:].tolist()
 
 
@@ -355,17 +365,20 @@ def low_candidates(hf, ours, prompt) -> tuple[dict, set, dict, str | None]:
     from seqlab.nn.weight_only import to_weight_only
 
     fns, info = {}, {}
-    for dtype in ("bf16", "int8"):
+    emulated = bf16_rows()  # HF's bf16 model computes in bf16: emulated, 40-400x slower than fp32 (no bf16 rows)
+    for dtype in ("int8",) if emulated else ("bf16", "int8"):
         model = copy.deepcopy(ours)
         to_weight_only(model, dtype)
         name = f"seqlab: compiled step, {dtype} weights (fp32 activations)"
         fns[name] = lambda m=model: ours_generate(m, prompt, True, "stream")
         info[name] = (dtype, weight_bytes(model))
-    eager, static = copy.deepcopy(hf).to(torch.bfloat16), hf_static_compiled(hf, torch.bfloat16)
-    hf_eager_name, hf_static_name = f"hf: generate, bf16 model, {HF_EAGER}", f"hf: generate, bf16 model, {HF_STATIC}"
-    fns[hf_eager_name], info[hf_eager_name] = lambda: hf_generate(eager, prompt), ("bf16", hf_weight_bytes(eager))
-    fns[hf_static_name], info[hf_static_name] = lambda: hf_generate(static, prompt), ("bf16", hf_weight_bytes(static))
-    eager_names = {hf_eager_name}
+    eager_names = set()
+    if not emulated:
+        eager, static = copy.deepcopy(hf).to(torch.bfloat16), hf_static_compiled(hf, torch.bfloat16)
+        hf_eager, hf_static = f"hf: generate, bf16 model, {HF_EAGER}", f"hf: generate, bf16 model, {HF_STATIC}"
+        fns[hf_eager], info[hf_eager] = lambda: hf_generate(eager, prompt), ("bf16", hf_weight_bytes(eager))
+        fns[hf_static], info[hf_static] = lambda: hf_generate(static, prompt), ("bf16", hf_weight_bytes(static))
+        eager_names.add(hf_eager)
     int8, no_int8 = hf_int8(hf)
     if int8 is not None:
         int8_static = hf_static_compiled(hf_int8(hf)[0], copied=True)
@@ -453,7 +466,8 @@ def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -
     lines = ["", "Low precision, batch 1, each against HF's best in the same dtype (seqlab: weight-only, "
              "`seqlab generate --dtype`, activations in fp32; HF: the whole model in torch.bfloat16, eager and "
              "with its static cache + compile recipe). Not in the fp32 ratios above; the tokens may differ from "
-             "fp32's:",
+             "fp32's" + (f". No bf16 rows: {bf16_rows()} (HF's bf16 model would run 40-400x slower than fp32)"
+                         if bf16_rows() else "") + ":",
              "", "| candidate | tokens/s | vs same-dtype HF best | vs seqlab fp32 best | weight MB per token | "
              "% of its bound | leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
     for name in low:
@@ -499,6 +513,9 @@ def parse_args():
                     "no GEMV table, no RSS subprocesses (figures not for RESULTS.md)")
     ap.add_argument("--no-compile", action="store_true", help="skip every compiled candidate (both sides)")
     ap.add_argument("--ppl-run", default=None, help="a trained LM run: its validation perplexity per --dtype")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where both sides decode (default cpu); cuda: fp32 on the GPU, HF with its static cache + "
+                         "CUDA graphs, in the section generate-<GPU>-cuda")
     args = ap.parse_args()
     args.rounds = args.rounds or (1 if args.quick else 5)
     args.threads = args.threads or torch.get_num_threads()
@@ -513,6 +530,8 @@ def main():
     # every compiled HF copy (fp32 batch 1 and 8, bf16) adds prefill and decode graphs to GPT2LMHeadModel.forward's
     # code object: above the default limit (8), fullgraph=True would fail instead of compiling them
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 32)
+    if args.device == "cuda":
+        return main_cuda(args)
     threads, load_start = args.threads, os.getloadavg()[0]
     hf, ours, prompt = build()
     eos = assert_eos_unreachable(hf)
@@ -671,6 +690,193 @@ share, each of the ~60 parallel ops per token waits whenever its partner thread 
 held to {threads} thread{'s' * (threads > 1)} instead.
 {rss_text}
 Cold first calls of the low-precision rows (compile included): {cold or "none"}.
+"""
+
+
+# ---- --device cuda: both sides on the GPU (bench/gpu.sh) ------------------------------------------------------------
+
+HF_STATIC_CUDA = 'static cache + torch.compile(forward, mode="reduce-overhead" (CUDA graphs), fullgraph=True)'
+HBM_PROBE_MIB = 1024  # the GPU memory's read-bandwidth probe
+
+
+def hf_static_cuda(hf):
+    """A copy of ``hf`` set up by HF's documented recipe as written for a GPU (llm_optims): static cache and
+    ``model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)``. (On CUDA with a
+    static cache, ``generate`` also compiles its decoding steps itself: its CompileConfig, reduce-overhead.)"""
+    model = copy.deepcopy(hf)
+    model.generation_config.cache_implementation = "static"
+    model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+    return model
+
+
+def synced(fn):
+    """``fn`` followed by ``torch.cuda.synchronize()``: a call's wall time is the GPU work it queued."""
+    def run():
+        out = fn()
+        torch.cuda.synchronize()
+        return out
+    return run
+
+
+def hbm_read_bandwidth(tries: int = 5) -> float:
+    """Bytes/s of the fastest of ``tries`` full reads (a sum) of an HBM_PROBE_MIB buffer on the GPU."""
+    buffer = torch.ones(HBM_PROBE_MIB * 2**20 // 4, device="cuda")
+    buffer.sum()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(tries):
+        t = time.perf_counter()
+        buffer.sum()
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t)
+    return buffer.numel() * buffer.element_size() / best
+
+
+def cuda_candidates(hf, ours, prompt, prompts, compile: bool) -> tuple[dict, dict, set]:
+    """(batch-1 candidates, batch-8 candidates, the compiling names) on the GPU; each call ends synchronised."""
+    single = {
+        f"hf: generate, SDPA, fp32, {HF_EAGER}": lambda: hf_generate(hf, prompt),
+        "seqlab: eager, preallocated KV cache": lambda: ours_generate(ours, prompt),
+    }
+    batched = {
+        f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}": lambda: hf_generate_batch(hf, prompts),
+        "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
+    }
+    compiled_single, compiled_batched = {}, {}
+    if compile:
+        static, static_b = hf_static_cuda(hf), hf_static_cuda(hf)  # each batch size its own static cache
+        # the compiled step's products as seqlab.devices.decode_products chooses off the CPU: the BLAS (cuBLAS)
+        compiled_single = {
+            f"hf: generate, SDPA, fp32, {HF_STATIC_CUDA}": lambda: hf_generate(static, prompt),
+            "seqlab: compiled step": lambda: ours_generate(ours, prompt, True, "blas"),
+        }
+        compiled_batched = {
+            f"hf: generate, 8 left-padded prompts, attention mask, {HF_STATIC_CUDA}":
+                lambda: hf_generate_batch(static_b, prompts),
+            "seqlab: compiled step, one left-padded batch": lambda: ours_generate_batch(ours, prompts, True, "blas"),
+        }
+    single, batched = {**single, **compiled_single}, {**batched, **compiled_batched}
+    compiling = {*compiled_single, *compiled_batched}
+    return ({n: synced(f) for n, f in single.items()}, {n: synced(f) for n, f in batched.items()}, compiling)
+
+
+def main_cuda(args) -> None:
+    """bench/generate.py --device cuda: both sides on the GPU, fp32, batch 1 and 8; its own section."""
+    if not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device")
+    import transformers
+
+    hf, ours, prompt = build()
+    eos = assert_eos_unreachable(hf)
+    hf, ours, prompt = hf.to("cuda"), ours.to("cuda"), prompt.to("cuda")
+    prompts = batch_prompts()
+    single, batched, compiling = cuda_candidates(hf, ours, prompt, prompts, not args.no_compile)
+    compile_s, failed = {}, {}
+    for name in [n for n in (*single, *batched) if n in compiling]:  # cold calls: the compiles, kept out of timing
+        table = single if name in single else batched
+        t = time.perf_counter()
+        try:
+            table[name]()
+        except Exception as e:  # noqa: BLE001 (a candidate that cannot run here is left out, and the section says why)
+            failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            del table[name]
+            print(f"cold call FAILED, left out: {name}: {failed[name]}", file=sys.stderr)
+            continue
+        compile_s[name] = time.perf_counter() - t
+        print(f"cold call (compile) {compile_s[name]:.0f} s: {name}", file=sys.stderr)
+    candidates = {**single, **batched}
+    outputs = {name: fn() for name, fn in candidates.items()}  # the correctness pass (also a warm call)
+    reference = outputs[f"hf: generate, SDPA, fp32, {HF_EAGER}"]
+    reference_batch = outputs[f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}"]
+    for name, out in outputs.items():
+        assert all(len(row) == NEW for row in (out if name in batched else [out])), f"{name}: not {NEW} tokens a row"
+    same = {name: outputs[name] == reference for name in single}
+    same.update({name: outputs[name] == reference_batch for name in batched})
+    times = interleaved({name: wall_timed(fn) for name, fn in candidates.items()}, args.rounds, warmup=1)
+    rate = {name: NEW * (len(prompts) if name in batched else 1) / median(ts) for name, ts in times.items()}
+
+    def sides(names):
+        seqlab = {n: rate[n] for n in names if n.startswith("seqlab")}
+        return seqlab, {n: rate[n] for n in names if n.startswith("hf")}
+
+    v1, vb = verdict(*sides(single)), verdict(*sides(batched))
+    bw, nbytes = hbm_read_bandwidth(), weight_bytes(ours)
+    fraction = v1["seqlab_value"] / (bw / nbytes)
+    met = {"batch1": v1["ratio"] >= TARGET_RATIO, "batch8": vb["ratio"] >= TARGET_RATIO}
+    section = render_cuda(args, single, batched, rate, same, v1, vb, bw, nbytes, fraction, met, compile_s, failed,
+                          eos, transformers.__version__)
+    slug = re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-")
+    if args.quick and not os.environ.get("SEQLAB_BENCH_RESULTS"):
+        print("--quick without SEQLAB_BENCH_RESULTS: section not written (smoke figures stay out of RESULTS.md)",
+              file=sys.stderr)
+    else:
+        write_section(f"generate-{slug}-cuda", section)
+    print(json.dumps({
+        "seqlab_best": v1["seqlab_best"], "peer_best": v1["peer_best"], "ratio": round(v1["ratio"], 3),
+        "seqlab_best_batched": vb["seqlab_best"], "peer_best_batched": vb["peer_best"],
+        "ratio_batched": round(vb["ratio"], 3),
+        "medians_tokens_per_s": {name: round(r, 1) for name, r in rate.items()},
+        "bound_kind": "HBM", "bound_tokens_per_s": round(bw / nbytes, 1), "bound_fraction": round(fraction, 4),
+        "read_gb_per_s": round(bw / 1e9, 1), "weight_mb": round(nbytes / 1e6, 2), "same_tokens": all(same.values()),
+        "targets_met": met, "compile_s": {name: round(s, 1) for name, s in compile_s.items()}, "failed": failed,
+        "rounds": args.rounds, "new_tokens": NEW, "quick": args.quick, "device": "cuda",
+        "machine": machine()}))
+
+
+def render_cuda(args, single, batched, rate, same, v1, vb, bw, nbytes, fraction, met, compile_s, failed, eos,
+                hf_version) -> str:
+    """The GPU's RESULTS.md section: set-up, peer configuration, the two tables, bound, targets."""
+    def rows(names, base):
+        return "\n".join(f"| {n} | {rate[n]:.0f} | {rate[n] / rate[base]:.2f} | {'yes' if same[n] else 'NO'} | "
+                         f"{f'{compile_s[n]:.0f}' if n in compile_s else '-'} |" for n in names)
+
+    word = {True: "**met**", False: "**not met**"}
+    quick = (f"\n_Smoke run (`--quick`): {NEW} new tokens, {args.rounds} round; not a benchmark figure._\n"
+             if args.quick else "")
+    left_out = "".join(f"\n- {name}: {why}" for name, why in failed.items())
+    left_out = f"\nLeft out (their first call failed on this machine):{left_out}\n" if failed else ""
+    gpu = torch.cuda.get_device_name()
+    return f"""## Generation on {gpu}: greedy, {NEW} new tokens (bench/generate.py --device cuda)
+{quick}
+GPU: {gpu_line()}; torch {torch.__version__}, transformers {hf_version}. 6 layers, 6 heads, d_model 384, vocab
+65, max_len 272; the same fp32 weights on both sides (torch's default fp32 matmul precision: no TF32). Medians of
+{args.rounds} interleaved, shuffled round{'s' * (args.rounds > 1)} after a discarded warm-up round (bench/common.py
+`interleaved`); every timed call ends in `torch.cuda.synchronize()`. Each compiled candidate made one cold call
+before the rounds (its compile): its seconds are in the last column, in no timed figure.
+
+HF's configurations: eager with its dynamic cache, and the recipe of HF's docs "Optimizing inference", section
+"Static kv-cache and torch.compile" ({HF_DOCS}), as written there for a GPU:
+`model.generation_config.cache_implementation = "static"` and
+`model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)`; `reduce-overhead` is
+CUDA graphs, which apply on the GPU (with a static cache on CUDA, `generate` also compiles its decoding steps
+itself, with its CompileConfig, reduce-overhead by default). SDPA attention; batch 1 and the batch of 8 each
+have their own compiled copy. seqlab: eager with its preallocated KV cache, and its compiled decode step
+(`seqlab generate --compile`: inductor, C++ wrapper, frozen weights, the BLAS's products; no CUDA graphs). HF's EOS
+id ({eos}) lies outside the 65-token vocabulary (asserted), so neither side can stop early.
+
+Batch 1, a 16-token prompt:
+
+| candidate | tokens/s | vs HF best | same {NEW} tokens as HF eager | cold first call (compile), s |
+|---|---|---|---|---|
+{rows(single, v1["peer_best"])}
+
+**ratio (seqlab best / HF best) = {v1["ratio"]:.2f}** ({v1["seqlab_best"]} over {v1["peer_best"]}).
+
+Bound: every batch-1 token reads the {nbytes / 1e6:.1f} MB of fp32 weights once; the GPU memory reads
+{bw / 1e9:.0f} GB/s (the best of 5 sums over {HBM_PROBE_MIB} MiB), so {bw / nbytes:,.0f} tokens/s; seqlab's best
+is **{fraction:.1%} of the HBM bound** (HF's best {v1["peer_value"] / (bw / nbytes):.1%}).
+
+Batched, 8 prompts of {', '.join(map(str, BATCH_LENGTHS))} tokens, left-padded (tokens/s = 8 x {NEW} / time):
+
+| candidate | tokens/s | vs HF best | same tokens as HF eager, every row | cold first call (compile), s |
+|---|---|---|---|---|
+{rows(batched, vb["peer_best"])}
+
+**ratio_batched = {vb["ratio"]:.2f}** ({vb["seqlab_best"]} over {vb["peer_best"]}).
+{left_out}
+Targets: batch 1 >= {TARGET_RATIO}x HF's best: this run {v1["ratio"]:.2f}x: {word[met["batch1"]]}. Batch 8 >=
+{TARGET_RATIO}x HF's best: this run {vb["ratio"]:.2f}x: {word[met["batch8"]]}. The low-precision rows, the GEMV
+table and peak RSS are the CPU section's (not run on the GPU).
 """
 
 

