@@ -1,0 +1,290 @@
+"""The numerically sensitive parity tests rerun with the CPU's vector width capped: AVX2 and generic x86-64.
+
+Why: the parity tests compare float results with torch.nn, gensim, torchcrf, statsmodels and sacrebleu, and those
+results depend on the instruction set the kernels of each library pick at run time (the vector width sets the
+summation order of every dot product and reduction; FMA or not sets the rounding of each multiply-add). This
+machine has AVX-512 (and AMX), users also run AVX2-only AMD EPYCs, and a tolerance once failed on an AVX2 machine
+only. Each library reads a variable that caps the instruction set it dispatches to, so both levels can be
+reproduced on any x86-64 machine that has at least them: each test below reruns SELECTION in a subprocess
+(``python -m pytest -q -p no:cacheprovider <node ids>``) under one level's caps, after a probe subprocess has
+shown that every cap took effect. The host's own (uncapped) dispatch is probed once, to show the caps change
+something here.
+
+The caps (LEVELS), and what each does:
+
+- numba (seqlab's word2vec and GloVe kernels): ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES``, the CPU and the
+  feature string LLVM compiles for. Both are needed: with ``NUMBA_CPU_NAME`` alone the JIT keeps the host's feature
+  string (+avx512f ...), and ``haswell`` plus the host's features even makes zmm code (25 zmm in the probe's dot
+  loop here). AVX2: ``haswell`` with the features of a Haswell, AVX-512 explicitly off. Generic: ``generic`` with
+  an empty feature string (x86-64 baseline: SSE2, no FMA, 128-bit xmm vectors).
+  The numba cache (``cache=True``) keys each build by (target triple, CPU name, feature string), so a capped run is
+  never served a host build; on top of that each level caches into a folder of its own (NUMBA_CACHE_DIR), which the
+  probe checks holds builds of that level only.
+  Note: this host's uncapped build does NOT use zmm registers. LLVM tunes Intel's AVX-512 server CPUs (its name for
+  this one: rocketlake) to prefer 256-bit vectors, so the host's float32 dot loop is the same 8-wide ymm loop as the
+  AVX2 build (same summation order); the host build differs in using AVX-512 instructions on ymm (e.g. vpmullq,
+  AVX512DQ+VL, for an int64 multiply), which the probe checks is there uncapped and gone under the AVX2 cap. The
+  generic build is 4-wide xmm without FMA: another summation order and rounding.
+- torch ATen (its vectorised CPU kernels: softmax, layer norm, reductions, the fused attention):
+  ``ATEN_CPU_CAPABILITY`` = ``avx2`` / ``default`` (AVX512 on this host).
+- oneDNN (torch.nn.LSTM on the CPU runs oneDNN's RNN primitive, with oneDNN's GEMM; GRU and RNN do not):
+  ``ONEDNN_MAX_CPU_ISA`` = ``AVX2`` / ``SSE41``; checked from the ``ONEDNN_VERBOSE=1`` ``isa:`` line and the
+  implementations it prints (jit:avx512_core -> jit:avx2 -> jit:sse41 for a conv2d).
+- MKL (torch's CPU BLAS on x86: every float matmul/linear; torch links it statically):
+  ``MKL_ENABLE_INSTRUCTIONS`` = ``AVX2`` / ``SSE4_2``; checked from the ``MKL_VERBOSE=1`` header of a torch matmul.
+- OpenBLAS (numpy's and scipy's, hence gensim's: gensim's Cython calls scipy.linalg.blas's sdot/saxpy/dsdot, it
+  bundles no BLAS of its own; statsmodels' and seqlab's least squares): ``OPENBLAS_CORETYPE`` = ``Haswell`` /
+  ``Nehalem`` (SSE-only kernels; this OpenBLAS build maps ``Prescott`` to ``Katmai``), checked with threadpoolctl's
+  ``architecture`` of every OpenBLAS loaded (SkylakeX uncapped here). Some machines set OPENBLAS_CORETYPE in their
+  environment: the subprocesses get it explicitly.
+
+Not capped: glibc's libm (math.exp/log in Python, numba and torch's scalar paths) picks FMA variants on any
+FMA-capable CPU, so it is the same at the AVX2 level as on this host (it has no AVX-512 variants); only
+``GLIBC_TUNABLES=glibc.cpu.hwcaps=...`` would change it. BLEU/chrF are pure Python, hence only libm-dependent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A capped run sets SEQLAB_ISA_CAP: this module never runs inside one (SELECTION does not name it either).
+if os.environ.get("SEQLAB_ISA_CAP"):
+    pytest.skip("inside a capped rerun", allow_module_level=True)
+
+# The parity tests rerun under each cap: the fast ones whose floats go through a capped kernel (131 tests). The
+# whole module: ~42 s wall on this idle 2-core AVX-512 machine, ~63 s the first time (each level then compiles
+# seqlab's numba kernels into its own cache folder, ~10 s).
+SELECTION = [
+    # word2vec: seqlab's numba SGD (fastmath float32 dot products: numba's vector width) against gensim's Cython
+    # on OpenBLAS dsdot/saxpy, weight by weight after ~1,600-3,600 pair updates, within float rounding
+    "tests/test_parity_vectors.py::test_sgd_updates_follow_gensim_step_by_step",
+    # the numba SGD step against torch autograd of the same loss (numba vs ATen/MKL)
+    "tests/test_word2vec.py::test_sgd_pair_is_a_gradient_step_on_the_torch_loss",
+    # the numba and torch engines train the same vectors (whole epochs: rounding accumulates)
+    "tests/test_word2vec.py::test_engines_learn_equivalent_vectors",
+    # GloVe: the numba AdaGrad kernel against the torch engine, step by step
+    "tests/test_glove.py::test_numba_and_torch_take_the_same_adagrad_steps",
+    # GloVe's torch loss against the weighted least squares written out (ATen reductions)
+    "tests/test_glove.py::test_torch_loss_is_the_weighted_least_squares_term",
+    # recurrent cells and stacks against torch.nn's (oneDNN's RNN primitive and GEMM, MKL, ATen's tanh/sigmoid)
+    "tests/test_parity_recurrent.py::test_cell_matches_torch_cell",
+    "tests/test_parity_recurrent.py::test_stack_matches_torch",
+    "tests/test_parity_recurrent.py::test_equations_equal_fused_including_empty_sequences",
+    # attention, encoder/decoder layers and the KV cache against torch.nn (MKL GEMM, ATen softmax/layer norm and
+    # the fused scaled_dot_product_attention kernels): the whole file runs in ~2 s
+    "tests/test_parity_nn.py",
+    # attention by hand and the fused vs equations paths (ATen's SDPA kernel against matmul + softmax)
+    "tests/test_transformer.py::test_attention_hand_computed_value",
+    "tests/test_transformer.py::test_switching_attention_impl_keeps_the_output",
+    "tests/test_transformer.py::test_fully_masked_row_gives_zeros_not_nan",
+    # the CRF's forward algorithm (logsumexp) and Viterbi against torchcrf and against enumerating every path
+    "tests/test_crf.py::test_log_likelihood_and_viterbi_equal_torchcrf",
+    "tests/test_crf.py::test_log_z_and_viterbi_equal_enumerating_every_path",
+    # BLEU/chrF against sacrebleu (tests/test_parity_bleu.py; there is no tests/test_bleu.py): both sides are pure
+    # Python (math.exp/log: glibc's libm, which no cap here changes, module docstring), so only the two fastest
+    # cases (0.06 s, 0.15 s) stay, as a guard; the corpus-level wmt17 cases (~2 s a level) would recheck the same
+    "tests/test_parity_bleu.py::test_sentence_bleu_equals_sacrebleu_sentence_bleu",
+    "tests/test_parity_bleu.py::test_chrf_beta_0_is_precision_only_as_in_sacrebleu",
+    # AR(p) against statsmodels AutoReg at rtol 1e-10 (least squares through numpy's OpenBLAS/LAPACK on both sides)
+    "tests/test_parity_ar.py::test_sunspots_matches_autoreg",
+]
+
+# Haswell's features (LLVM's names), AVX-512 explicitly off: what numba compiles for under the AVX2 cap.
+HASWELL_FEATURES = ",".join([
+    "+64bit", "+cmov", "+cx8", "+cx16", "+fxsr", "+mmx", "+sahf", "+popcnt", "+sse", "+sse2", "+sse3", "+ssse3",
+    "+sse4.1", "+sse4.2", "+avx", "+avx2", "+fma", "+f16c", "+bmi", "+bmi2", "+lzcnt", "+movbe", "+xsave",
+    "+xsaveopt", "+fsgsbase", "+rdrnd", "+pclmul", "+aes", "+invpcid", "-avx512f",
+])
+
+# level: (the caps, what the probe must then see)
+LEVELS = {
+    "avx2": (
+        {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL_FEATURES, "ATEN_CPU_CAPABILITY": "avx2",
+         "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OPENBLAS_CORETYPE": "Haswell"},
+        {"numba_cpu": "haswell", "ymm": True, "aten": "AVX2", "onednn_isa": "Intel AVX2",
+         "mkl": "(Intel(R) AVX2)", "openblas": "Haswell"},
+    ),
+    "generic": (
+        {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "", "ATEN_CPU_CAPABILITY": "default",
+         "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "OPENBLAS_CORETYPE": "Nehalem"},
+        {"numba_cpu": "generic", "ymm": False, "aten": "DEFAULT", "onednn_isa": "Intel SSE4.1",
+         "mkl": "(Intel(R) SSE4.2)", "openblas": "Nehalem"},
+    ),
+}
+CAP_VARS = sorted({name for caps, _ in LEVELS.values() for name in caps} | {"DNNL_MAX_CPU_ISA"})
+
+# Run with each level's caps (and ONEDNN_VERBOSE=1, MKL_VERBOSE=1): prints the libraries' verbose lines and, last,
+# one line "ISA-PROBE {json}" of what numba, ATen and OpenBLAS report.
+PROBE = r'''
+import json, os, re
+import numpy as np
+from numba import njit
+from numba.core.registry import cpu_target
+
+@njit(fastmath=True)
+def dot(a, b):
+    s = np.float32(0.0)
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+@njit
+def mul64(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * b[i]
+
+f = np.ones(64, np.float32); dot(f, f)
+n = np.ones(64, np.int64); mul64(n, n, n.copy())
+asm = "\n".join(dot.inspect_asm().values())
+asm64 = "\n".join(mul64.inspect_asm().values())
+magic = cpu_target.target_context.codegen().magic_tuple()
+res = {"numba": {"cpu": magic[1], "avx512_features": sorted(set(re.findall(r"\+avx512\w*", magic[2]))),
+                 "zmm": asm.count("%zmm"), "ymm": asm.count("%ymm"), "vpmullq": "vpmullq" in asm64}}
+
+# a cache=True kernel of seqlab's: which builds its cache index (in NUMBA_CACHE_DIR) holds after this call
+from seqlab.models.word2vec_kernels import _sgd_pair
+_sgd_pair(np.full((3, 16), 0.1, np.float32), np.full((3, 16), 0.01, np.float32), 0, np.array([[1, 2]]),
+          np.array([[1.0, 0.0]], np.float32), 0, 2, np.float32(0.025), np.zeros((2, 16), np.float32))
+try:  # numba internals (0.68): the index maps (signature, magic tuple, hashes) to the stored build
+    index = _sgd_pair._cache._cache_file._load_index()
+    builds = sorted({(k[1][1], bool(re.search(r"\+avx512", k[1][2]))) for k in index})
+    res["numba_cache"] = {"path": _sgd_pair.stats.cache_path, "builds": builds,
+                          "this_build": any(k[1] == magic for k in index)}
+except AttributeError as e:
+    res["numba_cache"] = {"unavailable": repr(e)}
+
+import torch
+res["aten"] = torch.backends.cpu.get_cpu_capability()
+torch.manual_seed(0)
+torch.nn.LSTM(8, 16, batch_first=True)(torch.randn(2, 5, 8))  # oneDNN's RNN primitive
+torch.nn.functional.conv2d(torch.randn(2, 16, 16, 16), torch.randn(16, 16, 3, 3))  # oneDNN's jit convolution
+a = torch.randn(64, 64); a @ a  # MKL's sgemm
+
+import scipy.linalg.blas, gensim.models.word2vec_inner, threadpoolctl
+res["blas"] = [{"api": d["internal_api"], "lib": os.path.basename(d["filepath"]), "arch": d.get("architecture")}
+               for d in threadpoolctl.threadpool_info() if d["user_api"] == "blas"]
+print("ISA-PROBE " + json.dumps(res), flush=True)
+'''
+
+
+def _env(caps: dict[str, str] | None, numba_cache: Path, level: str) -> dict[str, str]:
+    """This process's environment (CI, SEQLAB_SHARED_DATA, PATH ... pass through) with every cap variable
+    removed, then `caps` set; no pytest variables of this run (PYTEST_ADDOPTS might hold -n, -k ...)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in CAP_VARS}
+    env.update(caps or {})
+    env["NUMBA_CACHE_DIR"] = str(numba_cache)
+    env["SEQLAB_ISA_CAP"] = level
+    for name in ("ONEDNN_VERBOSE", "DNNL_VERBOSE", "MKL_VERBOSE"):
+        env.pop(name, None)
+    if "PYTEST_XDIST_WORKER" in os.environ:  # as conftest.py's xdist workers: one torch thread
+        env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def _numba_cache(request, tmp_path_factory, level: str) -> Path:
+    """Each level's own numba cache folder, kept between runs in .pytest_cache when pytest's cache is on."""
+    cache = getattr(request.config, "cache", None)
+    return cache.mkdir(f"numba-isa-{level}") if cache is not None else tmp_path_factory.mktemp(f"numba-{level}")
+
+
+def _tail(text: str, n: int = 6000) -> str:
+    return text if len(text) <= n else "...\n" + text[-n:]
+
+
+def _probe(env: dict[str, str]) -> tuple[dict, list[str], list[str]]:
+    """(what numba, ATen, OpenBLAS report; oneDNN's verbose lines; MKL's verbose lines) in a subprocess."""
+    env = dict(env, ONEDNN_VERBOSE="1", MKL_VERBOSE="1")
+    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"the probe failed (rc {proc.returncode}):\n{_tail(out)}"
+    lines = out.splitlines()
+    found = [line for line in lines if line.startswith("ISA-PROBE ")]
+    assert found, f"the probe printed no result:\n{_tail(out)}"
+    return (json.loads(found[-1][len("ISA-PROBE "):]), [line for line in lines if line.startswith("onednn_verbose")],
+            [line for line in lines if line.startswith("MKL_VERBOSE")])
+
+
+def _onednn(lines: list[str]) -> tuple[str, list[str]]:
+    """(the ``isa:`` info line's value, the implementations of the primitives it ran)."""
+    isa = [line.split("isa:", 1)[1] for line in lines if ",info,cpu,isa:" in line]
+    impls = [line.split(",")[6] for line in lines if ",primitive,exec,cpu," in line]  # e.g. jit:avx2, ref
+    assert isa and impls, "oneDNN printed no isa line or ran no primitive:\n" + "\n".join(lines)
+    return isa[0], impls
+
+
+def _mkl_header(lines: list[str]) -> str:
+    header = [line for line in lines if line.startswith("MKL_VERBOSE oneMKL") or line.startswith("MKL_VERBOSE Intel")]
+    assert header, "MKL printed no verbose header (is torch's BLAS MKL here? torch.__config__.show()):\n" + \
+        "\n".join(lines[:5])
+    return header[0]
+
+
+def _host_has(flag: str) -> bool:
+    cpuinfo = Path("/proc/cpuinfo")
+    return cpuinfo.exists() and flag in cpuinfo.read_text().split()
+
+
+def test_host_dispatch_is_avx512(request, tmp_path_factory):
+    """Uncapped, every library picks AVX-512 code on this host: what the caps below must take away."""
+    if not _host_has("avx512f"):
+        pytest.skip("the host has no AVX-512 (avx512f): nothing above AVX2 to cap")
+    got, onednn, mkl = _probe(_env(None, _numba_cache(request, tmp_path_factory, "host"), "host"))
+    nb = got["numba"]
+    assert "+avx512f" in nb["avx512_features"], nb
+    assert nb["vpmullq"], f"the host build uses no AVX-512 instruction (vpmullq): {nb}"
+    # no zmm asserted: LLVM's tuning prefers 256-bit vectors on Intel's AVX-512 server CPUs (module docstring)
+    assert got["aten"] == "AVX512", got["aten"]
+    isa, impls = _onednn(onednn)
+    assert "AVX2" not in isa and "SSE" not in isa, isa  # "Intel AVX10.1 and Intel AMX ..." or "Intel AVX-512 ..."
+    assert any("avx512" in impl or "amx" in impl for impl in impls), impls
+    assert "AVX-512" in _mkl_header(mkl), _mkl_header(mkl)
+    openblas = [b for b in got["blas"] if b["api"] == "openblas"]
+    assert openblas and all(b["arch"] not in ("Haswell", "Nehalem", "Sandybridge") for b in openblas), got["blas"]
+
+
+@pytest.mark.parametrize("level", list(LEVELS))
+def test_parity_under_isa_cap(level, request, tmp_path_factory):
+    """The caps of `level` take effect in every library (the probe), then SELECTION passes under them."""
+    caps, want = LEVELS[level]
+    if level == "avx2" and not (_host_has("avx2") and _host_has("fma")):
+        pytest.skip("a cap only lowers the instruction set: the host has no AVX2 and FMA to run the AVX2 level on")
+    env = _env(caps, _numba_cache(request, tmp_path_factory, level), level)
+    got, onednn, mkl = _probe(env)
+
+    nb = got["numba"]
+    assert nb["cpu"] == want["numba_cpu"] and not nb["avx512_features"], nb
+    assert nb["zmm"] == 0 and not nb["vpmullq"], f"AVX-512 code under the {level} cap: {nb}"
+    assert (nb["ymm"] > 0) == want["ymm"], f"the dot loop's vectors are not the {level} level's: {nb}"
+    cache = got["numba_cache"]
+    if "unavailable" not in cache:  # numba's internals moved: the keying by CPU still holds (module docstring)
+        assert cache["this_build"], cache
+        assert all(cpu == want["numba_cpu"] and not avx512 for cpu, avx512 in cache["builds"]), cache
+
+    assert got["aten"] == want["aten"], got["aten"]
+
+    isa, impls = _onednn(onednn)
+    assert isa == want["onednn_isa"], isa
+    banned = ("avx512", "amx") + (("avx",) if level == "generic" else ())
+    assert not any(b in impl for impl in impls for b in banned), impls
+
+    header = _mkl_header(mkl)
+    assert want["mkl"] in header and "AVX-512" not in header, header
+
+    openblas = [b for b in got["blas"] if b["api"] == "openblas"]
+    assert openblas, got["blas"]
+    assert all(b["arch"] == want["openblas"] for b in openblas), got["blas"]
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
+                           *SELECTION], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (f"parity tests failed under the {level} cap {caps} (rc {proc.returncode}):\n"
+                                  + _tail(proc.stdout + proc.stderr))
