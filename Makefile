@@ -39,8 +39,11 @@ bench: $(VENV)/.installed-bench
 demo: $(VENV)/.installed
 	$(BIN)/seqlab demo
 
+# The suite runs on every core (pytest-xdist, one torch thread per worker); its budget and how to profile it:
+# tests/README.md. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # The documentation site (mkdocs.yml, docs/): every page's code runs while it builds, and a failing block fails the
 # strict build. `make docs` builds the tiny sizes CI builds (tests/test_docs_site.py builds it too);
