@@ -92,6 +92,7 @@ def on_config(config):
             from seqlab.data.download import DATASETS, is_cached, link_cache
 
             cache = link_cache(shared, Path(os.environ[docs_support.WORK_ENV]) / ".seqlab-cache")
+            os.environ["SEQLAB_CACHE"] = str(cache)  # the build owns its process (and the pages' commands)
 
             cached = [name for name in DATASETS if is_cached(name)]
             log.info("SEQLAB_CACHE=%s (from %s): %s", cache, shared, ", ".join(cached) or "no dataset complete")

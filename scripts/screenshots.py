@@ -207,7 +207,7 @@ def offline_cache(runs: Path) -> None:
         return
     from seqlab.data.download import link_cache
 
-    link_cache(SHARED, runs / ".seqlab-cache")
+    os.environ["SEQLAB_CACHE"] = str(link_cache(SHARED, runs / ".seqlab-cache"))  # the script owns its process
 
 
 def overrides(run: Run, quick: bool) -> list[str]:

@@ -147,6 +147,64 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
         yield
 
 
+@contextlib.contextmanager
+def _caller_state_kept(device: str | None):
+    """The caller's process state, put back on leaving: torch's random state (the CPU generator, and the CUDA ones
+    once CUDA is in use or the call runs on it: ``torch.manual_seed`` seeds them all), the thread counts of
+    torch and numba, and the environment (torch sets ``TORCHINDUCTOR_CACHE_DIR`` when the optimizer first
+    imports ``torch._dynamo``). Inside, the Trainer and the tasks seed torch's generators and set
+    ``train.threads`` as before, so a run, and its resume, draws the same numbers bit for bit. A CPU call in a
+    process that has not started CUDA leaves the CUDA generators unstarted (with the seed torch queues for
+    them when they start)."""
+    import torch
+
+    threads, numba_threads, environ = torch.get_num_threads(), _numba_threads(), dict(os.environ)
+    cuda = torch.cuda.is_available() and (torch.cuda.is_initialized() or device in (None, "auto")
+                                          or str(device).startswith("cuda"))
+    try:
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if cuda else []):
+            yield
+    finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        _restore_numba_threads(numba_threads)
+        for key in set(os.environ) - set(environ):
+            del os.environ[key]
+        for key, value in environ.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
+
+
+def _numba_threads() -> int | None:
+    """numba's thread count, or None while its threads are not launched (asking would launch them)."""
+    import sys
+
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return None
+    try:
+        numba.threading_layer()  # ValueError until the threads are launched
+    except ValueError:
+        return None
+    return numba.get_num_threads()
+
+
+def _restore_numba_threads(before: int | None) -> None:
+    """Put numba's thread count back: ``before``, or, where its threads were launched since, the count they
+    started with (``numba.config.NUMBA_NUM_THREADS``, what the caller would have had)."""
+    import sys
+
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return
+    now = _numba_threads()
+    if now is None:
+        return
+    wanted = numba.config.NUMBA_NUM_THREADS if before is None else before
+    if now != wanted:
+        numba.set_num_threads(wanted)
+
+
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
               resume: bool = False, force: bool = False, log: Callable[..., Any] | None = None,
               callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
@@ -157,10 +215,8 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     full disk, SIGTERM) removes what this call created and puts back what ``force`` replaced. One process
     writes a run (``lock.json``); a second one is refused. ``inputs``: a folder of files staged outside the
     run, each moved into ``RUN/input/`` once the run directory is locked (in-memory data, which ``cfg``'s
-    data keys already name there)."""
-    from seqlab.devices import init_distributed
-    from seqlab.callbacks import calling
-
+    data keys already name there). The caller's random state, thread counts and environment are as they were
+    afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only."""
     log = log or _info
     name = cfg if isinstance(cfg, str) else None
     if isinstance(cfg, str):
@@ -168,6 +224,15 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     else:  # a RunConfig's overrides are applied, never dropped
         cfg = registry.from_sections(cfg, None, overrides) if overrides else registry.complete(cfg)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
+    with _caller_state_kept(cfg.train.device):  # the Trainer seeds torch and sets train.threads inside
+        return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
+
+
+def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log: Callable[..., Any],
+               callbacks: Iterable[Any], inputs: Path | None) -> Path:
+    from seqlab.callbacks import calling
+    from seqlab.devices import init_distributed
+
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
     check = getattr(task_module(cfg.task.kind), "check_config", None)  # inputs a task checks before any write
     if check is not None and not (resume and checkpoint.exists(run_dir)):
@@ -358,16 +423,18 @@ def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
 def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> Trained:
     """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``; with
     the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). Its
-    ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...)."""
+    ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...).
+    Building the model draws its (then replaced) initial weights inside :func:`_caller_state_kept`."""
     run_dir = Path(run_dir)
     cfg = read_run_config(run_dir)
     weights = checkpoint_dir(run_dir, last)
     try:
-        for _ in range(5):  # a checkpoint committed while we loaded (the run is training): load again
-            state = checkpoint.load_state(weights)
-            obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
-            if checkpoint.load_state(weights) == state:
-                break
+        with _caller_state_kept(device):
+            for _ in range(5):  # a checkpoint committed while we loaded (the run is training): load again
+                state = checkpoint.load_state(weights)
+                obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
+                if checkpoint.load_state(weights) == state:
+                    break
     except checkpoint.DamagedCheckpoint as e:
         other = "without --last (best/)" if last or weights == run_dir else "with --last (the final one)"
         raise SeqlabError(f"{e}; read the other checkpoint ({other}) or continue the run with `seqlab train ... "

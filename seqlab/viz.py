@@ -1,9 +1,10 @@
 """Plots: loss curves, attention heatmaps (the notes' "your cat is a lovely cat" matrix), embedding maps.
 
-matplotlib runs with the non-interactive Agg backend; every figure is written atomically (temporary
-file + rename), and an ``--out`` path's missing parent folders are created. The ``*_figure`` builders return
-the Figure itself (made outside pyplot, :func:`new_figure`), for the notebook results of
-:mod:`seqlab.tasks.results`; the ``plot_*`` functions write them.
+Every figure is a matplotlib ``Figure`` made with the object API (:func:`new_figure`), never through pyplot or
+``matplotlib.use``: a library call leaves the caller's backend (a notebook's inline one) as it was, and
+``savefig`` renders with Agg whatever that backend is. Each figure is written atomically (temporary file +
+rename), and an ``--out`` path's missing parent folders are created. The ``*_figure`` builders return the Figure
+itself, for the notebook results of :mod:`seqlab.tasks.results`; the ``plot_*`` functions write them.
 """
 
 from __future__ import annotations
@@ -15,21 +16,10 @@ import numpy as np
 from seqlab.io import atomic_path, read_metrics
 
 
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def save_figure(fig, path: str | Path) -> Path:
-    try:
-        with atomic_path(path) as tmp:  # same suffix: matplotlib picks the format from it
-            fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    finally:
-        pyplot().close(fig)
+    """Write ``fig`` to ``path`` (the format from its suffix); a Figure outside pyplot has nothing to close."""
+    with atomic_path(path) as tmp:  # same suffix: matplotlib picks the format from it
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
     return Path(path)
 
 
@@ -41,8 +31,8 @@ def plot_loss(metrics_path: str | Path, out: str | Path, chosen_step: int | None
     valid = [(r["step"], r["loss"]) for r in rows if r.get("split") == "valid"]
     if not train and not valid:
         return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = new_figure((6, 4))
+    ax = fig.subplots()
     if train:
         ax.plot(*zip(*train), label="train", lw=1)
     if valid:

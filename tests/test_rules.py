@@ -1,8 +1,8 @@
 """Rules of the code base that stay true (beside the import layers of tests/test_layers.py), read from the source:
 
 - no machine tuning hidden in library state: no ``os.getloadavg``; ``torch.set_num_threads`` and
-  ``numba.set_num_threads`` only in the entry points that own the process (THREAD_OWNERS); everything else
-  takes a thread count as an argument;
+  ``numba.set_num_threads`` only in the entry points that own the process, and in the library entry that puts
+  the caller's counts back (THREAD_OWNERS); everything else takes a thread count as an argument;
 - one home per idea: ``os.replace`` / ``os.rename`` (and ``Path.replace`` / ``Path.rename``) only in io.py, the
   atomic-replace helper; ``signal.signal(`` only in signals.py;
 - modules stay small: none over MAX_LINES lines of code and comments (docstrings not counted: the equation and
@@ -24,6 +24,7 @@ THREAD_OWNERS = {
     "trainer.py": "the Trainer's setup: train.threads for the run",
     "cli.py": "the command line: --threads of the verbs that take it",
     "data/workers.py": "the data-preparation worker initialiser (it owns its worker process; sets none today)",
+    "api.py": "puts the caller's thread counts back after a library call (train_run, load): sets none of its own",
 }
 RENAMES = {"io.py"}
 SIGNALS = {"signals.py"}

@@ -288,14 +288,15 @@ def cache_dir() -> Path:
 
 def link_cache(shared: Path, cache: Path) -> Path:
     """Make ``cache`` a dataset cache whose entries link to the folders of ``shared`` (a local copy of the datasets
-    in the cache's own layout, ``NAME/...``, as ../shared/data is), and point ``$SEQLAB_CACHE`` at it: datasets
-    named by ``data.source`` then resolve offline. Nothing is copied; existing entries are kept."""
+    in the cache's own layout, ``NAME/...``, as ../shared/data is), and return it. Nothing is copied; existing
+    entries are kept. The environment is left as it was: a caller that owns its process (the docs build,
+    scripts/screenshots.py) points ``$SEQLAB_CACHE`` at the result, and datasets named by ``data.source`` then
+    resolve offline."""
     cache.mkdir(parents=True, exist_ok=True)
     for entry in sorted(Path(shared).iterdir()):
         link = cache / entry.name
         if entry.is_dir() and not link.exists():
             link.symlink_to(entry.resolve(), target_is_directory=True)
-    os.environ["SEQLAB_CACHE"] = str(cache)
     return cache
 
 

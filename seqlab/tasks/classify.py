@@ -272,11 +272,11 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 
 def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title: str = "") -> Path:
     """Heatmap of counts[gold, predicted] with the count in each cell (rows: gold class, columns: predicted)."""
-    from seqlab.viz import pyplot, save_figure
+    from seqlab.viz import new_figure, save_figure
 
-    plt = pyplot()
     size = 2.5 + 0.55 * len(names)
-    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    fig = new_figure((size + 1.0, size))
+    ax = fig.subplots()
     image = ax.imshow(counts, cmap="Blues")
     ax.set_xticks(range(len(names)), names, rotation=45 if max(map(len, names)) > 3 else 0)
     ax.set_yticks(range(len(names)), names)

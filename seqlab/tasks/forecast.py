@@ -338,10 +338,10 @@ class Forecaster(Trained):
 
 def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, origin: int) -> Path:
     """The series up to ``origin`` (train and valid shaded apart), the forecast after it, and the truth."""
-    from seqlab.viz import pyplot, save_figure
+    from seqlab.viz import new_figure, save_figure
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig = new_figure((9, 4))
+    ax = fig.subplots()
     t = np.arange(len(series.values))
     ax.plot(t[:origin], series.values[:origin], lw=1, color="C0", label="history (train + valid)")
     if series.n_valid:
