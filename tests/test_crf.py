@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import random
 
 import pytest
@@ -16,6 +17,7 @@ from seqlab import api, tasks
 from seqlab.errors import SeqlabError
 from seqlab.nn.crf import CRF, Constraints, gather_scored, label_scheme, transition_constraints
 
+from bounds import gamma
 from helpers import write_conll
 
 QUIET = {"log": lambda *a, **k: None}
@@ -41,6 +43,18 @@ def padded(lengths: list[int], n_labels: int, seed: int) -> tuple[torch.Tensor, 
     return emissions, tags, mask
 
 
+def _forward_tol(crf: CRF, emissions: torch.Tensor) -> float:
+    """A rounding bound for one float64 implementation of log p(y|x) (or log Z) of ``emissions`` (seq, labels):
+    T steps of logsumexp over L labels (the sum's relative error γ_L is an absolute error of its log; the exps and
+    the α + a + e additions a few roundings of values <= A), then the path score, T + 1 emissions and transitions:
+    <= γ_{T(L+4)} · A + γ_{2T+2} · A (Higham §3.1), A = T (max|e| + max|a| + log L) + max|start| + max|end| the
+    largest |α| or |score| (forbidden transitions, -inf, left out)."""
+    a, start, end = (x[torch.isfinite(x)].abs().max().item() for x in crf.scores(float("-inf"), torch.float64))
+    T, L = emissions.shape[-2], emissions.shape[-1]
+    big = max(1.0, T * (emissions.abs().max().item() + a + math.log(L)) + start + end)
+    return (gamma(T * (L + 4), torch.float64) + gamma(2 * T + 2, torch.float64)) * big
+
+
 # --- against pytorch-crf ---
 
 @pytest.mark.parametrize("lengths, n_labels", [([5, 3, 1, 4], 4), ([1], 2), ([7, 7, 2], 6), ([2, 6, 3, 6, 1], 9)])
@@ -54,7 +68,9 @@ def test_log_likelihood_and_viterbi_equal_torchcrf(lengths, n_labels):
         theirs.end_transitions.copy_(ours.end)
     emissions, tags, mask = padded(lengths, n_labels, seed=n_labels)
     expected = theirs(emissions, tags, mask, reduction="none")
-    torch.testing.assert_close(ours.log_likelihood(emissions, tags, mask), expected, atol=1e-6, rtol=0)
+    # both sides float64: twice one implementation's bound (~1e-12; a wrong transition or end score: >= 1e-2)
+    torch.testing.assert_close(ours.log_likelihood(emissions, tags, mask), expected,
+                               atol=2 * _forward_tol(ours, emissions), rtol=0)
     paths = ours.decode(emissions, mask)
     assert paths == theirs.decode(emissions, mask)
     assert [len(p) for p in paths] == lengths
@@ -82,10 +98,15 @@ def test_log_z_and_viterbi_equal_enumerating_every_path(scheme, names):
         allowed = torch.isfinite(scores)
         assert bool(allowed.any())
         log_z = crf.log_partition(emissions, mask)[0]
-        torch.testing.assert_close(log_z, torch.logsumexp(scores, dim=0), atol=1e-9, rtol=0)
+        # ours: the forward algorithm's bound; the reference: each path's sum (γ_{2T+2} A) and a logsumexp over
+        # N = n^length paths (γ_{N+1}, absolute in the log)
+        tol = 2 * _forward_tol(crf, emissions[0]) + gamma(len(paths) + 1, torch.float64)
+        torch.testing.assert_close(log_z, torch.logsumexp(scores, dim=0), atol=tol, rtol=0)
         probs = torch.stack([crf.log_likelihood(emissions, torch.tensor([p]), mask)[0] for p in paths]).exp()
         assert bool((probs[~allowed] == 0).all()), "a forbidden path has probability"
-        torch.testing.assert_close(probs.sum(), torch.tensor(1.0, dtype=torch.float64), atol=1e-9, rtol=0)
+        # each p = exp(log p): relative error <= that of log p plus one rounding; their sum of N terms: γ_N
+        tol = 2 * _forward_tol(crf, emissions[0]) + gamma(len(paths) + 1, torch.float64)
+        torch.testing.assert_close(probs.sum(), torch.tensor(1.0, dtype=torch.float64), atol=tol, rtol=0)
         best = crf.decode(emissions, mask)[0]
         assert tuple(best) == paths[int(scores.argmax())] and bool(allowed[paths.index(tuple(best))])
     if scheme is not None:  # strong emissions for forbidden tags still decode an allowed path
@@ -231,8 +252,11 @@ def test_the_crf_loss_is_its_nll_per_word_and_label_smoothing_is_refused(corpus,
     task = TagTask(model, data, data, labels=None, eval_batch_size=3)
     batch = collate(data, [0, 1, 2])
     emissions = model(batch.ids, batch.mask)
-    expected = -model.crf.log_likelihood(emissions, batch.tags, batch.mask).sum()
-    torch.testing.assert_close(task.loss_sum(model, batch, torch.device("cpu")), expected)
+    per_sentence = -model.crf.log_likelihood(emissions, batch.tags, batch.mask)
+    expected = per_sentence.sum()
+    # the same float64 emissions and log-likelihoods (one model, one batch); at most the 3-term sum's order differs
+    torch.testing.assert_close(task.loss_sum(model, batch, torch.device("cpu")), expected, rtol=0,
+                               atol=gamma(3, torch.float64) * per_sentence.abs().sum().item())
     assert task.count(batch) == 7  # the trainer divides by the words
     with pytest.raises(SeqlabError, match=r"train\.label_smoothing=0\.1 has no CRF form"):
         api.train_run(run_config(corpus, "lstm", 2, label_smoothing=0.1), tmp_path / "run", **QUIET)

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from bounds import chain_bound, gamma, matmul_bound, u
 from seqlab import explain
 from seqlab.nn.masks import key_padding_to_attn
 
@@ -52,14 +53,17 @@ def test_pe_values_match_the_formula(tr):
     for pos in range(4):
         for i in range(2):
             angle = pos / 10000 ** (2 * i / 4)
-            assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-12)
-            assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-12)
-    assert pe[1].tolist() == pytest.approx([math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)])
+            # float64: the angle <= 3 within 3 roundings, sin/cos within 1 ulp in torch and in libm
+            tol = gamma(3, torch.float64) * 3 + 4 * u(torch.float64)
+            assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=tol)
+            assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=tol)
+    assert pe[1].tolist() == pytest.approx([math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)], abs=tol)
 
 
 def test_heads_are_slices_of_the_projections(tr):
     x, w_q = tr["x"][0], tr["w_q"][0]
-    assert torch.allclose(tr["q"][0], x @ w_q)
+    # two float64 orders of one product: twice γ_4 |x||W| apart (Higham §3.5)
+    assert ((tr["q"][0] - x @ w_q).abs() <= 2 * torch.from_numpy(matmul_bound(x, w_q, torch.float64))).all()
     q, qh = tr["q"][0], tr["q_heads"][0]
     for h in range(2):
         assert torch.equal(qh[:, h], q[:, :, 2 * h : 2 * h + 2])  # head h = depth columns 2h, 2h+1
@@ -68,13 +72,18 @@ def test_heads_are_slices_of_the_projections(tr):
 
 def test_weights_rows_sum_to_one_and_ignore_padding(tr):
     w, pad = tr["weights"][0], tr["padding"][0]
-    assert torch.allclose(w.sum(-1), torch.ones(3, 2, 4, dtype=w.dtype))
+    # <= 4 softmax weights (exp, sum, divide: γ_6 each) summed: |Σw - 1| <= γ_10
+    assert torch.allclose(w.sum(-1), torch.ones(3, 2, 4, dtype=w.dtype), rtol=0, atol=gamma(10, torch.float64))
     keys_padded = ~pad[:, None, None, :].expand_as(w)  # batch, head, seq_q, seq_k
     assert (w[keys_padded] == 0).all() and keys_padded.sum() == 2 * 4 * 3  # 3 padding keys, 2 heads, 4 queries
     assert (w[~keys_padded] > 0).all()
     scores = tr["scores"][0]
     expected = torch.softmax(scores.masked_fill(keys_padded, float("-inf")), dim=-1)
-    assert torch.allclose(w, expected)
+    # two float64 softmaxes of the same scores: s - max rounds by u|s - max| <= 2u max|s| (scores up to ~120), which
+    # exp turns into a relative error, plus exp, sum and divide (γ_6): per weight, twice that apart
+    live = scores.masked_fill(keys_padded, 0.0)
+    assert torch.allclose(w, expected, rtol=0, atol=2 * (2 * u(torch.float64) * 2 * live.abs().max().item()
+                                                          + gamma(6, torch.float64)))
 
 
 def test_weights_are_printed_exactly_and_drive_the_library_module(tr):
@@ -83,9 +92,16 @@ def test_weights_are_printed_exactly_and_drive_the_library_module(tr):
         assert torch.equal(w, (w * 10).round() / 10)  # one decimal: what is printed is what is used
     mha = explain.attention_module(seed=0)
     mask = key_padding_to_attn(tr["padding"][0])
+    # float64, the trace against the module: <= 5 chained products of length 4 (q, k, v, scores, weights·v, W^O);
+    # the largest terms are the scores' (Σ|q_i k_i| / √2, from the trace), an error in a score reaches the output with a
+    # gain <= 2 max|v| · seq · ‖|W^O|‖∞ (softmax: |Δw| <= 2w max|Δs|)
+    q, k, v, w_o = (tr[name][0] for name in ("q_heads", "k_heads", "v", "w_o"))
+    magnitude = (q.abs() @ k.abs().transpose(-1, -2)).max().item() / math.sqrt(q.shape[-1])
+    gain = 2 * v.abs().max().item() * v.shape[1] * max(w_o.abs().sum(0).max().item(), w_o.abs().sum(1).max().item())
+    tol = chain_bound(products=5, n=4, magnitude=magnitude, dtype=torch.float64, gain=gain)
     for impl in ("fused", "equations"):
         mha.impl = impl
-        assert torch.allclose(mha(tr["x"][0], mask=mask), tr["output"][0], atol=1e-12)
+        assert torch.allclose(mha(tr["x"][0], mask=mask), tr["output"][0], rtol=0, atol=tol)
     assert not torch.equal(explain.trace(seed=1)["w_q"][0], tr["w_q"][0])
 
 

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bounds import chain_bound, gamma, u
 from seqlab.errors import SeqlabError
 from seqlab.models.transformer import (
     AttendedLayers,
@@ -42,6 +43,11 @@ from seqlab.nn.positions import SinusoidalPositions
 
 # batch 2, seq 5, vocab 13, d_model 12, n_heads 3 (depth 4), d_ff 20, n_layers 2, max_len 7
 SMALL = dict(vocab_size=13, n_layers=2, n_heads=3, d_model=12, d_ff=20, max_len=7, dropout=0.0)
+# Two paths through one float64 model (fused SDPA against the equations, with and without weights or a cache): the
+# rounding bound of tests/test_parity_nn.py's TOL at the same sizes (<= 20 reductions of length <= 20, terms
+# <= 85, gain <= 200; these default-initialised models are smaller in every term): 7.5e-10. A path that drops a
+# mask or a scale moves outputs by >= 1e-2.
+PATHS_TOL = chain_bound(products=20, n=20, magnitude=85, dtype=torch.float64, gain=200)
 
 
 def lm(**overrides) -> TransformerLM:
@@ -58,10 +64,12 @@ def test_lm_shapes_and_attention_maps():
     assert model(ids).shape == (2, 5, 13)  # batch, seq, vocab
     maps = model.attention_maps(ids)
     assert len(maps) == 2 and all(m.shape == (2, 3, 5, 5) for m in maps)  # batch, head, seq, seq
-    assert torch.allclose(maps[0].sum(-1), torch.ones(2, 3, 5))
+    # float32 softmax rows: <= 5 weights, each within γ_{5+2} (exp, sum, divide), summed: |Σw - 1| <= γ_12
+    assert torch.allclose(maps[0].sum(-1), torch.ones(2, 3, 5), rtol=0, atol=gamma(12, torch.float32))
     assert (maps[1].triu(diagonal=1) == 0).all()  # causal: no weight on the future
+    model.double()
     logits, self_attn, cross_attn = model(ids, need_weights=True)
-    assert torch.allclose(logits, model(ids), atol=1e-6) and len(self_attn) == 2 and cross_attn == []
+    assert torch.allclose(logits, model(ids), rtol=0, atol=PATHS_TOL) and len(self_attn) == 2 and cross_attn == []
 
 
 def test_encoder_decoder_shapes():
@@ -86,44 +94,44 @@ def test_mha_cross_attention_shapes():
 
 def test_forward_returns_a_tensor_and_with_need_weights_a_named_tuple_of_the_same_output():
     # batch 2, tgt 5, src 6, d_model 12, head 3, tgt vocab 13, src vocab 11, layers 2: all differ
-    torch.manual_seed(0)
-    x, context = torch.randn(2, 5, 12), torch.randn(2, 6, 12)
-    for mha, kw, keys in [(MultiHeadAttention(12, 3, causal=True), {}, 5),
-                          (MultiHeadAttention(12, 3, cross=True), {"context": context}, 6)]:
+    torch.manual_seed(0)  # everything in float64: the paths are compared within PATHS_TOL
+    x, context = torch.randn(2, 5, 12, dtype=torch.float64), torch.randn(2, 6, 12, dtype=torch.float64)
+    for mha, kw, keys in [(MultiHeadAttention(12, 3, causal=True).double(), {}, 5),
+                          (MultiHeadAttention(12, 3, cross=True).double(), {"context": context}, 6)]:
         out = mha(x, **kw)
         attended = mha(x, need_weights=True, **kw)
         assert type(out) is torch.Tensor and isinstance(attended, Attended)
         assert attended.output.shape == (2, 5, 12) and attended.weights.shape == (2, 3, 5, keys)
-        assert torch.allclose(attended.output, out, atol=1e-6)  # equations path vs fused SDPA
+        assert torch.allclose(attended.output, out, rtol=0, atol=PATHS_TOL)  # equations path vs fused SDPA
 
-    model = lm()
+    model = lm().double()
     ids = torch.randint(0, 13, (2, 5))
     logits, run = model(ids), model(ids, need_weights=True)
     assert type(logits) is torch.Tensor and isinstance(run, AttendedLayers)
     assert [w.shape for w in run.self_attn] == [(2, 3, 5, 5)] * 2 and run.cross_attn == []
-    assert torch.allclose(run.output, logits, atol=1e-6)
+    assert torch.allclose(run.output, logits, rtol=0, atol=PATHS_TOL)
 
     shared = {k: v for k, v in SMALL.items() if k != "vocab_size"}
-    model = EncoderDecoder(EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **shared)).eval()
+    model = EncoderDecoder(EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **shared)).eval().double()
     src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
     src_padding = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # batch, src
     memory, encoded = model.encode(src, src_padding), model.encode(src, src_padding, need_weights=True)
     assert type(memory) is torch.Tensor and isinstance(encoded, AttendedLayers)
     assert [w.shape for w in encoded.self_attn] == [(2, 3, 6, 6)] * 2 and encoded.cross_attn == []
-    assert torch.allclose(encoded.output, memory, atol=1e-6)
+    assert torch.allclose(encoded.output, memory, rtol=0, atol=PATHS_TOL)
     logits, decoded = model.decode(tgt, memory, src_padding), model.decode(tgt, memory, src_padding, need_weights=True)
     assert type(logits) is torch.Tensor and isinstance(decoded, AttendedLayers)
     assert [w.shape for w in decoded.self_attn] == [(2, 3, 5, 5)] * 2
     assert [w.shape for w in decoded.cross_attn] == [(2, 3, 5, 6)] * 2
     assert (decoded.cross_attn[0][1, :, :, 4:] == 0).all()  # padded source keys get no weight
-    assert torch.allclose(decoded.output, logits, atol=1e-6)
+    assert torch.allclose(decoded.output, logits, rtol=0, atol=PATHS_TOL)
 
     # with a KV cache: the keys are the max_len = 7 slots, and the cache advances once per call
     cache_a, cache_b = model.new_cache(2), model.new_cache(2)
     step = model.decode(tgt[:, :3], memory, src_padding, cache=cache_a)
     cached = model.decode(tgt[:, :3], memory, src_padding, cache=cache_b, need_weights=True)
     assert cache_a.pos == cache_b.pos == 3 and cached.self_attn[0].shape == (2, 3, 3, 7)
-    assert torch.allclose(cached.output, step, atol=1e-6)
+    assert torch.allclose(cached.output, step, rtol=0, atol=PATHS_TOL)
 
 
 # ---------------------------------------------------------------- hand-computed values
@@ -135,17 +143,23 @@ def test_attention_hand_computed_value():
     k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]], dtype=torch.float64)  # batch, head, seq_k=2, depth
     v = torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]]], dtype=torch.float64)
     out, w = attention_equations(q, k, v)
-    assert w.flatten().tolist() == pytest.approx([0.66976155, 0.33023845], abs=1e-8)
-    # out = 0.66976155 * (1, 2) + 0.33023845 * (3, 4) = (1.6604769, 2.6604769)
-    assert out.flatten().tolist() == pytest.approx([1.6604769, 2.6604769], abs=1e-7)
-    assert attention_fused(q, k, v).flatten().tolist() == pytest.approx([1.6604769, 2.6604769], abs=1e-7)
+    w0 = 1 / (1 + math.exp(-1 / math.sqrt(2)))
+    # float64 softmax of the scores (1/√2: two roundings; exp, sum, divide): <= γ_6 in each weight (σ' <= 1/4)
+    assert w.flatten().tolist() == pytest.approx([w0, 1 - w0], abs=gamma(6, torch.float64))
+    # out = 0.66976155 * (1, 2) + 0.33023845 * (3, 4) = (1.6604769, 2.6604769): the weights' error times |v| <= 4,
+    # and the 2-term sum (γ_2 of Σ|w v| <= 4)
+    want = [w0 * 1 + (1 - w0) * 3, w0 * 2 + (1 - w0) * 4]
+    tol = gamma(8, torch.float64) * 4
+    assert out.flatten().tolist() == pytest.approx(want, abs=tol)
+    assert attention_fused(q, k, v).flatten().tolist() == pytest.approx(want, abs=tol)
 
 
 def test_softmax_examples_of_seed_000():
     # eq 23: (a, a, a) -> (1, 1, 1)/3 ; eq 22: (10, 0, 0) -> about (1, 0, 0); via attention with equal keys
     q = torch.ones(1, 1, 1, 1)
     _, w = attention_equations(q * 0, torch.randn(1, 1, 3, 1), torch.randn(1, 1, 3, 1))
-    assert torch.allclose(w, torch.full((1, 1, 1, 3), 1 / 3))
+    # exp(0) = 1 three times, summed to 3, divided: fl(1/3) on both sides but for one rounding each
+    assert torch.allclose(w, torch.full((1, 1, 1, 3), 1 / 3), rtol=0, atol=2 * u(torch.float32) / 3)
     _, w = attention_equations(q, torch.tensor([[[[10.0], [0.0], [0.0]]]]), torch.randn(1, 1, 3, 1))
     assert w[0, 0, 0, 0] > 0.9999
 
@@ -158,7 +172,8 @@ def test_sinusoidal_positions_match_the_formula():
                 two_i = j - j % 2
                 angle = pos / 10000 ** (two_i / d_model)
                 expected = math.sin(angle) if j % 2 == 0 else math.cos(angle)
-                assert pe[pos, j].item() == pytest.approx(expected, abs=1e-6)
+                # the table is float64 (angle <= 8: a few roundings, sin/cos within 1 ulp) cast to float32 (u)
+                assert pe[pos, j].item() == pytest.approx(expected, abs=u(torch.float32) + gamma(8, torch.float64) * 8)
 
 
 # ---------------------------------------------------------------- masks
@@ -196,7 +211,7 @@ def test_fully_masked_row_gives_zeros_not_nan(impl):
     pad = torch.tensor([[True] * 5, [False] * 5])  # the second sequence is all padding
     out = mha(x, mask=key_padding_to_attn(pad))
     assert torch.isfinite(out).all()
-    assert torch.allclose(out[1], mha.out.bias.expand(5, 12))  # attention output 0 -> only W^O's bias left
+    assert torch.equal(out[1], mha.out.bias.expand(5, 12))  # attention output 0 -> 0·W^O + b: exactly b
     out.sum().backward()
     assert torch.isfinite(x.grad).all() and (x.grad[1] == 0).all()
     model = lm()
@@ -252,20 +267,25 @@ def test_config_is_frozen():
 
 @pytest.mark.parametrize("placement", ["pre", "post", "sublayer"])
 def test_residual_placement_formulas(placement):
-    torch.manual_seed(0)
-    res = Residual(6, placement, eps=1e-5)
+    torch.manual_seed(0)  # float64: LayerNorm's and the formula's rounding are then far below a misplaced norm
+    res = Residual(6, placement, eps=1e-5).double()
     with torch.no_grad():
         res.norm.weight.normal_()
         res.norm.bias.normal_()
-    f = torch.nn.Linear(6, 6)
-    x = torch.randn(2, 3, 6)
+    f = torch.nn.Linear(6, 6).double()
+    x = torch.randn(2, 3, 6, dtype=torch.float64)
 
     def ln(t):  # lnorm of seed 001, written out
         mean, var = t.mean(-1, keepdim=True), t.var(-1, unbiased=False, keepdim=True)
         return (t - mean) / torch.sqrt(var + 1e-5) * res.norm.weight + res.norm.bias
 
     expected = {"pre": x + f(ln(x)), "post": ln(x + f(x)), "sublayer": ln(f(x)) + x}[placement]
-    assert torch.allclose(res(x, f), expected, atol=1e-5)
+    # <= 6 reductions of length 6 (mean, variance, the linear map, twice), terms <= m in absolute value, LayerNorm's
+    # gain max|γ|/σ on what precedes it (σ the smallest std of a normalised row)
+    rows = torch.cat([x, f(x), f(ln(x))])
+    m = max(rows.abs().sum(-1).max().item(), (x.abs() @ f.weight.abs().T + f.bias.abs()).max().item())
+    gain = 1 + res.norm.weight.abs().max().item() / torch.cat([x, x + f(x), f(x)]).std(-1, unbiased=False).min().item()
+    assert torch.allclose(res(x, f), expected, rtol=0, atol=chain_bound(6, 6, m, torch.float64, gain))
 
 
 # ---------------------------------------------------------------- embeddings, init, training
@@ -287,17 +307,22 @@ def test_scale_embeddings_multiplies_by_sqrt_d_model():
     plain, scaled = lm(scale_embeddings=False), lm(scale_embeddings=True)
     ids, pos = torch.tensor([[3, 4]]), torch.arange(2)
     pe = plain.embed.positions(pos)
-    assert torch.allclose(plain.embed(ids, pos) - pe, plain.embed.tokens(ids), atol=1e-6)
-    assert torch.allclose(scaled.embed(ids, pos) - pe, scaled.embed.tokens(ids) * math.sqrt(12), atol=1e-6)
+    for model, scale in ((plain, 1.0), (scaled, math.sqrt(12))):
+        tokens = model.embed.tokens(ids) * scale
+        # float32: the scaling, + pe, - pe: three roundings of values <= |e·s| + |pe|
+        tol = gamma(3, torch.float32) * (tokens.abs() + pe.abs())
+        assert ((model.embed(ids, pos) - pe - tokens).abs() <= tol).all()
 
 
 def test_gpt2_init_scales_residual_projections():
     torch.manual_seed(0)
     model = TransformerLM(TransformerLMConfig(vocab_size=50, n_layers=4, n_heads=4, d_model=64, d_ff=256, max_len=8))
     block = model.decoder.layers[0]
-    assert block.self_attn.qkv.weight.std().item() == pytest.approx(0.02, rel=0.1)
-    assert block.self_attn.out.weight.std().item() == pytest.approx(0.02 / math.sqrt(8), rel=0.1)
-    assert block.ff.w2.weight.std().item() == pytest.approx(0.02 / math.sqrt(8), rel=0.1)
+    # a sampling bound: the std of n normal draws is within 5/√(2n) (5 of its standard deviations) of σ but in 6e-7
+    # of seeds; a missing 1/√(2·n_layers) is off by a factor 2.8
+    for w, sigma in ((block.self_attn.qkv.weight, 0.02), (block.self_attn.out.weight, 0.02 / math.sqrt(8)),
+                     (block.ff.w2.weight, 0.02 / math.sqrt(8))):
+        assert w.std().item() == pytest.approx(sigma, rel=5 / math.sqrt(2 * w.numel()))
     assert (block.self_attn.qkv.bias == 0).all()
 
 
@@ -307,7 +332,7 @@ def test_switching_attention_impl_keeps_the_output():
     fused = model(ids)
     set_attention_impl(model, "equations")
     assert all(m.impl == "equations" for m in model.modules() if isinstance(m, MultiHeadAttention))
-    assert torch.allclose(model(ids), fused, atol=1e-12)
+    assert torch.allclose(model(ids), fused, rtol=0, atol=PATHS_TOL)
     with pytest.raises(SeqlabError, match="unknown attention impl"):
         set_attention_impl(model, "flash")
 

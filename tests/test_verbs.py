@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from bounds import chain_bound, gamma, u
 from seqlab import api
 from seqlab.data.conll import read_conll
 from seqlab.data.parallel import read_parallel
@@ -45,20 +46,47 @@ def _shows_inline(result) -> None:
 
 # ---- language model --------------------------------------------------------------------------------------
 
+# The lm-char run's model (2 layers, d_model 16, d_ff 32, vocabulary 32) in float64: two evaluations of it (one
+# window or a batch of windows) give logits within <= 20 chained reductions of length <= 32, terms <= 85 (its
+# nn.Linear products sum to <= 3.2) and a gain <= 200, as tests/test_parity_nn.py argues: 20·γ_32·85·200 = 1.2e-9.
+LOGIT_TOL = chain_bound(products=20, n=32, magnitude=85, dtype=torch.float64, gain=200)
+
+
+class _float64:
+    """The lm's model in float64 inside the block (its float32 weights convert exactly, and back)."""
+
+    def __init__(self, lm):
+        self.model = lm.model
+
+    def __enter__(self):
+        self.model.double()
+
+    def __exit__(self, *exc):
+        self.model.float()
+
+
+def _logprob_tol(logits: torch.Tensor) -> float:
+    """score() casts the logits to float32 (u of |x| each) and takes a float32 log-softmax (γ_{V+2} of |x| + the
+    log-sum-exp, Higham §3.1); a log-probability moves by <= 2·max|Δx| with its logits."""
+    m, lse = logits.abs().max().item(), logits.logsumexp(-1).abs().max().item()
+    return 2 * (LOGIT_TOL + 2 * u(torch.float32) * m) + gamma(logits.shape[-1] + 2, torch.float32) * (m + lse)
+
 def test_score_is_the_models_log_probability_of_each_token_after_the_first(lm):
     text = "The cat sees a dog."
     ids = lm.tokenizer.encode(text)
-    with torch.no_grad():
-        logp = torch.log_softmax(lm.model(torch.tensor([ids])).float(), dim=-1)[0]  # seq, vocab
-    expected = logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].double().numpy()  # seq - 1
-
-    got = lm.score(text)
+    with _float64(lm), torch.no_grad():
+        logits = lm.model(torch.tensor([ids]))
+        logp = torch.log_softmax(logits.float(), dim=-1)[0]  # seq, vocab
+        expected = logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].double().numpy()  # seq - 1
+        got = lm.score(text)
+        both = lm.score([text, "A dog runs."])
     assert isinstance(got, TokenScores)
     assert got.tokens == [lm.tokenizer.decode([i]) for i in ids[1:]]  # the first token has no context: not scored
-    np.testing.assert_allclose(got.logprobs, expected, rtol=1e-5, atol=1e-6)
-    assert got.loss == pytest.approx(-expected.mean(), rel=1e-5)
-    assert got.perplexity == pytest.approx(math.exp(got.loss))
-    both = lm.score([text, "A dog runs."])
+    tol = _logprob_tol(logits)
+    np.testing.assert_allclose(got.logprobs, expected, rtol=0, atol=tol)
+    assert got.loss == pytest.approx(-expected.mean(), abs=tol + gamma(len(expected), np.float64) * abs(got.loss))
+    # exp of the same mean on both sides: exp's rounding and the argument's (u|loss|)
+    assert got.perplexity == pytest.approx(math.exp(got.loss), rel=gamma(2, np.float64) * (1 + got.loss))
     assert isinstance(both, list) and both[0] == got and len(both[1].tokens) == len("A dog runs.") - 1
 
 
@@ -66,16 +94,21 @@ def test_a_long_text_is_scored_in_the_windows_evaluate_uses(lm):
     text = "The big cat sees the old dog near a cat. " * 4  # 164 characters, max_len is 24
     ids = lm.tokenizer.encode(text)
     assert len(ids) > 3 * lm.model.cfg.max_len
-    got = lm.score(text)
-    assert len(got.logprobs) == len(ids) - 1
-    total, count = score_stream(lm.model, np.asarray(ids), lm.model.cfg.max_len, 16, torch.device("cpu"))
-    assert -sum(got.logprobs) == pytest.approx(total, rel=1e-5) and count == len(ids) - 1
-    assert lm.evaluate(data=text) == pytest.approx({"loss": got.loss, "perplexity": got.perplexity,
-                                                    "tokens": len(ids) - 1}, rel=1e-6)
     L = lm.model.cfg.max_len  # the second window: inputs ids[L:2L], targets ids[L+1:2L+1]
-    with torch.no_grad():
+    with _float64(lm), torch.no_grad():
+        got = lm.score(text)
+        assert len(got.logprobs) == len(ids) - 1
+        total, count = score_stream(lm.model, np.asarray(ids), L, 16, torch.device("cpu"))
+        evaluated = lm.evaluate(data=text)
         logp = torch.log_softmax(lm.model(torch.tensor([ids[L:2 * L]])).float(), dim=-1)[0]
-    assert got.logprobs[L] == pytest.approx(float(logp[0, ids[L + 1]]), abs=1e-5)
+        per_token = max(_logprob_tol(lm.model(torch.tensor([ids[i:i + L]]))) for i in range(0, len(ids), L))
+    # score_stream takes its log-softmax in float64: one float32 side per token, the sums' rounding (γ_count)
+    tol = count * per_token + gamma(count, np.float64) * total
+    assert -sum(got.logprobs) == pytest.approx(total, abs=tol) and count == len(ids) - 1
+    assert evaluated["tokens"] == len(ids) - 1
+    assert evaluated["loss"] == pytest.approx(got.loss, abs=tol / count)
+    assert evaluated["perplexity"] == pytest.approx(got.perplexity, rel=2 * tol / count + gamma(2, np.float64) * 4)
+    assert got.logprobs[L] == pytest.approx(float(logp[0, ids[L + 1]]), abs=per_token)
 
 
 def test_score_refuses_a_text_with_nothing_to_score(lm):
@@ -85,7 +118,11 @@ def test_score_refuses_a_text_with_nothing_to_score(lm):
 
 def test_lm_evaluate_data_scores_texts_joined_by_newlines(lm):
     texts = ["The cat runs.", "A dog sees the cat."]
-    assert lm.evaluate(data=texts)["loss"] == pytest.approx(lm.score("\n".join(texts)).loss, rel=1e-6)
+    with _float64(lm), torch.no_grad():
+        evaluated, scored = lm.evaluate(data=texts), lm.score("\n".join(texts))
+        ids, L = lm.tokenizer.encode("\n".join(texts)), lm.model.cfg.max_len
+        tol = max(_logprob_tol(lm.model(torch.tensor([ids[i:i + L]]))) for i in range(0, len(ids), L))
+    assert evaluated["loss"] == pytest.approx(scored.loss, abs=tol + gamma(len(ids), np.float64) * scored.loss)
     with pytest.raises(SeqlabError, match="data item 1"):
         lm.evaluate(data=["a cat", 5])
 
@@ -178,7 +215,9 @@ def test_tag_evaluate_data_is_the_split_when_given_its_sentences(tagger, serve_r
 def test_classify_gives_each_label_its_probability(serve_runs):
     classifier = _load(serve_runs, "sentiment")
     one = classifier.classify("the cat sees a dog")
-    assert list(one) == classifier.labels.names and sum(one.values()) == pytest.approx(1.0)
+    # float32 softmax (exp, sum, divide: γ_{C+2} each), its C values summed in float64
+    assert list(one) == classifier.labels.names
+    assert sum(one.values()) == pytest.approx(1.0, abs=gamma(2 * len(one) + 2, torch.float32))
     result = classifier.predict(["the cat sees a dog"])[0]
     assert one == result["probabilities"] and one[result["label"]] == result["probability"] == max(one.values())
     both = classifier.classify(["the cat sees a dog", "a big dog"])
@@ -213,11 +252,13 @@ def test_neural_forecast_continues_a_new_history_in_the_runs_standardisation(ser
     z = torch.from_numpy(((history - s.mean) / s.std).astype(np.float32))
     with torch.no_grad():
         expected = recursive_forecast(fc.model, z, 4).double().numpy() * s.std + s.mean
-    np.testing.assert_allclose(fc.forecast(4, history=history), expected, rtol=1e-6)
-    np.testing.assert_allclose(fc.forecast(4, history=list(history)), expected, rtol=1e-6)
+    # forecast_neural standardises the history as above and runs recursive_forecast: the same float32 operations
+    # in the same order, so the same numbers on any machine
+    np.testing.assert_array_equal(fc.forecast(4, history=history), expected)
+    np.testing.assert_array_equal(fc.forecast(4, history=list(history)), expected)
     pd = pytest.importorskip("pandas")
     dated = pd.Series(history, index=pd.date_range("2024-01-01", periods=30, freq="D"))
-    np.testing.assert_allclose(fc.forecast(4, history=dated), expected, rtol=1e-6)
+    np.testing.assert_array_equal(fc.forecast(4, history=dated), expected)
 
 
 def test_forecast_refuses_bad_histories(serve_runs):
@@ -245,7 +286,7 @@ def test_ar_forecast_continues_the_last_p_values_of_a_history(ar_run):
 def test_forecast_evaluate_data_forecasts_its_last_part(name, serve_runs, ar_run):
     fc = api.load(ar_run) if name == "ar" else _load(serve_runs, name)
     values = fc.series.values
-    assert fc.evaluate(data=values) == pytest.approx(fc.evaluate("test"), rel=1e-9)
+    assert fc.evaluate(data=values) == fc.evaluate("test")  # the same history, the same operations: equal
     with pytest.raises(SeqlabError, match=f"data has 3 values; scoring forecasts its last {fc.series.n_test}"):
         fc.evaluate(data=values[:3])
 
@@ -279,7 +320,11 @@ def test_embedding_map_unpacks_and_shows_inline(emb):
     assert isinstance(result, EmbeddingMap) and words == emb.vectors.words[:6] and coords.shape == (6, 2)
     x = emb.vectors.vectors[:6] / emb.vectors.norms[:6, None]
     x = (x - x.mean(axis=0)).astype(np.float64)  # PCA: the spread along the first axis is the largest
-    assert np.var(coords[:, 0]) == pytest.approx(np.linalg.svd(x, compute_uv=False)[0] ** 2 / 6, rel=1e-5)
+    # float64 SVD and products (γ_{N·D} relative, Higham §3.5 / backward-stable SVD), and the float32 centring leaves
+    # column means <= γ_7 max|x| (float32), whose projection np.var removes: <= D (γ_7 max|x|)² apart
+    want = np.linalg.svd(x, compute_uv=False)[0] ** 2 / 6
+    tol = 2 * gamma(x.size, np.float64) * want + x.shape[1] * (gamma(7, np.float32) * np.abs(x).max()) ** 2
+    assert np.var(coords[:, 0]) == pytest.approx(want, abs=tol)
     _shows_inline(result)
     with pytest.raises(SeqlabError, match="unknown map method 'umap'"):
         emb.map(method="umap")
