@@ -96,7 +96,7 @@ class TrainConfig:
     lr: float = 1e-3  # peak learning rate after warm-up
     min_lr: float = 1e-4  # learning rate at the end of the decay (cosine or wsd)
     warmup_steps: int = 100  # linear warm-up from 0 to lr
-    schedule: str = "cosine"  # after warm-up: cosine decay to min_lr, or wsd (lr held, then linear decay at the end)
+    schedule: str = "cosine"  # cosine to min_lr; wsd: lr held, then a linear decay; wsd-time: wsd timed by max_minutes
     decay_fraction: float = 0.2  # wsd: the share of max_steps (after warm-up) over which lr falls to min_lr
     weight_decay: float = 0.1  # AdamW decay on weight matrices only (not norms, biases, embeddings)
     beta1: float = 0.9  # AdamW: decay rate of the running mean of the gradient
@@ -139,7 +139,10 @@ class TrainConfig:
             raise SeqlabError(f"train.label_smoothing={self.label_smoothing} is outside [0, 1); use e.g. 0.1, or 0 "
                               "to turn it off")
         _choice("train.precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
-        _choice("train.schedule", self.schedule, ("cosine", "wsd"))
+        _choice("train.schedule", self.schedule, ("cosine", "wsd", "wsd-time"))
+        if self.schedule == "wsd-time" and not self.max_minutes:
+            raise SeqlabError("train.schedule=wsd-time follows the time budget: set train.max_minutes > 0, or use "
+                              "train.schedule=wsd")
         if not 0.0 < self.decay_fraction <= 1.0:
             raise SeqlabError(f"train.decay_fraction must be in (0, 1], got {self.decay_fraction}")
         _choice("train.device", self.device, ("auto", "cpu", "cuda"))

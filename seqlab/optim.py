@@ -5,6 +5,14 @@ embeddings (as nanoGPT and most Transformer recipes), and one schedule function 
 (DESIGN.md: "the learning-rate schedule is a function of the step and the configured length only"), whose
 shape the task chooses. :func:`fit_steps` chooses that length for a time budget, from a short probe's speed, so
 the schedule ends when the budget does.
+
+A probe measures a few seconds; a machine whose load changes afterwards trains at another speed, and a schedule
+of steps then ends early (faster) or is cut by the budget before its decay (slower). ``train.schedule =
+"wsd-time"`` (what ``seqlab demo`` trains with) gives the schedule a second clock: its position is the larger of
+the step and the share of the time budget (``train.max_minutes``) spent, as steps (:func:`clock_position`), so
+the decay starts at the same share of the budget whatever the speed, and the run ends with the budget or at
+``max_steps``, whichever comes first. The warm-up stays in steps. Its steps depend on the machine's speed, so
+such a run does not resume bit for bit; every other schedule still is a function of the step alone.
 """
 
 from __future__ import annotations
@@ -49,18 +57,26 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> 
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
 
 
-def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, shape: str = "cosine") -> float:
+def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, shape: str = "cosine",
+                  position: float | None = None) -> float:
     """The learning rate at position ``step`` of ``total`` (default ``max_steps``), for every family:
 
     - ``cosine`` (models trained by gradient steps): linear warm-up to ``lr`` over ``warmup_steps``, then cosine
       decay to ``min_lr`` at ``total``; with ``train.schedule = "wsd"`` (warm-up, stable, decay) ``lr`` is held
       after the warm-up and falls linearly to ``min_lr`` over the last ``decay_fraction`` of the steps after it:
       a run cut short by a time budget has trained at the full rate, and the decay is a short final phase;
+      ``"wsd-time"`` is the same shape at a clock's ``position`` (:func:`clock_position`);
     - ``linear`` (word2vec, as the C tool and gensim: alpha falls to min_alpha over the run):
       ``lr - (lr - min_lr) · step / total``, never below ``min_lr``;
     - ``constant`` (GloVe, whose AdaGrad scales each weight's step itself): ``lr``.
+
+    ``position`` (steps, at least ``step``; default ``step``): where a clock ahead of the step puts the schedule;
+    the warm-up still counts steps, and the rate is the lower of the warm-up's and the schedule's at ``position``.
     """
     total = cfg.max_steps if total is None else total
+    if position is not None and position > step:  # the time clock is ahead of the step
+        warm = cfg.lr * (step + 1) / cfg.warmup_steps if step < cfg.warmup_steps else cfg.lr
+        return min(warm, learning_rate(position, cfg, total=total, shape=shape))
     if shape == "constant":
         return cfg.lr
     if shape == "linear":
@@ -68,12 +84,21 @@ def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, 
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     span = max(1, total - cfg.warmup_steps)
-    if cfg.schedule == "wsd":
+    if cfg.schedule in ("wsd", "wsd-time"):
         decay = max(1.0, cfg.decay_fraction * span)  # steps of the final linear decay
         progress = min(1.0, max(0.0, (step - (total - decay)) / decay))
         return cfg.lr - (cfg.lr - cfg.min_lr) * progress
     progress = min(1.0, (step - cfg.warmup_steps) / span)
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def clock_position(step: int, total: float, spent: float, start: float = 0.0) -> float:
+    """The position (in steps, of ``total``) of a ``"wsd-time"`` schedule: the larger of ``step`` and the time
+    clock, which has covered the share ``spent`` (elapsed / ``train.max_minutes``) of the steps that remained at
+    ``start`` (the position where this invocation began: 0, or where a resumed run stopped). A run at the speed
+    its length was planned for keeps both clocks together; a slower one follows the time clock, so its decay
+    starts at the same share of the budget and it ends, decayed, when the budget does (``spent`` = 1)."""
+    return max(float(step), start + spent * (total - start))
 
 
 def probe_rate(probe: Callable[[list[str], Path], object], out: Path, probe_steps: int = PROBE_STEPS) -> float:

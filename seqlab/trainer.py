@@ -5,7 +5,8 @@ loss is the mean of -log p(y_t | x_<t) over the real tokens, accumulated over ``
 and, under ``torchrun``, over processes, so the gradient is exactly that of the token-weighted mean over the
 global batch. Then gradient clipping, AdamW (decay on weight matrices only), and a learning rate that is a
 function of the step alone: linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at
-``max_steps`` (:mod:`seqlab.optim`; devices, processes and precision: :mod:`seqlab.devices`).
+``max_steps`` (:mod:`seqlab.optim`; devices, processes and precision: :mod:`seqlab.devices`); only
+``train.schedule = "wsd-time"`` adds a time clock (:func:`seqlab.optim.clock_position`).
 
 A task plugs in through :class:`TrainTask`. Word2vec and GloVe plug in through :class:`KernelTask`: their
 numba kernels update the weights themselves (Hogwild SGD / AdaGrad, what makes them as fast as gensim and the
@@ -36,7 +37,7 @@ from seqlab.config import TrainConfig
 from seqlab.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
 from seqlab.errors import SeqlabError
 from seqlab.io import MetricsLog, versions
-from seqlab.optim import learning_rate, make_optimizer
+from seqlab.optim import clock_position, learning_rate, make_optimizer
 
 _logger = logging.getLogger("seqlab")
 
@@ -132,6 +133,13 @@ class Trainer:
         self.stopped_early = False
         self.committed = False  # whether this Trainer has committed a checkpoint of the run
         self.started = time.perf_counter()
+        # train.schedule = "wsd-time" (a task's kernel schedule never is): the schedule's position, the larger of
+        # the step and the time clock, and where the clock started in this invocation
+        self.clocked = cfg.schedule == "wsd-time" and not self.kernel
+        self.position = self.clock_start = 0.0
+        if self.clocked and self.dist.world > 1:
+            raise SeqlabError("train.schedule=wsd-time runs in one process (each process would read its own "
+                              "clock); under torchrun use train.schedule=wsd")
         if self.kernel:  # the task's kernel owns the weights' device and their update
             if self.dist.world > 1:
                 raise SeqlabError("word2vec and GloVe train in one process with Hogwild threads; run without "
@@ -141,7 +149,7 @@ class Trainer:
             self.epoch_totals = _zero_totals()
             return
         self.device = device or resolve_device(cfg.device, self.dist.local_rank)
-        self.precision = resolve_precision(cfg.precision, self.device)
+        self.precision = resolve_precision(cfg.precision, self.device, warn=self.log)
         if cfg.batch_size % (cfg.grad_accum * self.dist.world):
             raise SeqlabError(f"train.batch_size ({cfg.batch_size}) must be divisible by train.grad_accum x processes "
                               f"({cfg.grad_accum} x {self.dist.world})")
@@ -171,6 +179,8 @@ class Trainer:
                  "versions": versions("torch"), **self.extra_state}
         if self.kernel:
             state.update(steps_per_epoch=self.task.steps_per_epoch, epoch_totals=dict(self.epoch_totals))
+        elif self.clocked:
+            state["schedule_position"] = self.position
         return state
 
     def save(self, directory: Path | None = None) -> None:
@@ -211,6 +221,8 @@ class Trainer:
         else:
             checkpoint.restore_optimizer(self.optimizer, tensors)
             checkpoint.restore_rng(self.generator, tensors)
+            if self.clocked:
+                self.position = max(float(self.step), state.get("schedule_position", 0.0))
             if self.dist.rank:  # restore_rng set rank 0's dropout stream; give each process its own again
                 torch.manual_seed(self.cfg.seed + self.dist.rank + 7919 * state["step"])
         self.examples_seen = state.get("examples_seen", 0)
@@ -250,18 +262,25 @@ class Trainer:
         r"""One optimiser step; returns (token-weighted mean loss over the global batch, tokens in it).
 
         !!! equation "Recurrent neural networks › Language model loss"
-            $L = \frac{1}{N} \sum_{t} -\log p(y_t \mid x_{<t})$: the mean token-level NLL over the $N$ real tokens.
+            $L = \frac{1}{N} \sum_{n=1}^{N} \ell_n$: the loss of one step, the task's summed loss over the global
+            batch divided by its count $N$: for a language model the $N$ real target tokens, $\ell_t = -\log
+            p(y_t \mid x_{\le t})$ with $y_t = x_{t+1}$ (the notes' average token-level NLL,
+            ``LMTask.loss_sum``); for the other tasks their own loss per target word,
+            sentence or value (a forecaster's squared error).
 
         !!! equation "Recurrent neural networks › Vanishing and exploding gradients (beyond the notes)"
-            $g \leftarrow g \min(1, c / \Vert g \Vert)$: gradient clipping (``train.grad_clip``) against explosion."""
+            $g \leftarrow g \min(1, c / \Vert g \Vert)$: gradient clipping (``train.grad_clip`` $= c$, over all
+            the weights' gradients together) against explosion; 0 turns it off.
+            default: train.grad_clip = 1.0; presets: ner-bilstm = 5.0, ner-bilstm-crf = 5.0, sentiment-lstm = 5.0"""
         cfg, task = self.cfg, self.task
         micro = cfg.batch_size // cfg.grad_accum
         batches = [task.shard(task.train_batch(self.generator, micro), self.dist.rank, self.dist.world)
                    for _ in range(cfg.grad_accum)]
         local = sum(task.count(b) for b in batches)
         total = self._global_count(local)
+        self.lr = learning_rate(self.step, cfg, position=self.position if self.clocked else None)
         for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate(self.step, cfg)
+            group["lr"] = self.lr
         loss_total = torch.zeros((), dtype=torch.float64, device=self.device)
         for i, batch in enumerate(batches):
             last = i == len(batches) - 1
@@ -336,12 +355,21 @@ class Trainer:
     # --- the loop ---
 
     def done(self) -> bool:
-        """The configured length is reached (``max_steps``, a kernel task's epochs, ``epochs`` of tokens), or
-        ``train.patience`` stopped the run early."""
+        """The configured length is reached (``max_steps``, a kernel task's epochs, ``epochs`` of tokens; the
+        time clock's position, with ``"wsd-time"``), or ``train.patience`` stopped the run early."""
         if self.stopped_early or self.step >= self.total_steps:
+            return True
+        if self.clocked and self.position >= self.total_steps:
             return True
         return (not self.kernel and bool(self.cfg.epochs)
                 and self.tokens_seen >= self.cfg.epochs * self.task.train_tokens)
+
+    def advance_clock(self) -> None:
+        """``"wsd-time"``: the schedule's position now (:func:`seqlab.optim.clock_position`), the time clock
+        counting this invocation's ``train.max_minutes`` from where it began."""
+        if self.clocked:
+            spent = (time.perf_counter() - self.started) / (60 * self.cfg.max_minutes)
+            self.position = clock_position(self.step, self.total_steps, spent, self.clock_start)
 
     def over_budget(self) -> bool:
         """``train.max_minutes`` of this invocation are spent (checked after each step, so every invocation
@@ -365,17 +393,21 @@ class Trainer:
         metrics = MetricsLog(self.run_dir / "metrics.jsonl", enabled=self.dist.main)
         metrics.truncate_after(self.step)
         self.model.train()
-        progress = _progress(self.total_steps, self.step, enabled=self.dist.main and cfg.progress)
+        length = None if self.clocked else self.total_steps  # the time may end a clocked run before max_steps
+        progress = _progress(length, self.step, enabled=self.dist.main and cfg.progress)
         unit = self.task.unit if kernel else "tok"
         take_step = self.kernel_step if kernel else self.train_step
         validates = hasattr(self.task, "validate")
         last_saved = self.step
         t0, tok0 = time.perf_counter(), 0
         self.started = t0  # the time budget counts from here
+        if self.clocked:
+            self.clock_start = self.position = max(self.position, float(self.step))
         interrupted = False
         with StopSignals() as interrupt:
             while not self.done():
                 loss, tokens = take_step()
+                self.advance_clock()
                 if not math.isfinite(loss):
                     progress.close()
                     hint = "lower train.lr" if kernel else "lower train.lr or raise train.warmup_steps"
@@ -393,7 +425,7 @@ class Trainer:
                         last_saved = self.step
                 else:
                     row = {"step": self.step, "split": "train", "loss": loss,
-                           "lr": learning_rate(self.step - 1, cfg), "tokens_per_s": rate, "tokens": self.tokens_seen}
+                           "lr": self.lr, "tokens_per_s": rate, "tokens": self.tokens_seen}
                     if cfg.log_every and self.step % cfg.log_every == 0 or self.step == 1:
                         metrics.write(row)
                 self.callbacks.call("on_step", row)

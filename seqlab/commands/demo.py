@@ -7,8 +7,20 @@ chose the checkpoint), prints a generated sample, and writes runs/demo/plots/los
 runs/demo/plots/attention.png. It always replaces runs/demo/.
 
 The plan (:func:`plan`) is a pure function of the measured steps per second, the budget and the corpora's
-sizes, from measurements (bench/demo_scaling.py): a machine that trains more steps gets more text, then
+sizes, from measurements (bench/demo_scaling.py, every threshold chosen on the validation split): a machine
+that trains few steps gets a smaller model, one that trains more gets the larger model, then more text, then
 dropout, and never more passes over the same text than were measured to help.
+
+The budget is spent whatever the load. A probe of a few seconds measures the speed, and other work on the
+cores may start or stop after it. So the plan fixes what the speed chooses (model size, corpus, dropout) and
+the demo trains with ``train.schedule = "wsd-time"``: the schedule's position is the larger of the step and the
+share of the budget spent (:func:`seqlab.optim.clock_position`), so its decay starts four fifths into the budget
+and the run ends, decayed, when the budget does, however fast the steps came, at most MAX_STEPS. Chosen over
+re-measuring the speed and re-planning the length: the time clock needs no second measure and cannot be
+fooled by one, and a re-plan could not change the model's size mid-run anyway. ``--steps N`` keeps the clock
+of steps (exact and reproducible: the benchmark of the plans). A core that other work keeps busy stalls every
+parallel operation of the thread that shares it, so where cores are busy (:func:`free_threads`) the probe also
+times fewer threads, and the faster count trains (:func:`fastest_threads`).
 """
 
 from __future__ import annotations
@@ -18,26 +30,55 @@ from dataclasses import dataclass
 from seqlab.commands import add_parser
 
 # The model and schedule: of eleven 4-minute trials on pydocs (an earlier version's "make demo quality", chosen by
-# validation loss; bench/demo_scaling.py now reports the demo on held-out test characters), 3 layers of width 192
-# (0.72x the steps of 4 layers of 128, a lower minimum) and the warm-up, stable, decay schedule, whose short final
-# decay to a low rate gains most in this budget (cosine decays all the way).
+# validation loss), 3 layers of width 192 (0.72x the steps of 4 layers of 128, a lower minimum) and the warm-up,
+# stable, decay schedule, whose short final decay to a low rate gains most in this budget (cosine decays all the
+# way). The width, depth and peak learning rate are the plan's (SIZES); the rest is the same for every size.
 DEMO_OVERRIDES = [
-    "model.n_layers=3", "model.n_heads=4", "model.d_model=192", "model.d_ff=768", "model.max_len=128",
-    "train.batch_size=32", "train.warmup_steps=100", "train.lr=3e-3", "train.min_lr=2e-5", "train.schedule=wsd",
+    "model.n_heads=4", "model.max_len=128",
+    "train.batch_size=32", "train.warmup_steps=100", "train.min_lr=2e-5", "train.schedule=wsd",
     "train.eval_every=250", "train.save_every=500", "train.eval_batches=10",
 ]
 TOKENS_PER_STEP = 32 * 128  # train.batch_size x model.max_len above: characters per optimiser step
 CORPORA = ("pydocs", "pyprose")  # smallest first: the plan's "more text"
 
-# The plan's thresholds, measured with this model and schedule at fixed step counts (bench/demo_scaling.py; the
-# sweep that chose them ran 1,500-12,000 steps with dropout 0, 0.1 and 0.2; R = bigram / model test perplexity):
-# - pydocs while a run makes at most PYDOCS_MAX_PASSES passes over it: at 1,500 steps (14.7 passes) pydocs gave
-#   R 3.35 on its test split and pyprose 3.20 on the same characters; at 3,000 steps (29 passes) pydocs had
-#   memorised (its best checkpoint was step 1,500, R 3.14) while pyprose gave 3.48 there.
-# - no dropout up to DROPOUT_FROM_PASSES passes over pyprose (6,000 steps, 14.6 passes: R 4.09 without, 3.96
-#   with 0.1); beyond, dropout 0.1 (12,000 steps, 29 passes: R 4.24 with 0.1, 3.94 without).
+# The plan's thresholds, each chosen on the VALIDATION split and reported on the test split, from rows of
+# bench/demo_scaling.py (an Intel Xeon with AMX, bf16; the plan of a machine that trains N steps of the probe's
+# model in its budget, trained to completion; R = bigram / model perplexity, "valid R" and "test R" both on the
+# pydocs corpus's own validation / test characters, which start a pyprose run's splits, so that every row is
+# scored on the same characters; a size or corpus ahead by less than 1 % (the bench's slack) counts as level).
+#
+# The model sizes measured, (n_layers, d_model) with 4 heads and d_ff = 4 d_model, largest first; the first is
+# what the probe times. STEP_TIME: the time of one step of each relative to the first's (bf16 autocast, 2 threads,
+# idle: 9.9, 15.2, 21.1 steps/s; in fp32 0.55 and 0.38), so a budget of N steps of the first buys N / STEP_TIME
+# steps of a smaller one: the rows compare sizes at the same compute. SIZE_LR: each size's peak learning rate;
+# 3e-3 for 3 x 192 from the eleven 4-minute trials, 5e-3 for the smaller ones at N = 500 (valid R of 2 x 128 at
+# lr 3e-3 / 5e-3 / 8e-3: 2.87 / 2.98 / 2.96; of 3 x 128 at 3e-3 / 5e-3: 2.82 / 2.93).
+CANDIDATE_SIZES = ((3, 192), (3, 128), (2, 128))
+STEP_TIME = {(3, 192): 1.0, (3, 128): 0.65, (2, 128): 0.47}
+SIZE_LR = {(3, 192): 3e-3, (3, 128): 5e-3, (2, 128): 5e-3}
+# SIZES: those the plan trains, largest first, with SIZE_FROM[size], the fewest steps of the probe's size from
+# which it trains that size (below all of them, the last): the largest size within 1 % of the best on valid R.
+# valid R (test R) at N =       250          500          750          1,000
+#   3 x 192                     1.99 (1.99)  2.73 (2.86)  3.05 (3.16)  3.11 (3.24)
+#   3 x 128                     2.30 (2.34)  2.93 (3.04)  3.08 (3.23)  3.13 (3.12)  pyprose at 1,000
+#   2 x 128                     2.57 (2.65)  2.98 (3.08)  3.03 (3.01)  3.14 (3.16)  pyprose at 750, 1,000
+# 2 x 128 leads by 9 % at 500, 3 x 192 is within 1 % of the best from 750 (the test split would have kept
+# 2 x 128 at 750); 3 x 128 never leads by more than 1 %, so the plan does not train it.
+SIZES = ((3, 192), (2, 128))
+SIZE_FROM = {(3, 192): 750}
+
+# The corpus and dropout, measured with the 3 x 192 model:
+# - pydocs while a run makes at most PYDOCS_MAX_PASSES passes over it, then pyprose (four times the text). valid R
+#   at 1,000 steps (9.8 passes): pydocs 3.11, pyprose 3.00 (test 3.24, 3.04); at 1,500 (14.7 passes): pydocs
+#   3.07, pyprose 3.22 (test 3.36, 3.21: the test split disagrees, the choice follows validation); the lead
+#   changes sides near 12 passes (interpolated); at 3,000 (29 passes) pydocs has memorised (its best checkpoint is
+#   step 1,500: valid R 2.91, test 3.14), pyprose gives 3.42 (test 3.48).
+# - no dropout up to DROPOUT_FROM_PASSES passes over pyprose, dropout 0.1 beyond: from the earlier sweep on TEST
+#   R (6,000 steps, 14.6 passes: 4.09 without, 3.96 with 0.1; 12,000 steps, 29 passes: 4.24 with 0.1, 3.94
+#   without), not yet measured on validation (rows of 6,000 and 12,000 steps; the plan of machines over 30
+#   steps/s, 3x this one).
 # - at most MAX_STEPS steps, the longest measured: a faster machine stops there, before its budget.
-PYDOCS_MAX_PASSES = 20.0
+PYDOCS_MAX_PASSES = 12.0
 DROPOUT_FROM_PASSES = 16.0
 LATE_DROPOUT = 0.1
 MAX_STEPS = 12_000
@@ -45,41 +86,70 @@ MAX_STEPS = 12_000
 
 @dataclass(frozen=True)
 class Plan:
-    """What the demo trains: the corpus, the steps, the dropout, and why (passes over the corpus's train split)."""
+    """What the demo trains: the model's size, the corpus, the steps, the dropout, and why (the steps the budget
+    buys; passes over the corpus's train split)."""
 
     corpus: str
     steps: int
     dropout: float
     passes: float
-    affordable: int  # the steps the budget allows at the measured rate (steps may be fewer: MAX_STEPS)
+    affordable: int  # the steps of the probe's size (SIZES[0]) the budget allows at the measured rate
+    n_layers: int
+    d_model: int
 
-    def overrides(self) -> list[str]:
-        return [f"data.source={self.corpus}", f"train.max_steps={self.steps}", f"model.dropout={self.dropout}"]
+    def overrides(self, minutes: float = 0.0) -> list[str]:
+        """The config of this plan: ``steps`` steps; with ``minutes``, the time budget and its clock (the steps
+        then only estimate the length: at most MAX_STEPS)."""
+        length = ([f"train.max_steps={MAX_STEPS}", "train.schedule=wsd-time", f"train.max_minutes={minutes:g}"]
+                  if minutes else [f"train.max_steps={self.steps}"])
+        return [f"data.source={self.corpus}", *length, f"model.dropout={self.dropout}",
+                *size_overrides((self.n_layers, self.d_model))]
 
     def describe(self) -> str:
-        capped = f" (capped from {self.affordable:,}: the longest plan measured)" if self.steps < self.affordable else ""
+        fit = int(self.affordable / STEP_TIME[self.n_layers, self.d_model])
+        capped = f" (capped from {fit:,}: the longest plan measured)" if self.steps < fit else ""
         return (f"plan: {self.steps:,} steps{capped} on '{self.corpus}', {self.passes:.1f} passes over its "
-                f"training text, dropout {self.dropout:g}")
+                f"training text, dropout {self.dropout:g}, {self.n_layers} layers of width {self.d_model}")
+
+
+def size_overrides(size: tuple[int, int]) -> list[str]:
+    """The config of a size of CANDIDATE_SIZES, (n_layers, d_model): 4 heads (DEMO_OVERRIDES), d_ff = 4 d_model,
+    and its learning rate (SIZE_LR)."""
+    n_layers, d_model = size
+    return [f"model.n_layers={n_layers}", f"model.d_model={d_model}", f"model.d_ff={4 * d_model}",
+            f"train.lr={SIZE_LR[size]:g}"]
 
 
 def plan(steps_per_s: float, minutes: float, train_chars: dict[str, int], corpus: str = "auto") -> Plan:
-    """The demo's plan on a machine that trains ``steps_per_s`` (the probe's measure) for ``minutes``, given each
-    corpus's training characters: :func:`plan_steps` of the steps that fit (:func:`seqlab.optim.budget_steps`)."""
+    """The demo's plan on a machine that trains ``steps_per_s`` (the probe's measure, of SIZES[0]) for
+    ``minutes``, given each corpus's training characters: :func:`plan_steps` of the steps that fit
+    (:func:`seqlab.optim.budget_steps`)."""
     from seqlab.optim import budget_steps
 
     return plan_steps(budget_steps(steps_per_s, minutes), train_chars, corpus)
 
 
-def plan_steps(affordable: int, train_chars: dict[str, int], corpus: str = "auto") -> Plan:
-    """The demo's plan for ``affordable`` steps given each corpus's training characters: the smallest corpus of
-    :data:`CORPORA` that the steps pass over at most PYDOCS_MAX_PASSES times (the largest otherwise), dropout
-    beyond DROPOUT_FROM_PASSES passes, at most MAX_STEPS steps. ``corpus`` other than "auto" fixes the corpus."""
-    steps = min(affordable, MAX_STEPS)
+def choose_size(affordable: int) -> tuple[int, int]:
+    """The model's (n_layers, d_model) for a budget of ``affordable`` steps of SIZES[0]: the first of SIZES whose
+    SIZE_FROM the budget reaches, else the smallest."""
+    return next((size for size in SIZES[:-1] if affordable >= SIZE_FROM[size]), SIZES[-1])
+
+
+def plan_steps(affordable: int, train_chars: dict[str, int], corpus: str = "auto",
+               size: tuple[int, int] | None = None) -> Plan:
+    """The demo's plan for a budget of ``affordable`` steps of SIZES[0] given each corpus's training characters:
+    the model's size (:func:`choose_size`, or ``size``) and the steps the budget buys of it (STEP_TIME), at most
+    MAX_STEPS; the smallest corpus of :data:`CORPORA` that the steps pass over at most PYDOCS_MAX_PASSES times
+    (the largest otherwise), dropout beyond DROPOUT_FROM_PASSES passes. ``corpus`` other than "auto" fixes the
+    corpus."""
+    n_layers, d_model = size or choose_size(affordable)
+    steps = min(max(1, int(affordable / STEP_TIME[n_layers, d_model])), MAX_STEPS)
     if corpus == "auto":
         corpus = next((c for c in CORPORA if steps * TOKENS_PER_STEP / train_chars[c] <= PYDOCS_MAX_PASSES),
                       CORPORA[-1])
     passes = steps * TOKENS_PER_STEP / train_chars[corpus]
-    return Plan(corpus, steps, LATE_DROPOUT if passes > DROPOUT_FROM_PASSES else 0.0, passes, affordable)
+    return Plan(corpus, steps, LATE_DROPOUT if passes > DROPOUT_FROM_PASSES else 0.0, passes, affordable,
+                n_layers, d_model)
 
 
 def train_chars(corpus: str) -> int:
@@ -97,9 +167,9 @@ def add(sub):
                    help="embedded corpus (default auto: the plan chooses pydocs or pyprose by this machine's speed)")
     p.add_argument("--minutes", type=float, default=4.0, help="training time budget (default 4)")
     p.add_argument("--steps", type=int, default=0,
-                   help="train exactly this many steps, with no time budget, for the plan of a machine that trains "
-                        "them in --minutes (default 0: as many as this machine trains in --minutes, measured on a "
-                        "few steps first)")
+                   help="the plan of a machine that trains this many steps of the probe's model in --minutes, "
+                        "trained to the plan's steps (more for a smaller, faster model) with no time budget "
+                        "(default 0: this machine's plan, measured on a few steps first, trained for --minutes)")
     p.add_argument("--out", default="runs/demo", help="run directory, always replaced (default runs/demo)")
     p.add_argument("--prompt", default=None, help="prompt for the sample (default: a sentence of the test split)")
     p.set_defaults(run=run)
@@ -121,19 +191,29 @@ def run(args) -> int:
     def log(*a, **k):
         print(*a, **{"file": sys.stderr, **k})
 
-    def probe(extra: list[str], run_dir: Path) -> None:  # a few steps of the same model, timed by probe_rate
-        train_run(resolve("lm-char", [*DEMO_OVERRIDES, "data.source=pydocs", *extra]), run_dir, force=True,
-                  log=lambda *a, **k: None)
+    def rate_on(threads: int) -> float:  # a few steps of the largest size on ``threads``
+        def probe(extra: list[str], run_dir: Path) -> None:
+            config = [*DEMO_OVERRIDES, "data.source=pydocs", *size_overrides(SIZES[0]), f"train.threads={threads}",
+                      *extra]
+            train_run(resolve("lm-char", config), run_dir, force=True, log=lambda *a, **k: None)
+
+        return probe_rate(probe, Path(args.out))
 
     chars = {c: train_chars(c) for c in ({*CORPORA, args.corpus} - {"auto"})}
-    if args.steps:  # exactly these steps (a benchmark of the plan: bench/demo_scaling.py)
-        chosen, budget = plan_steps(args.steps, chars, args.corpus), []
+    threads = []  # train.threads, where fewer threads than PyTorch's default were measured too
+    if args.steps:  # these steps, on the clock of steps (a benchmark of the plan: bench/demo_scaling.py)
+        chosen, minutes = plan_steps(args.steps, chars, args.corpus), 0.0
     else:
-        rate = probe_rate(probe, Path(args.out))
-        chosen, budget = plan(rate, args.minutes, chars, args.corpus), [f"train.max_minutes={args.minutes}"]
-        log(f"demo: {rate:.1f} steps/s on this machine; {chosen.affordable:,} steps fit {args.minutes:g} min")
+        default = default_threads()
+        best, rates = fastest_threads(rate_on, default, free_threads())
+        rate, threads = rates[best], [f"train.threads={best}"] if len(rates) > 1 else []
+        chosen, minutes = plan(rate, args.minutes, chars, args.corpus), args.minutes
+        note = (f" on {best} thread{'s' if best > 1 else ''} ({rates[default]:.1f} on {default}: other work keeps "
+                f"cores busy)" if best != default else "")
+        log(f"demo: {rate:.1f} steps/s on this machine{note}; {chosen.affordable:,} steps fit {args.minutes:g} min; "
+            "the schedule's decay follows the clock, to end with the budget")
     log(chosen.describe())
-    cfg = resolve("lm-char", [*DEMO_OVERRIDES, *chosen.overrides(), *budget])
+    cfg = resolve("lm-char", [*DEMO_OVERRIDES, *chosen.overrides(minutes), *threads])
 
     t0 = time.perf_counter()
     try:
@@ -144,6 +224,46 @@ def run(args) -> int:
     minutes = (time.perf_counter() - t0) / 60
     report(load(run_dir), chosen, minutes, args.prompt)
     return 0
+
+
+def default_threads() -> int:
+    """PyTorch's intra-op threads in this process (what ``train.threads = 0`` leaves)."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def free_threads(seconds: float = 0.5, stat: str = "/proc/stat") -> int:
+    """Fewer threads than PyTorch's default for a machine whose cores other processes keep busy: its default
+    less the cores busy over ``seconds`` (from /proc/stat, rounded; at least 1), or 0 where they are all free or
+    it cannot be read. Measured on a 2-core Xeon with one core kept busy by a Python loop: the demo's model
+    trains at 1.0 steps/s on 2 threads, 6.8 on 1 (9.9 on 2 when idle), as every parallel operation waits for
+    the thread that shares its core."""
+    import os
+    import time
+
+    def jiffies() -> tuple[int, int]:  # (all, idle + iowait) over every CPU since boot
+        with open(stat, encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+        return sum(fields), fields[3] + fields[4]
+
+    try:
+        (total0, idle0), _ = jiffies(), time.sleep(seconds)
+        total1, idle1 = jiffies()
+    except (OSError, ValueError, IndexError):
+        return 0
+    busy = round(os.cpu_count() * (1 - (idle1 - idle0) / max(1, total1 - total0)))
+    default = default_threads()
+    return max(1, default - busy) if busy and default > 1 else 0
+
+
+def fastest_threads(rate_on, default: int, fewer: int) -> tuple[int, dict[int, float]]:
+    """The threads to train on, and the steps per second ``rate_on(threads)`` measured: ``default``, or
+    ``fewer`` (:func:`free_threads`; 0: not tried) where it was measured faster."""
+    rates = {default: rate_on(default)}
+    if fewer and fewer != default:
+        rates[fewer] = rate_on(fewer)
+    return max(rates, key=rates.get), rates
 
 
 def baselines(lm, split: str, splits: dict | None = None) -> list[tuple[str, float, float]]:
@@ -172,8 +292,9 @@ def report(lm, chosen: Plan, minutes: float, prompt: str | None) -> None:
     run_dir = lm.run_dir
     final = lm.checkpoint if lm.checkpoint["dir"] == str(run_dir) else load(run_dir, last=True).checkpoint
     splits = load_splits(Path(run_dir))
-    print(f"\ntrained {lm.config.model.n_layers}-layer Transformer ({lm.model.num_params() / 1e6:.2f}M parameters) "
-          f"on '{chosen.corpus}' characters in {minutes:.1f} min -> {run_dir}")
+    print(f"\ntrained {lm.config.model.n_layers}-layer, {lm.config.model.d_model}-wide Transformer "
+          f"({lm.model.num_params() / 1e6:.2f}M parameters) on '{chosen.corpus}' characters in {minutes:.1f} min "
+          f"-> {run_dir}")
     print(chosen.describe())
     for split, title in (("test", "test split"), ("valid", "validation split (it chose the checkpoint)")):
         print(f"\n{title}: {len(splits[split]) - 1:,} scored characters")
