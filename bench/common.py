@@ -101,14 +101,23 @@ def write_section(name: str, markdown: str, script: str | None = None) -> None:
     block = (f"<!-- {name}:start {script} -->\n{markdown.rstrip()}\n\n"
              f"_Recorded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}._\n<!-- {name}:end -->")
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
+    write_results(RESULTS, put_block(text, name, block)[0])
+
+
+def put_block(text: str, name: str, block: str) -> tuple[str, bool]:
+    """``text`` with the section ``name`` replaced by ``block`` (a whole block, markers included), or ``block``
+    appended where there is none: (the new text, whether a section was replaced)."""
     pattern = section_pattern(name)
     if pattern.search(text):
-        text = pattern.sub(lambda _: block, text, count=1)
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    tmp = RESULTS.with_suffix(".tmp")
+        return pattern.sub(lambda _: block, text, count=1), True
+    return text.rstrip() + "\n\n" + block + "\n", False
+
+
+def write_results(path: Path, text: str) -> None:
+    """Write a results file atomically (a temporary file beside it, then replaced)."""
+    tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, RESULTS)
+    os.replace(tmp, path)
 
 
 def read_section(name: str) -> str | None:

@@ -1,6 +1,6 @@
 """Merge the sections a GPU run wrote (bench/gpu.sh: SEQLAB_BENCH_RESULTS=$OUT/RESULTS.gpu.md) into bench/RESULTS.md.
 
-Each whole block, start marker to end marker (bench/common.py ``section_pattern``), replaces the block of the same
+Each whole block, start marker to end marker (bench/common.py ``put_block``), replaces the block of the same
 name in RESULTS.md, or is appended where there is none; every other section stays as it is. The blocks keep the
 start marker naming their script and their ``_Recorded ...`` line (which names the GPU), so tests/test_results.py
 holds for the merged file. A block without its ``_Recorded`` line (a run cut off mid-write cannot leave one, but
@@ -13,7 +13,6 @@ says otherwise: a CPU section written on the device machine's host CPU must not 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import HEADER, section_pattern  # noqa: E402
+from common import HEADER, put_block, write_results  # noqa: E402
 
 BLOCK = re.compile(r"<!-- (\S+?):start(?: (\S+))? -->\n(.*?)<!-- \1:end -->", re.S)  # as tests/test_results.py
 
@@ -49,13 +48,8 @@ def merge(source: str, target: str, gpu_only: bool = True) -> tuple[str, list[st
         if gpu_only and not name.endswith(GPU_SUFFIX):
             skipped.append(name)
             continue
-        pattern = section_pattern(name)
-        if pattern.search(target):
-            target = pattern.sub(lambda _, block=block: block, target, count=1)
-            replaced.append(name)
-        else:
-            target = target.rstrip() + "\n\n" + block + "\n"
-            appended.append(name)
+        target, was_there = put_block(target, name, block)
+        (replaced if was_there else appended).append(name)
     return target, replaced, appended, skipped
 
 
@@ -77,9 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             print(f"{verb}: {name}")
     if not args.dry_run and (replaced or appended):
-        tmp = args.into.with_suffix(".tmp")
-        tmp.write_text(merged, encoding="utf-8")
-        os.replace(tmp, args.into)
+        write_results(args.into, merged)
     return 0
 
 

@@ -74,9 +74,9 @@ def learning_rate(step: float, cfg: TrainConfig, *, total: float | None = None, 
     the warm-up still counts steps, and the rate is the lower of the warm-up's and the schedule's at ``position``.
     """
     total = cfg.max_steps if total is None else total
-    if position is not None and position > step:  # the time clock is ahead of the step
-        warm = cfg.lr * (step + 1) / cfg.warmup_steps if step < cfg.warmup_steps else cfg.lr
-        return min(warm, learning_rate(position, cfg, total=total, shape=shape))
+    if position is not None and position > step:  # the time clock is ahead: the warm-up's rate (at the step) caps
+        return min(learning_rate(step, cfg, total=total, shape=shape),  # the schedule's (at the position)
+                   learning_rate(position, cfg, total=total, shape=shape))
     if shape == "constant":
         return cfg.lr
     if shape == "linear":
