@@ -696,6 +696,7 @@ Cold first calls of the low-precision rows (compile included): {cold or "none"}.
 # ---- --device cuda: both sides on the GPU (bench/gpu.sh) ------------------------------------------------------------
 
 HF_STATIC_CUDA = 'static cache + torch.compile(forward, mode="reduce-overhead" (CUDA graphs), fullgraph=True)'
+HF_STATIC_AUTO_CUDA = "static cache, generate's own compile of its decoding step (CompileConfig defaults)"
 HBM_PROBE_MIB = 1024  # the GPU memory's read-bandwidth probe
 
 
@@ -706,6 +707,16 @@ def hf_static_cuda(hf):
     model = copy.deepcopy(hf)
     model.generation_config.cache_implementation = "static"
     model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+    return model
+
+
+def hf_static_auto_cuda(hf):
+    """A copy of ``hf`` with the static cache alone: on CUDA ``generate`` then compiles its decoding step itself
+    (transformers' CompileConfig, reduce-overhead by default; the "Generation strategies / static cache" docs).
+    A second candidate beside ``hf_static_cuda``: with transformers 5.17 on torch 2.11 that one fails its first
+    call (a CUDA graph's output read after the next replay), and the peer's best is the best of those that run."""
+    model = copy.deepcopy(hf)
+    model.generation_config.cache_implementation = "static"
     return model
 
 
@@ -745,14 +756,18 @@ def cuda_candidates(hf, ours, prompt, prompts, compile: bool) -> tuple[dict, dic
     compiled_single, compiled_batched = {}, {}
     if compile:
         static, static_b = hf_static_cuda(hf), hf_static_cuda(hf)  # each batch size its own static cache
+        auto, auto_b = hf_static_auto_cuda(hf), hf_static_auto_cuda(hf)
         # the compiled step's products as seqlab.devices.decode_products chooses off the CPU: the BLAS (cuBLAS)
         compiled_single = {
             f"hf: generate, SDPA, fp32, {HF_STATIC_CUDA}": lambda: hf_generate(static, prompt),
+            f"hf: generate, SDPA, fp32, {HF_STATIC_AUTO_CUDA}": lambda: hf_generate(auto, prompt),
             "seqlab: compiled step": lambda: ours_generate(ours, prompt, True, "blas"),
         }
         compiled_batched = {
             f"hf: generate, 8 left-padded prompts, attention mask, {HF_STATIC_CUDA}":
                 lambda: hf_generate_batch(static_b, prompts),
+            f"hf: generate, 8 left-padded prompts, attention mask, {HF_STATIC_AUTO_CUDA}":
+                lambda: hf_generate_batch(auto_b, prompts),
             "seqlab: compiled step, one left-padded batch": lambda: ours_generate_batch(ours, prompts, True, "blas"),
         }
     single, batched = {**single, **compiled_single}, {**batched, **compiled_batched}
