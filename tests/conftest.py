@@ -6,6 +6,7 @@ instead of skipping it, so a broken install can never turn the parity suite gree
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
@@ -49,6 +50,30 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def seqlab_cli(capsys):
+    """``seqlab_cli(*args) -> (exit code, stdout, stderr)``: the command line run by ``seqlab.cli.main`` in this
+    process, as ``python -m seqlab ARGS`` would run it (a subprocess starts torch again: 1.5 s each). For the
+    error paths; what needs its own process (signals, exit on a kill) keeps a subprocess."""
+    from seqlab import cli
+
+    def run(*args: str) -> tuple[int, str, str]:
+        logger = logging.getLogger("seqlab")
+        handlers, level = logger.handlers[:], logger.level
+        logger.handlers = []  # cli.main then shows the library's log on this test's stderr, as a process would
+        capsys.readouterr()
+        try:
+            code = cli.main([str(a) for a in args])
+        except SystemExit as e:  # argparse's own exit, had cli.main not caught it
+            code = e.code
+        finally:
+            logger.handlers, logger.level = handlers, level
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """Property-based fuzzing of the run configuration (issue #14, "Reliability"): TOML files, ``--set`` values and
-whole configs resolved through :func:`seqlab.tasks.resolve`, 1,000 examples each.
+whole configs resolved through :func:`seqlab.tasks.resolve`, 250 examples each in the suite (SEQLAB_FUZZ_EXAMPLES
+for a deeper run, tests/fuzzing.py).
 
 The property: success, or a :class:`SeqlabError` with a non-empty one-line message, never another exception.
 A config that resolves must also survive its own ``config.toml``: written with ``RunConfig.to_toml`` (as UTF-8)

@@ -2,7 +2,8 @@
 
 Each reader gets arbitrary bytes (invalid UTF-8, NUL, byte order marks, CRLF and lone CR, empty and huge lines,
 every Unicode category) and structured-but-wrong input (CoNLL lines with the wrong number of columns, TSV rows
-without a label, CSV cells that are not numbers, JSON of the wrong shape, ...), 1,000 examples each. The property
+without a label, CSV cells that are not numbers, JSON of the wrong shape, ...), 250 examples each in the suite
+(SEQLAB_FUZZ_EXAMPLES for a deeper run, tests/fuzzing.py). The property
 (DESIGN.md, errors): the reader returns, or raises :class:`SeqlabError` with a non-empty one-line message; any
 other exception is a bug. Each crash hypothesis found is pinned with ``@example`` on its property and as a plain
 regression test at the end of this file.

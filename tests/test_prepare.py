@@ -205,7 +205,7 @@ def seqlab(*args: str, **kw) -> subprocess.CompletedProcess:
                           timeout=300, **kw)
 
 
-def test_data_prepare_cli(tmp_path, corpus):
+def test_data_prepare_cli(tmp_path, corpus, seqlab_cli):
     out = tmp_path / "p"
     ok = seqlab("data", "prepare", "lm-char", "--set", f'data.source="{corpus}"', "--out", str(out), "--no-progress")
     assert ok.returncode == 0, ok.stderr
@@ -226,10 +226,10 @@ def test_data_prepare_cli(tmp_path, corpus):
          "data.tokenizer_sample_mb must be >= 0"),
         (["lm-char"], "the following arguments are required: --out"),
     ]
-    for args, message in cases:
-        r = seqlab("data", "prepare", *args, "--no-progress")
-        assert r.returncode == 2 and r.stderr.startswith("error:") and message in r.stderr, (args, r.stderr)
-        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for args, message in cases:  # in this process (each a subprocess would start torch again: 1.5 s)
+        code, _, err = seqlab_cli("data", "prepare", *args, "--no-progress")
+        assert code == 2 and err.startswith("error:") and message in err, (args, err)
+        assert len(err.strip().splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt", "latin1.txt", "p"]
     again = seqlab("data", "prepare", "lm-char", "--set", f'data.source="{corpus}"', "--set", 'data.tokenizer="word"',
                    "--out", str(out), "--force", "--no-progress")
@@ -259,17 +259,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_nodes_match_one_process(tmp_path, corpus):
+def test_two_nodes_match_one_process(tmp_path, corpus, seqlab_cli):
     """Two torchrun "nodes" (c10d rendezvous on loopback, one process each) train lm-char from the corpus: rank 0
     prepares the data in the run directory while rank 1 waits for it, and the loss curve equals the
-    single-process one for the same global batch (within 1e-5, as the single-node DDP test). CI runs it: README
-    advertises multi-node torchrun."""
+    single-process one for the same global batch (within 1e-5: gloo's all-reduce of two float32 gradients
+    rounds each sum once, far below it); so does one node of two processes (`--standalone`). CI runs it: README
+    advertises data-parallel and multi-node torchrun."""
     cfg = resolve("lm-char", [*TINY, f'data.source="{corpus}"', "train.max_steps=5", "train.log_every=1",
                               "train.batch_size=8", "model.max_len=32"])
     path = tmp_path / "run.toml"
     path.write_text(cfg.to_toml(), encoding="utf-8")
-    one = seqlab("train", str(path), "--out", str(tmp_path / "one"))
-    assert one.returncode == 0, one.stderr
+    code, _, err = seqlab_cli("train", path, "--out", tmp_path / "one")  # one process: this one
+    assert code == 0, err
     port = _free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     node = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d",
@@ -287,6 +288,14 @@ def test_two_nodes_match_one_process(tmp_path, corpus):
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-5, (a, b)
     assert not (tmp_path / "two" / "data.preparing.json").exists()
     assert (tmp_path / "two" / "data" / "manifest.json").exists()
+    # one node, two processes (`torchrun --standalone --nproc_per_node=2`, the manual's data-parallel line): the
+    # same curve again
+    standalone = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                                 "-m", "seqlab", "train", str(path), "--out", str(tmp_path / "standalone")],
+                                capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    assert standalone.returncode == 0, standalone.stderr[-2000:]
+    c = curve(tmp_path / "standalone")
+    assert len(c) == 5 and max(abs(x - y) for x, y in zip(a, c)) <= 1e-5, (a, c)
 
 
 def test_new_data_keys_keep_older_runs_resumable_and_are_lm_only():

@@ -182,7 +182,7 @@ def test_a_start_killed_before_its_first_checkpoint_is_undone_by_the_next_writer
     assert checkpoint.load_state(run)["step"] == 2
 
 
-def test_a_second_writer_is_refused_in_one_line_and_readers_see_committed_checkpoints(tmp_path, corpus):
+def test_a_second_writer_is_refused_in_one_line_and_readers_see_committed_checkpoints(tmp_path, corpus, seqlab_cli):
     cfg = tmp_path / "run.toml"
     from seqlab.tasks import resolve
 
@@ -195,10 +195,9 @@ def test_a_second_writer_is_refused_in_one_line_and_readers_see_committed_checkp
         deadline = time.time() + 120
         while time.time() < deadline and not checkpoint.exists(run):
             time.sleep(0.05)
-        second = seqlab("train", str(cfg), "--out", str(run), "--resume")
-        assert second.returncode == 2, second.stderr
-        assert second.stderr.startswith(f"error: {run} is being trained by PID {proc.pid}")
-        assert second.stderr.count("\n") == 1
+        code, _, err = seqlab_cli("train", cfg, "--out", run, "--resume")  # the second writer
+        assert code == 2, err
+        assert err.startswith(f"error: {run} is being trained by PID {proc.pid}") and err.count("\n") == 1, err
         # readers, while the writer commits a checkpoint every 2 steps: always a whole one; and the writer, whose
         # commits they never disturb, stops normally
         steps, until = [], time.time() + 3
