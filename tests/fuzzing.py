@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 FUZZ = settings(max_examples=1000, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example, HealthCheck.filter_too_much])

@@ -3,7 +3,7 @@
 Each reader gets arbitrary bytes (invalid UTF-8, NUL, byte order marks, CRLF and lone CR, empty and huge lines,
 every Unicode category) and structured-but-wrong input (CoNLL lines with the wrong number of columns, TSV rows
 without a label, CSV cells that are not numbers, JSON of the wrong shape, ...), 1,000 examples each. The property
-(DESIGN.md, errors): the reader returns, or raises :class:`SeqlabError` with a non-empty one-line message; any
+(docs/manual.md, "Rules of the code": errors): the reader returns, or raises :class:`SeqlabError` with a non-empty one-line message; any
 other exception is a bug. Each crash hypothesis found is pinned with ``@example`` on its property and as a plain
 regression test at the end of this file.
 
@@ -35,7 +35,7 @@ from seqlab.data.labelled import read_labelled
 from seqlab.data.parallel import read_parallel, read_splits
 from seqlab.data.series import read_series, split_tail
 from seqlab.data.sources import read_text, read_text_file, source_names, split_text
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.bleu import BLEU
 from seqlab.metrics.bleu_tokenizers import TOKENIZERS, tokenize_13a_reference
 from seqlab.models.autoregressive import AR, ARConfig

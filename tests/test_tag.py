@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, config, tasks
-from seqlab.errors import SeqlabError
+from seqlab import api, tasks
+from seqlab.base import config
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import init_embeddings

@@ -12,10 +12,10 @@ import torch
 
 from seqlab import api, tasks
 from seqlab.data.parallel import stream_parallel, train_tokenizers
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.token_encoder import init_embeddings
 from seqlab.tasks import translate
-from seqlab.vectors import KeyedVectors, read_vectors
+from seqlab.vectors.keyed import KeyedVectors, read_vectors
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

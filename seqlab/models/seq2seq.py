@@ -17,7 +17,7 @@ torch.nn.GRU/LSTM on packed sequences, so padding never reaches it and the final
 sentence's last real token; attention masks the padding, so a sentence's output does not depend on what
 else is in its batch. Dropout on the embeddings, between stacked layers and on the readout.
 
-Decoding (greedy, beam search) lives in :mod:`seqlab.beam`; it calls :meth:`Seq2SeqAttention.encode`
+Decoding (greedy, beam search) lives in :mod:`seqlab.decoding.beam`; it calls :meth:`Seq2SeqAttention.encode`
 once and :meth:`Seq2SeqAttention.step` once per output token, reordering :class:`DecoderState` rows.
 
 Shapes: batch; src, tgt (source and target positions); d_model (embedding width); hidden (per
@@ -32,8 +32,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.errors import SeqlabError
-from seqlab.errors import check_positive, check_size
+from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import check_positive, check_size
 from seqlab.nn.additive import AdditiveAttention
 from seqlab.nn.attention import Attended
 from seqlab.nn.dropout import Dropout

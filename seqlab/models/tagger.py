@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from seqlab.errors import check_size
+from seqlab.base.errors import check_size
 from seqlab.models.token_encoder import CharFeatures, CharRecurrentConfig, EmbeddingInit, EncoderWithHead, \
     arch_configs, no_char_features, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive
+from seqlab.base.errors import SeqlabError, check_positive
 from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig
 from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2
 from seqlab.nn.char_features import CharBiLSTM
@@ -36,7 +36,7 @@ from seqlab.nn.recurrent import RecurrentConfig, State, set_forget_bias
 from seqlab.text.vocab import Vocab
 
 if TYPE_CHECKING:
-    from seqlab.vectors import KeyedVectors
+    from seqlab.vectors.keyed import KeyedVectors
 
 PAD_ID = Vocab.pad_id  # <pad> = 0 in every vocabulary and tokenizer (seqlab.text.vocab)
 ARCH_CELLS = {"lstm": ("lstm",), "gru": ("gru", "simple-gru"), "rnn": ("rnn",)}  # recurrent model.arch -> cells
@@ -214,11 +214,11 @@ def token_embedding(encoder: nn.Module) -> nn.Embedding:
 
 def load_vectors(path: str | Path, key: str = "model.vectors") -> KeyedVectors:
     """KeyedVectors from the file, embedding run or name that the config ``key`` names
-    (:func:`seqlab.vectors.read_vectors`: word2vec text or binary, GloVe text, a KeyedVectors ``.safetensors`` file,
+    (:func:`seqlab.vectors.keyed.read_vectors`: word2vec text or binary, GloVe text, a KeyedVectors ``.safetensors`` file,
     an embed run's directory, or ``glove-6b-50d`` and the other names of
     :data:`seqlab.data.word_vectors.NAMED_VECTORS` when no file or folder of that name exists)."""
     from seqlab.data.word_vectors import NAMED_VECTORS, named_vectors
-    from seqlab.vectors import read_vectors
+    from seqlab.vectors.keyed import read_vectors
 
     if named_vectors(path) is not None:
         return read_vectors(path, key)

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.base.errors import SeqlabError, check_positive, check_size
 from seqlab.models.seq2seq import TranslationVectors
 from seqlab.nn.attention import IMPLS, KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout

@@ -28,23 +28,23 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab import checkpoint
-from seqlab.config import RunConfig
+from seqlab.training import checkpoint
+from seqlab.base.config import RunConfig
 from seqlab.data.batching import sample_batch
 from seqlab.data.indexed import IndexedArrays
-from seqlab.devices import Dist, resolve_device
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json, write_json_atomic
+from seqlab.training.devices import Dist, resolve_device
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json, write_json_atomic
 from seqlab.models import finetune
 from seqlab.models.sentence import SentenceEncoder
 from seqlab.models.token_encoder import init_embeddings, load_vectors
 from seqlab.text.tokenizers import CaseFoldVocab, Tokenizer, WordTokenizer, extend_vocab, vector_words
 from seqlab.text.vocab import Vocab
-from seqlab.trainer import shard_rows
+from seqlab.training.trainer import shard_rows
 from seqlab.tasks.trained import Trained
 
 if TYPE_CHECKING:
-    from seqlab.vectors import KeyedVectors
+    from seqlab.vectors.keyed import KeyedVectors
 
 T = TypeVar("T")
 L = TypeVar("L", bound="Labeller")
@@ -235,7 +235,7 @@ def labelling_model(cfg: RunConfig, run_dir: Path, n_out: str, labels: Labels, o
 
 
 class LabellingTask:
-    """What a labelling task plugs into :class:`seqlab.trainer.Trainer` alike: training batches of length-pooled
+    """What a labelling task plugs into :class:`seqlab.training.trainer.Trainer` alike: training batches of length-pooled
     random sentences (:func:`seqlab.data.batching.sample_batch`, then the task's ``collate``), sharded by rows.
     The task module's subclass sets ``collate`` and adds ``count``, ``loss_sum`` and ``validate``."""
 

@@ -53,12 +53,12 @@ from typing import NamedTuple, cast
 import torch
 from torch import Tensor, nn
 
-from seqlab.config import RunConfig
+from seqlab.base.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
 from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.entities import get_entities
 from seqlab.metrics.ner import entity_f1
 from seqlab.models import finetune
@@ -72,11 +72,12 @@ from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Label
 from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
-from seqlab.tasks.tag_output import best_tags, constrain, loss_sum
+from seqlab.nn.crf import CRF
+from seqlab.tasks.tag_output import best_tags, constrain, crf_of, loss_sum
 from seqlab.text.tokenizers import load_word_vocab
 from seqlab.text.vocab import Vocab
-from seqlab.devices import Dist
-from seqlab.trainer import TRAINER_KEYS, Trainer
+from seqlab.training.devices import Dist
+from seqlab.training.trainer import TRAINER_KEYS, Trainer
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
@@ -277,7 +278,7 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
 
 
 class TagTask(LabellingTask):
-    """Plugs tagging into :class:`seqlab.trainer.Trainer`; items counted are real tokens."""
+    """Plugs tagging into :class:`seqlab.training.trainer.Trainer`; items counted are real tokens."""
 
     collate = staticmethod(collate)
 
@@ -397,6 +398,17 @@ class SequenceTagger(Labeller):
         tagged_sentences = cast("list[list[tuple[str, str]]]", [tagged] if one else tagged)
         found = [spans([w for w, _ in pairs], [t for _, t in pairs]) for pairs in tagged_sentences]
         return found[0] if one else found
+
+    @staticmethod
+    def spans(tokens: Sequence[str], tags: Sequence[str]) -> list[Entity]:
+        """The typed entities of one tagged sentence (:func:`spans`; token positions, ``end`` exclusive), for a
+        caller that holds its tags already (the web inspector shows both from one :meth:`tag`)."""
+        return spans(tokens, tags)
+
+    @property
+    def crf(self) -> CRF | None:
+        """The model's CRF (``model.crf = true``: its transition, start and end scores), or None."""
+        return crf_of(self.model)
 
     def predict(self, lines: list[str] | None, **options) -> list[dict]:
         """``seqlab predict``'s results, one per line: ``{"tokens": [...], "tags": [...]}``, the line split at

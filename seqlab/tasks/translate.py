@@ -18,7 +18,7 @@ Training batches are drawn with the data generator only (:func:`seqlab.data.batc
 batch (little padding, no state besides the generator, so ``--resume`` continues bit-for-bit). The loss is summed
 over real target tokens and divided by their count (the Trainer).
 
-Decoding: :mod:`seqlab.beam`, beam size ``DEFAULT_BEAM`` with the GNMT length penalty alpha
+Decoding: :mod:`seqlab.decoding.beam`, beam size ``DEFAULT_BEAM`` with the GNMT length penalty alpha
 ``DEFAULT_ALPHA`` unless told otherwise (``beam=1`` is greedy); ``evaluate`` scores the detokenised
 translations of a split with corpus BLEU (sacreBLEU-identical, 13a, :mod:`seqlab.metrics.bleu`) against
 the raw reference lines. Words not in a word/char vocabulary read as ``<unk>`` (byte-level BPE has none).
@@ -40,23 +40,23 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from seqlab import checkpoint
-from seqlab.beam import Hypothesis, translate_ids
-from seqlab.config import RunConfig
+from seqlab.training import checkpoint
+from seqlab.decoding.beam import Hypothesis, translate_ids
+from seqlab.base.config import RunConfig
 from seqlab.data.batching import pad_batch, sample_batch, spread_batches
 from seqlab.data.indexed import lengths_of
 from seqlab.data.parallel import encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
 from seqlab.data.streamed import Streamed, chunks
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.token_encoder import init_embeddings
 from seqlab.models.transformer import AttendedLayers, EncoderDecoder, EncoderDecoderConfig
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, resolve_device
 from seqlab.tasks.results import TranslationAttention
 from seqlab.tasks.splits import scratch_run_dir, split_stores, spooled
-from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
 from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
@@ -198,7 +198,7 @@ def start_vectors(cfg: RunConfig, run_dir: Path, resume: bool, model: Seq2SeqAtt
 
 
 class TranslateTask:
-    """Plugs translation into :class:`seqlab.trainer.Trainer`."""
+    """Plugs translation into :class:`seqlab.training.trainer.Trainer`."""
 
     def __init__(self, model: nn.Module, train: Examples, valid: Examples, tgt_tok: Tokenizer, eval_batch_size: int,
                  label_smoothing: float = 0.0):

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.errors import SeqlabError
-from seqlab.io import write_bytes_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import write_bytes_atomic
 
 RESTRICT_VOCAB = 300_000  # gensim's default for the evaluations: the most frequent words that take part
 
