@@ -317,3 +317,13 @@ def test_the_check_catches_planted_upward_imports_and_cycles(tmp_path):
 def test_a_planted_diagram_arrow_the_table_does_not_allow_is_seen():
     layers = read_layers(PLANTED_TABLE.replace("tasks --> models", "tasks --> serve"))
     assert [(a, b) for a, b in layers.arrows if b not in layers.may_import[a]] == [("tasks", "serve")]
+
+
+def test_the_former_devices_path_is_an_alias_of_the_moved_module():
+    """docs/architecture.md, "Moved paths": ``seqlab.devices`` is ``seqlab.training.devices``, one module object."""
+    import seqlab.devices
+    import seqlab.training.devices
+    from seqlab.devices import decode_products
+
+    assert seqlab.devices is seqlab.training.devices and decode_products is seqlab.training.devices.decode_products
+    assert seqlab.training.devices.__name__ == "seqlab.training.devices"

@@ -67,8 +67,8 @@ from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, char_bounds, char_rows, encode_chars, \
     learning_chars, load_chars, sentence_chars
-from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, RunVectors, \
-    check_lengths, check_vectors_vocab, extend_vocabulary, first_labels, labelling_model, load_labeller, start_vectors
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
+    first_labels, labelling_model, load_labeller, start_embedding
 from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
@@ -78,6 +78,7 @@ from seqlab.text.tokenizers import load_word_vocab
 from seqlab.text.vocab import Vocab
 from seqlab.training.devices import Dist
 from seqlab.training.trainer import TRAINER_KEYS, Trainer
+from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_vocabulary
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
@@ -314,7 +315,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
                           "scores whole tag sequences); set train.label_smoothing=0 or model.crf=false")
     vectors = RunVectors(cfg)  # model.vectors, read once for the vocabulary and E
     model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log, vectors)
-    start_vectors(cfg, run_dir, resume, model, vocab, "words", log, vectors)
+    start_embedding(cfg, run_dir, resume, model, vocab, "words", log, vectors)
     n_params = cast("Tagger | finetune.TokenClassifier", model).num_params()  # what labelling_model builds
     log(f"model: {cfg.arch} tagger, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
