@@ -166,6 +166,14 @@ def check(package: Path = PACKAGE, layers: Layers = LAYERS) -> tuple[list[Edge],
     return edges, unplaced, cycles(graph)
 
 
+def missing(package: Path = PACKAGE) -> list[str]:
+    """``path:line -> module`` of the imports of a seqlab module that does not exist (a path from before a move,
+    docs/architecture.md "Moved paths")."""
+    pkg = Package(package)
+    return [f"{path.relative_to(package.parent)}:{line} -> {target}" for path in pkg.files.values()
+            for line, target in pkg.imports(path) if target not in pkg.files]
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of ``graph`` with more than one node or a self-loop, each sorted
     (Tarjan's algorithm, iterative)."""
@@ -232,6 +240,10 @@ def test_no_import_runs_up_a_layer_and_none_goes_round():
     assert not edges, ("imports the layer table of docs/architecture.md does not allow:\n  "
                        + "\n  ".join(map(str, edges)))
     assert not loops, "modules that import each other:\n  " + "\n  ".join(" <-> ".join(c) for c in loops)
+
+
+def test_every_import_names_a_module_that_exists():
+    assert missing() == []
 
 
 PLANTED_TABLE = """
@@ -310,6 +322,9 @@ def test_the_check_catches_planted_upward_imports_and_cycles(tmp_path):
         ["seqlab.api", "seqlab.models.bad", "seqlab.models.good", "seqlab.tasks.lm"],
         ["seqlab.models.loop", "seqlab.models.own"],  # through the package's lazy re-export
     ]
+    (package / "models" / "stale.py").write_text("from seqlab.errors import SeqlabError\n")  # moved: aliased
+    (package / "models" / "gone.py").write_text("from seqlab.io import read_json\n")  # moved: not aliased
+    assert missing(package) == ["seqlab/models/gone.py:1 -> seqlab.io"]
     good = Package(package).imports(package / "models" / "good.py")
     assert good == [(1, "seqlab.base.errors"), (4, "seqlab.models.bad")]  # the alias; a relative submodule
 
