@@ -5,7 +5,7 @@ Each benchmark owns one section of bench/RESULTS.md between ``<!-- NAME:start be
 any order and nothing in RESULTS.md is typed by hand (tests/test_results.py checks the markers).
 Every comparing benchmark prints one JSON line last, with ``peer_best`` (the winning peer candidate, named
 with its configuration) and ``ratio`` = seqlab's best over the peer's best, oriented so that above 1 means
-seqlab is better (DESIGN.md). ``interleaved`` times candidates in shuffled rounds with a discarded warm-up;
+seqlab is better (docs/manual.md, "Rules of the code"). ``interleaved`` times candidates in shuffled rounds with a discarded warm-up;
 ``verdict`` picks each side's best and forms the ratio.
 """
 
@@ -68,10 +68,10 @@ def cpu_line() -> str:
 
 
 def bf16_rows() -> str | None:
-    """None where this CPU computes bf16 natively as the bench runs (seqlab.devices: the CPU's flags and what
+    """None where this CPU computes bf16 natively as the bench runs (seqlab.training.devices: the CPU's flags and what
     ONEDNN_MAX_CPU_ISA leaves); else why not, for the section to say why its bf16 rows are skipped (emulated bf16
     matrix products run 40-400x slower than fp32: a bf16 row would take hours and compare nothing useful)."""
-    from seqlab.devices import bf16_emulation_reason
+    from seqlab.training.devices import bf16_emulation_reason
 
     return bf16_emulation_reason()
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 corpus_path, objective, epochs, threads, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-from seqlab import checkpoint
+from seqlab.training import checkpoint
 from seqlab.tasks.embed import sentences_of
 hs = objective == "hs"
 text = Path(corpus_path).read_text(encoding="utf-8")
@@ -54,8 +54,8 @@ with tempfile.TemporaryDirectory() as run_dir:
         from seqlab.models.word2vec import Word2VecConfig, Word2VecTrainer
     cfg = Word2VecConfig(dim=100, window=5, negative=0 if hs else 5, sample=1e-3)
     if SkipGramSGD is not None:
-        from seqlab.config import TrainConfig
-        from seqlab.trainer import Trainer
+        from seqlab.base.config import TrainConfig
+        from seqlab.training.trainer import Trainer
         task = SkipGramSGD(cfg, corpus, hs=hs, seed=seed, threads=threads)
         trainer = Trainer(task, TrainConfig(epochs=epochs, lr=0.025, min_lr=0.0001, seed=seed, progress=False),
                           run_dir, log=lambda *a, **k: None)

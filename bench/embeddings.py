@@ -49,12 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import cpu_line, interleaved, median, verdict, write_section  # noqa: E402
 from bench.w2v_peer import (GENSIM_DOCS, OBJECTIVES, Settings, commands, is_seqlab, mean_spread,  # noqa: E402
                             trial, within_spread)
-from seqlab.config import TrainConfig  # noqa: E402
+from seqlab.base.config import TrainConfig  # noqa: E402
 from seqlab.data.corpus import Corpus  # noqa: E402
 from seqlab.models.glove import GloVeAdaGrad, GloVeConfig  # noqa: E402
 from seqlab.text.tokenizers import split_words  # noqa: E402
-from seqlab.trainer import Trainer  # noqa: E402
-from seqlab.vectors import KeyedVectors  # noqa: E402
+from seqlab.training.trainer import Trainer  # noqa: E402
+from seqlab.vectors.keyed import KeyedVectors  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not DATA.is_dir():

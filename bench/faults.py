@@ -326,7 +326,7 @@ def disk_full_trial(family: str, cfg: Path, reference: Path, duration: float, ru
 
 
 def checkpoint_step(run: Path) -> int | None:
-    from seqlab import checkpoint
+    from seqlab.training import checkpoint
 
     return checkpoint.load_state(run)["step"] if checkpoint.exists(run) else None
 

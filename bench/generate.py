@@ -145,21 +145,21 @@ def hf_generate_batch(hf, prompts):
 
 
 def ours_generate(ours, prompt, compile=False, products="blas"):
-    """seqlab's greedy tokens; ``products`` = how the compiled step multiplies (seqlab.decode.decode_step)."""
-    from seqlab.decode import Sampling, generate
+    """seqlab's greedy tokens; ``products`` = how the compiled step multiplies (seqlab.decoding.decode.decode_step)."""
+    from seqlab.decoding.decode import Sampling, generate
 
     return generate(ours, [prompt[0].tolist()], NEW, Sampling(0), compile=compile, products=products)[0]
 
 
 def ours_generate_batch(ours, prompts, compile=False, products="blas"):
-    from seqlab.decode import Sampling, generate
+    from seqlab.decoding.decode import Sampling, generate
 
     return generate(ours, prompts, NEW, Sampling(0), compile=compile, products=products)
 
 
 def at_threads(count: int, fn):
     """``fn`` run with torch at ``count`` threads, seqlab's decode_threads() held to the same count."""
-    from seqlab import decode
+    from seqlab.decoding import decode
 
     def run():
         before, policy = torch.get_num_threads(), getattr(decode, "decode_threads", None)
@@ -757,7 +757,7 @@ def cuda_candidates(hf, ours, prompt, prompts, compile: bool) -> tuple[dict, dic
     if compile:
         static, static_b = hf_static_cuda(hf), hf_static_cuda(hf)  # each batch size its own static cache
         auto, auto_b = hf_static_auto_cuda(hf), hf_static_auto_cuda(hf)
-        # the compiled step's products as seqlab.devices.decode_products chooses off the CPU: the BLAS (cuBLAS)
+        # the compiled step's products as seqlab.training.devices.decode_products chooses off the CPU: the BLAS (cuBLAS)
         compiled_single = {
             f"hf: generate, SDPA, fp32, {HF_STATIC_CUDA}": lambda: hf_generate(static, prompt),
             f"hf: generate, SDPA, fp32, {HF_STATIC_AUTO_CUDA}": lambda: hf_generate(auto, prompt),

@@ -104,7 +104,7 @@ def main():
         *args.set]
     if args.fit and minutes and args.rows is None:
         import seqlab
-        from seqlab.optim import fit_steps
+        from seqlab.training.optim import fit_steps
         from seqlab.tasks import resolve
 
         def probe(more: list[str], run_dir: Path) -> None:  # a few steps of the same run, timed by fit_steps

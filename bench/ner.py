@@ -52,7 +52,7 @@ def seconds_per_step(cfg, steps: int = CALIBRATION_STEPS) -> float:
     from dataclasses import replace
 
     from seqlab import api
-    from seqlab.io import read_metrics
+    from seqlab.base.io import read_metrics
 
     short = replace(cfg, train=replace(cfg.train, max_steps=steps, log_every=steps, eval_every=0, save_every=0,
                                        max_minutes=0.0, progress=False))
@@ -134,7 +134,7 @@ def last_step_scores(run_dir: Path, args) -> dict:
     """Test F1 of the run's last checkpoint (``seqlab eval --last``), and the validation F1 that training logged
     at the best-loss step and at the last step (what a rule choosing on validation F1 would have seen)."""
     from seqlab import api
-    from seqlab.io import read_metrics
+    from seqlab.base.io import read_metrics
 
     last = api.load(run_dir, device=None if args.device == "auto" else args.device, last=True).evaluate("test")
     valid = {r["step"]: r.get("f1") for r in read_metrics(run_dir / "metrics.jsonl") if r["split"] == "valid"}

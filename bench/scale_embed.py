@@ -34,10 +34,10 @@ PRESETS = ("w2v-sgns", "glove")
 SPEED = r'''
 import json, random, sys, tempfile, time
 from pathlib import Path
-from seqlab.config import TrainConfig
+from seqlab.base.config import TrainConfig
 from seqlab.data.corpus import Corpus
 from seqlab.models.word2vec import SkipGramSGD, Word2VecConfig
-from seqlab.trainer import Trainer
+from seqlab.training.trainer import Trainer
 path, rounds, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 lines = Path(path).read_text(encoding="utf-8").splitlines()
 sentences = [line.split() for line in lines if line.split()]

@@ -39,7 +39,7 @@ PRECISION = "fp32" if EMULATED else "bf16"
 CHILD = r'''
 import inspect, json, os, sys, time
 import torch
-from seqlab.decode import Sampling, generate
+from seqlab import Sampling, generate  # the root's names: every tree has them, wherever decoding lives
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.attention import set_attention_impl
 
@@ -53,7 +53,7 @@ prompts = [torch.randint(0, 65, (n,), generator=g).tolist() for n in (16, 3, 11,
 kw = {"products": products} if "products" in inspect.signature(generate).parameters else {}
 if not kw:  # an older tree: the products from the environment, and no load-average rule on the threads
     os.environ["SEQLAB_DECODE_GEMV"] = products
-    import seqlab.decode as decode_module
+    decode_module = sys.modules[generate.__module__]
     if hasattr(decode_module, "decode_threads"):
         decode_module.decode_threads = torch.get_num_threads
 

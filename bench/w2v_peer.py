@@ -132,7 +132,7 @@ def corpus_counts(child: dict, scratch: Path, epochs: int) -> tuple[int, int]:
 def scores(vectors: Path, sets: dict[str, Path], analogies: Path | None = None) -> dict[str, float | None]:
     """Spearman's ρ on each similarity set (and analogy accuracy) of a word2vec text file, by seqlab's
     KeyedVectors (equal to gensim's evaluate_word_pairs / evaluate_word_analogies: tests/test_parity_vectors.py)."""
-    from seqlab.vectors import KeyedVectors
+    from seqlab.vectors.keyed import KeyedVectors
 
     kv = KeyedVectors.load_word2vec_format(vectors)
     out = {name: kv.evaluate_similarity(path)["spearman"] for name, path in sets.items()}
@@ -174,7 +174,8 @@ def mean_spread(xs: list[float]) -> str:
 def run_seqlab(argv: list[str]) -> dict:
     """``seqlab train ARGV`` through the CLI's ``main``, timing ``Trainer.run`` and ``make_task`` from outside."""
     sys.path.insert(0, str(ROOT))
-    from seqlab import cli, trainer
+    from seqlab import cli
+    from seqlab.training import trainer
     from seqlab.tasks import embed
 
     timed = {"train_seconds": 0.0, "setup_seconds": 0.0}

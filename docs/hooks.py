@@ -331,7 +331,7 @@ def _columns(n: int):
 
 
 def config_markdown() -> str:
-    from seqlab import config
+    from seqlab.base import config
     from seqlab.tasks import registry
 
     out = ["# Config keys", "",
@@ -340,10 +340,10 @@ def config_markdown() -> str:
            "`[section]`, with `--set section.key=value` on the command line, or as "
            '`seqlab.train(..., config={"section": {"key": value}})`; an unknown key, a wrong type or a value out '
            "of range is refused with the valid keys or range.", ""]
-    out += ["## `[task]`", "", "`seqlab.config.TaskConfig`", ""] + _fields_table(config.TaskConfig)
+    out += ["## `[task]`", "", "`seqlab.base.config.TaskConfig`", ""] + _fields_table(config.TaskConfig)
     data_notes = {key: f"only `task.kind = \"{kind}\"` ({what})" for key, (kind, what) in
                   registry.TASK_DATA_KEYS.items()}
-    out += ["## `[data]`", "", "`seqlab.config.DataConfig`", ""] + _fields_table(config.DataConfig,
+    out += ["## `[data]`", "", "`seqlab.base.config.DataConfig`", ""] + _fields_table(config.DataConfig,
                                                                                   extra=("used by", data_notes))
     used: dict[str, list[str]] = {}
     combos = [(kind, arch) for kind in registry.TASK_MODULES for arch in registry.task_module(kind).MODEL_CONFIGS]
@@ -354,7 +354,7 @@ def config_markdown() -> str:
     for f in dataclasses.fields(config.TrainConfig):
         users = used.get(f.name, [])
         train_notes[f.name] = "every task" if len(users) == len(combos) else _users(users, combos) or "none"
-    out += ["## `[train]`", "", "`seqlab.config.TrainConfig`. A task refuses a key it does not use (the last "
+    out += ["## `[train]`", "", "`seqlab.base.config.TrainConfig`. A task refuses a key it does not use (the last "
             "column), rather than ignoring it.", ""]
     out += _fields_table(config.TrainConfig, extra=("used by", train_notes))
     derived = ", ".join(f"`{k}`" for k in sorted(registry.DERIVED_MODEL_KEYS))
@@ -492,7 +492,7 @@ def _toml(value) -> str:
 def presets_markdown() -> str:
     from importlib import resources
 
-    from seqlab import config
+    from seqlab.base import config
 
     names = config.preset_names()
     out = ["# Presets", "",

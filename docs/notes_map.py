@@ -36,7 +36,7 @@ then a line starting ``seqlab:`` (what seqlab does instead), each may wrap, then
 ``SECTION.KEY = VALUE`` with a TOML value (``"pre"``, ``false``, ``1.0``), then optionally ``for KIND/ARCH, ...``
 and ``; presets: ...``. The build checks each against the config dataclasses and the shipped presets:
 
-- which configs: for ``task.``, ``data.``, ``train.``: :class:`~seqlab.config.TaskConfig`, ``DataConfig``,
+- which configs: for ``task.``, ``data.``, ``train.``: :class:`~seqlab.base.config.TaskConfig`, ``DataConfig``,
   ``TrainConfig`` and every preset. For ``model.``: every registered model config (``MODEL_CONFIGS`` of every
   task module: one dataclass per ``task.kind``/``model.arch``) that has a field ``KEY``, or, after ``for``, only
   those ``kind/arch`` (each must have the field): the key means the same in every model that has it, unless the
@@ -393,7 +393,7 @@ def _field_default(cls: type, key: str) -> Any:
 def _presets() -> dict[str, dict]:
     from importlib import resources
 
-    from seqlab import config
+    from seqlab.base import config
 
     return {name: tomllib.loads(resources.files("seqlab.presets").joinpath(f"{name}.toml").read_text("utf-8"))
             for name in config.preset_names()}
@@ -402,7 +402,7 @@ def _presets() -> dict[str, dict]:
 def _configs(decl: Declaration, where: str) -> dict[str, type]:
     """{"kind/arch" (or the section's name): config class} that the declaration is checked against."""
     if decl.section != "model":
-        from seqlab import config
+        from seqlab.base import config
 
         cls = {"task": config.TaskConfig, "data": config.DataConfig, "train": config.TrainConfig}[decl.section]
         if decl.key not in {f.name for f in dataclasses.fields(cls)}:

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     offline_cache(runs)
 
     from seqlab.api import Interrupted
-    from seqlab.errors import SeqlabError
+    from seqlab.base.errors import SeqlabError
 
     started = time.perf_counter()
     todo = [r for r in RUNS if r.page in wanted]
@@ -240,7 +240,7 @@ def train(run: Run, runs: Path, quick: bool) -> None:
 def previous(cfg, out: Path) -> str:
     """What is in ``out`` already: "new" (nothing), "replace" (another config, or no checkpoint), "resume" (the same
     config, stopped before its end) or "done" (the same config, finished)."""
-    from seqlab import checkpoint
+    from seqlab.training import checkpoint
     from seqlab.api import config_differences
 
     if not out.exists():

@@ -2,19 +2,46 @@
 verified against reference implementations.
 
 The public API is re-exported here; heavy submodules are imported lazily so that
-``import seqlab`` (and ``seqlab --help``) stays fast.
+``import seqlab`` (and ``seqlab --help``) stays fast. The folders below are the layers of docs/architecture.md.
+
+One module keeps its former path as an alias: ``seqlab.devices`` is ``seqlab.training.devices`` (users and
+benchmarks import ``seqlab.devices.decode_products``); ``import seqlab.devices`` and ``from seqlab.devices import
+...`` give the same module object, imported on first use (:class:`_Alias`).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from seqlab.base.version import __version__
+
+# a former module path -> the module it now names (docs/architecture.md, "Moved paths")
+_ALIASES: dict[str, str] = {"seqlab.devices": "seqlab.training.devices"}
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an alias of ``_ALIASES`` as the module it names (the same object in ``sys.modules``)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        return importlib.util.spec_from_loader(fullname, self) if fullname in _ALIASES else None
+
+    def create_module(self, spec):
+        return importlib.import_module(_ALIASES[spec.name])
+
+    def exec_module(self, module):
+        pass  # the named module ran when it was imported
+
+
+if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _Alias())  # first: it answers for the alias names only
 
 # public name -> module that defines it (imported on first attribute access)
 _EXPORTS: dict[str, str] = {
-    "SeqlabError": "seqlab.errors",
+    "SeqlabError": "seqlab.base.errors",
     # running and loading
     "train": "seqlab.api",
     "train_run": "seqlab.api",
@@ -37,10 +64,10 @@ _EXPORTS: dict[str, str] = {
     "TranslationAttention": "seqlab.tasks.results",
     "EmbeddingMap": "seqlab.tasks.results",
     "export": "seqlab.exporters",
-    "RunConfig": "seqlab.config",
-    "TrainConfig": "seqlab.config",
-    "DataConfig": "seqlab.config",
-    "Trainer": "seqlab.trainer",
+    "RunConfig": "seqlab.base.config",
+    "TrainConfig": "seqlab.base.config",
+    "DataConfig": "seqlab.base.config",
+    "Trainer": "seqlab.training.trainer",
     # text and data
     "Vocab": "seqlab.text.vocab",
     "CharTokenizer": "seqlab.text.tokenizers",
@@ -61,13 +88,13 @@ _EXPORTS: dict[str, str] = {
     "FittedAR": "seqlab.models.autoregressive",
     "select_order": "seqlab.models.autoregressive",
     # decoding and metrics
-    "generate": "seqlab.decode",
-    "Sampling": "seqlab.decode",
+    "generate": "seqlab.decoding.decode",
+    "Sampling": "seqlab.decoding.decode",
     "to_weight_only": "seqlab.nn.weight_only",
     "perplexity": "seqlab.metrics.lm",
     "from_pretrained": "seqlab.models.pretrained",
     "SentenceEncoder": "seqlab.models.sentence",
-    "KeyedVectors": "seqlab.vectors",
+    "KeyedVectors": "seqlab.vectors.keyed",
     "BLEU": "seqlab.metrics.bleu",
     "BLEUScore": "seqlab.metrics.bleu",
     "corpus_bleu": "seqlab.metrics.bleu",
@@ -80,11 +107,11 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:  # the real names for type checkers; at run time __getattr__ imports each on first use
     from seqlab.api import (Interrupted as Interrupted, load as load, open_encoder as open_encoder,
                             open_vectors as open_vectors, prepare as prepare, train as train, train_run as train_run)
-    from seqlab.config import DataConfig as DataConfig, RunConfig as RunConfig, TrainConfig as TrainConfig
+    from seqlab.base.config import DataConfig as DataConfig, RunConfig as RunConfig, TrainConfig as TrainConfig
     from seqlab.data.series import read_series as read_series
     from seqlab.data.sources import read_text as read_text
-    from seqlab.decode import generate as generate, Sampling as Sampling
-    from seqlab.errors import SeqlabError as SeqlabError
+    from seqlab.decoding.decode import generate as generate, Sampling as Sampling
+    from seqlab.base.errors import SeqlabError as SeqlabError
     from seqlab.exporters import export as export
     from seqlab.metrics.bleu import (BLEU as BLEU, BLEUScore as BLEUScore, corpus_bleu as corpus_bleu,
                                      sentence_bleu as sentence_bleu)
@@ -112,8 +139,8 @@ if TYPE_CHECKING:  # the real names for type checkers; at run time __getattr__ i
     from seqlab.text.tokenizers import (BPETokenizer as BPETokenizer, CharTokenizer as CharTokenizer,
                                         load_tokenizer as load_tokenizer, WordTokenizer as WordTokenizer)
     from seqlab.text.vocab import Vocab as Vocab
-    from seqlab.trainer import Trainer as Trainer
-    from seqlab.vectors import KeyedVectors as KeyedVectors
+    from seqlab.training.trainer import Trainer as Trainer
+    from seqlab.vectors.keyed import KeyedVectors as KeyedVectors
 
 
 def __getattr__(name: str):

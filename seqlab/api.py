@@ -1,12 +1,12 @@
 """The Python API behind the command line: ``seqlab.train(config)`` and ``seqlab.load(run)``, and the openers
 of "a run directory or a file": :func:`open_encoder` (sentence embeddings) and :func:`open_vectors` (word vectors).
 
-Run directories (DESIGN.md): an existing run is never overwritten without ``force``; ``resume``
+Run directories (docs/manual.md, "A run directory"): an existing run is never overwritten without ``force``; ``resume``
 continues it, and only ``train.max_steps`` / ``train.epochs`` (and ``train.max_minutes``, the wall-clock
 budget, ``train.keep_last`` and the cosmetic ``train.progress``) may differ from the config it was started
 with; train keys the task does not use are not compared (earlier versions recorded every train key). Under
 ``torchrun`` only rank 0 writes. One process writes a run, and a start that fails before the first checkpoint
-leaves nothing behind (:mod:`seqlab.rundir`); readers never take the lock and see committed checkpoints only.
+leaves nothing behind (:mod:`seqlab.training.rundir`); readers never take the lock and see committed checkpoints only.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from seqlab import checkpoint, rundir, signals
-from seqlab.config import DataConfig, RunConfig
-from seqlab.errors import SeqlabError
-from seqlab.io import disk_full_message, is_disk_full, write_text_atomic
+from seqlab.training import checkpoint, rundir
+from seqlab.base import signals
+from seqlab.base.config import DataConfig, RunConfig
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import disk_full_message, is_disk_full, write_text_atomic
 from seqlab.tasks import registry
 from seqlab.tasks.registry import task_module
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # annotations only: importing them here would load torch for 
     from seqlab.models.sentence import SentenceEncoder
     from seqlab.tasks.embed import Embeddings
     from seqlab.tasks.trained import Trained
-    from seqlab.vectors import KeyedVectors
+    from seqlab.vectors.keyed import KeyedVectors
 
 
 class Interrupted(Exception):
@@ -230,8 +231,8 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
 
 def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log: Callable[..., Any],
                callbacks: Iterable[Any], inputs: Path | None) -> Path:
-    from seqlab.callbacks import calling
-    from seqlab.devices import init_distributed
+    from seqlab.training.callbacks import calling
+    from seqlab.training.devices import init_distributed
 
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
     check = getattr(task_module(cfg.task.kind), "check_config", None)  # inputs a task checks before any write
@@ -249,7 +250,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
                 state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
                                                          log=log if dist.main else (lambda *a, **k: None))
             if dist.main:
-                from seqlab.viz import plot_loss
+                from seqlab.views.viz import plot_loss
 
                 chosen = state.get("best_step") if checkpoint.exists(run_dir / "best") else None
                 plot_loss(run_dir / "metrics.jsonl", run_dir / "plots" / "loss.png", chosen_step=chosen)
@@ -295,7 +296,7 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
     Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
     continues. Under ``torchrun`` every process returns the object."""
-    from seqlab import callbacks as callback_hooks
+    from seqlab.training import callbacks as callback_hooks
 
     cfg = registry.from_sections(preset_or_config, config, overrides)
     callbacks = callback_hooks.check(callbacks)
@@ -468,7 +469,7 @@ def open_encoder(run_or_dir: str | Path, device: str | torch.device | None = Non
 def open_vectors(path: str | Path) -> KeyedVectors:
     """Word vectors from an embedding run directory (its best checkpoint), a word2vec text or binary file, a
     headerless GloVe text file (the format is read from the file) or a KeyedVectors safetensors file."""
-    from seqlab.vectors import KeyedVectors
+    from seqlab.vectors.keyed import KeyedVectors
 
     path = Path(path)
     if path.is_dir():

@@ -5,7 +5,8 @@ Each verb lives in its own module under ``seqlab/commands/`` with two functions:
 ``run(args)`` does the work and returns an exit code. Modules import heavy libraries
 (torch, matplotlib) inside ``run`` so that ``seqlab --help`` stays fast.
 
-Errors (DESIGN.md): bad input is one line on stderr starting ``error:`` and exit code 2; so is a full disk.
+Errors (docs/manual.md, "Rules of the code"): bad input is one line on stderr starting ``error:`` and exit code 2;
+so is a full disk.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import argparse
 import importlib
 import sys
 
-from seqlab import __version__
-from seqlab.errors import SeqlabError
+from seqlab.base.version import __version__
+from seqlab.base.errors import SeqlabError
 
 # The verbs, in the order `seqlab --help` lists them; each is a module in seqlab/commands.
 COMMANDS = [
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a full disk while writing an --out file: it was written to a temporary, now removed
-        from seqlab.io import disk_full_message, is_disk_full
+        from seqlab.base.io import disk_full_message, is_disk_full
 
         if not is_disk_full(e):
             raise

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 # Examples per fuzz test: 250 in the suite (its time budget, tests/README.md); a deeper run sets
 # SEQLAB_FUZZ_EXAMPLES (e.g. 5000) and keeps hypothesis' example database (.hypothesis/) between runs, so every

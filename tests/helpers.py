@@ -30,8 +30,8 @@ def train_epochs(task, epochs: int, lr: float, min_lr: float = 0.0) -> list[dict
     import tempfile
     from pathlib import Path
 
-    from seqlab.config import TrainConfig
-    from seqlab.trainer import Trainer
+    from seqlab.base.config import TrainConfig
+    from seqlab.training.trainer import Trainer
 
     cfg = TrainConfig(epochs=epochs, lr=lr, min_lr=min_lr, progress=False)
     with tempfile.TemporaryDirectory() as run_dir:

@@ -1,4 +1,4 @@
-"""Greedy and beam-search decoding (seqlab.beam) for both encoder-decoders and scripted distributions."""
+"""Greedy and beam-search decoding (seqlab.decoding.beam) for both encoder-decoders and scripted distributions."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from seqlab.beam import Stepper, beam_search, greedy_search, length_penalty, translate_ids
+from seqlab.decoding.beam import Stepper, beam_search, greedy_search, length_penalty, translate_ids
 from seqlab.data.batching import pad_batch
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 

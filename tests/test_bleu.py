@@ -1,4 +1,5 @@
-"""``seqlab bleu``: output contract (DESIGN.md), file reading as sacreBLEU's CLI, and bad input."""
+"""``seqlab bleu``: output contract (docs/reference/cli.md, generated from ``seqlab bleu --help``), file reading as
+sacreBLEU's CLI, and bad input."""
 
 from __future__ import annotations
 

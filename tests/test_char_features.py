@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from seqlab import api, tasks
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.nn.char_features import CharBiLSTM
 from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, encode_chars

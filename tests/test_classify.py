@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, config, tasks
-from seqlab.errors import SeqlabError
+from seqlab import api, tasks
+from seqlab.base import config
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier, pool
 from seqlab.models.recurrent import RecurrentEncoder

@@ -1,4 +1,5 @@
-"""The command line contract (DESIGN.md): --help with examples, --version, one-line errors with exit 2."""
+"""The command line contract (docs/manual.md, "The command line" and "Rules of the code"): --help with examples,
+--version, one-line errors with exit 2."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def test_python_m_seqlab_runs():
 def test_public_api_names_are_the_functions():
     """seqlab.train / seqlab.load are the API functions, even after every submodule has been imported."""
     import seqlab.tasks.lm  # noqa: F401  (imports the trainer module)
-    import seqlab.trainer  # noqa: F401
+    import seqlab.training.trainer  # noqa: F401
 
     assert callable(seqlab.train) and seqlab.train.__module__ == "seqlab.api"
     assert callable(seqlab.load) and seqlab.load.__module__ == "seqlab.api"

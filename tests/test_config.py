@@ -1,4 +1,4 @@
-"""Config parsing (seqlab.config, which knows no task) and the task registry (seqlab.tasks.registry): model
+"""Config parsing (seqlab.base.config, which knows no task) and the task registry (seqlab.tasks.registry): model
 configs per task.kind / model.arch, the train.* keys each task uses, presets, and run directories written by
 earlier versions (every train key in config.toml)."""
 
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from seqlab import api, config, tasks
+from seqlab import api, tasks
+from seqlab.base import config
 from seqlab.cli import main
-from seqlab.config import TrainConfig
-from seqlab.errors import SeqlabError
+from seqlab.base.config import TrainConfig
+from seqlab.base.errors import SeqlabError
 from seqlab.tasks import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,7 @@ def test_parsing_a_config_imports_neither_torch_nor_the_tasks(tmp_path):
                     "[train]\nlabel_smoothing = 0.1\n")
     code = f"""
 import sys
-from seqlab import config
+from seqlab.base import config
 for name in config.preset_names():
     config.parse(config.apply_overrides(config.load_preset_or_file(name), ["train.progress=false"]))
 parsed = config.parse(config.load_preset_or_file({str(toml)!r}))
@@ -51,7 +52,8 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "numpy") or 
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert eval(out.stdout) == ["seqlab.config", "seqlab.errors", "seqlab.presets"]
+    assert eval(out.stdout) == ["seqlab.base", "seqlab.base.config", "seqlab.base.errors", "seqlab.base.version",
+                                "seqlab.presets"]
 
 
 def test_the_registry_knows_every_task_kind():
@@ -72,7 +74,7 @@ def test_the_registry_knows_every_task_kind():
 
 
 def test_trainer_keys_are_what_the_trainer_reads():
-    from seqlab import optim, trainer
+    from seqlab.training import optim, trainer
 
     source = "".join(Path(m.__file__).read_text(encoding="utf-8") for m in (trainer, optim))
     read = set(re.findall(r"\bcfg\.(\w+)", source))
@@ -185,7 +187,7 @@ def test_config_toml_records_only_the_train_keys_the_task_uses(sine_csv, tmp_pat
     assert doc["train"] == {"progress": False} and doc["model"]["arch"] == "ar"
     assert tasks.resolve("w2v-hs").to_dict()["train"].keys() == set(EMBED_KEYS)
     # a RunConfig built by hand records the same keys (and never the sizes read from the data)
-    from seqlab.config import DataConfig, RunConfig, TaskConfig
+    from seqlab.base.config import DataConfig, RunConfig, TaskConfig
     from seqlab.models.autoregressive import ARConfig
 
     by_hand = RunConfig(task=TaskConfig("forecast"), data=DataConfig(source=str(sine_csv)), model=ARConfig(max_p=4),
@@ -218,7 +220,7 @@ def test_a_run_with_every_train_key_in_config_toml_loads_and_resumes(sine_csv, t
     assert api.load(run, device="cpu").model is not None
     state = tomllib.loads((run / "config.toml").read_text(encoding="utf-8"))
     assert "eval_batches" not in state["train"] and state["train"]["max_steps"] == 6
-    from seqlab import checkpoint
+    from seqlab.training import checkpoint
 
     assert checkpoint.load_state(run)["step"] == 6
     # a key the task uses still may not change on resume

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seqlab.config import DataConfig, RunConfig
+from seqlab.base.config import DataConfig, RunConfig
 from seqlab.data import sources
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.data.sources import line_pieces, pydocs_text, read_text, split_text, stream_text
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models import glove
 from seqlab.tasks.embed import build_corpus, sentences_of, stream_sentences
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from seqlab import api, tasks
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn.crf import CRF, Constraints, gather_scored, label_scheme, transition_constraints
 
 from bounds import gamma
@@ -282,7 +282,7 @@ def test_a_sub_word_crf_tagger_decodes_each_word_s_first_sub_word():
 
 
 def test_the_bilstm_crf_preset_is_the_bilstm_with_a_crf_and_characters():
-    from seqlab import config
+    from seqlab.base import config
     from seqlab.tasks.tag import build_model
 
     cfg, plain = tasks.resolve("ner-bilstm-crf"), tasks.resolve("ner-bilstm")

@@ -1,5 +1,5 @@
 """The demo's plan chooses the model's size for the compute, and its schedule's time clock spends the budget:
-``seqlab.commands.demo.plan_steps`` / ``choose_size``, ``seqlab.optim.clock_position`` and ``train.schedule =
+``seqlab.commands.demo.plan_steps`` / ``choose_size``, ``seqlab.training.optim.clock_position`` and ``train.schedule =
 "wsd-time"`` in the Trainer (a few steps of a tiny model on a clock that the test advances)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from seqlab import api
 from seqlab.commands.demo import (MAX_STEPS, SIZE_FROM, SIZES, STEP_TIME, TOKENS_PER_STEP, choose_size, plan,
                                   plan_steps)
-from seqlab.config import TrainConfig
-from seqlab.errors import SeqlabError
-from seqlab.optim import clock_position, learning_rate
+from seqlab.base.config import TrainConfig
+from seqlab.base.errors import SeqlabError
+from seqlab.training.optim import clock_position, learning_rate
 from seqlab.tasks import resolve
 
 CHARS = {"pydocs": 418_543, "pyprose": 1_678_845}  # Python 3.11.7's train splits
@@ -144,9 +144,9 @@ def train_rows(tmp_path, name: str, extra: list[str]) -> tuple[list[dict], dict]
 
 
 def test_a_run_slower_than_its_steps_decays_on_the_clock_and_ends_with_its_budget(tmp_path, monkeypatch):
-    import seqlab.trainer
+    import seqlab.training.trainer
 
-    monkeypatch.setattr(seqlab.trainer, "time", Clock(tick=0.02))  # a slow machine: 12 s, a few dozen steps
+    monkeypatch.setattr(seqlab.training.trainer, "time", Clock(tick=0.02))  # a slow machine: 12 s, a few dozen steps
     rows, state = train_rows(tmp_path, "timed", ["train.schedule=wsd-time", "train.max_minutes=0.2",
                                                  "train.max_steps=1000"])
     assert 5 < state["step"] < 1000 and state["schedule_position"] >= 1000  # the budget ended it, decayed
@@ -161,9 +161,9 @@ def test_a_run_slower_than_its_steps_decays_on_the_clock_and_ends_with_its_budge
 
 
 def test_a_run_on_time_or_without_the_clock_keeps_the_schedule_of_steps(tmp_path, monkeypatch):
-    import seqlab.trainer
+    import seqlab.training.trainer
 
-    monkeypatch.setattr(seqlab.trainer, "time", Clock(tick=1e-6))  # fast: the steps lead the clock
+    monkeypatch.setattr(seqlab.training.trainer, "time", Clock(tick=1e-6))  # fast: the steps lead the clock
     timed, state = train_rows(tmp_path, "timed", ["train.schedule=wsd-time", "train.max_minutes=1",
                                                   "train.max_steps=12"])
     plain, plain_state = train_rows(tmp_path, "plain", ["train.schedule=wsd", "train.max_steps=12"])

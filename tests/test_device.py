@@ -34,7 +34,7 @@ def prompts() -> list[list[int]]:
 
 
 def greedy(model, rows, new=24, **kw):
-    from seqlab.decode import Sampling, generate
+    from seqlab.decoding.decode import Sampling, generate
 
     return generate(model, rows, new, Sampling(0), **kw)
 
@@ -53,7 +53,7 @@ def near_tie_divergence(model_cpu, row: list[int], got: list[int], want: list[in
 
 def test_train_lm_on_cuda_with_bf16_autocast_and_the_loss_drops(tmp_path, monkeypatch):
     import seqlab
-    from seqlab import trainer
+    from seqlab.training import trainer
 
     used = []
     autocast = trainer.autocast

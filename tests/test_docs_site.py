@@ -160,7 +160,8 @@ def _text(html_text: str) -> str:
 def test_generated_references_follow_the_code(site):
     import dataclasses
 
-    from seqlab import cli, config
+    from seqlab import cli
+    from seqlab.base import config
     from seqlab.tasks import registry
 
     import seqlab

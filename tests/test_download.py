@@ -14,7 +14,7 @@ import pytest
 
 from seqlab.data import download
 from seqlab.data.sources import list_sources, read_text
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 
 class Mirror:

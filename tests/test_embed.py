@@ -17,7 +17,7 @@ import torch
 
 from seqlab import cli
 from seqlab.api import open_encoder
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.pretrained import BertConfig, BertEncoder, mean_pool
 from seqlab.models.sentence import SentenceEncoder
 

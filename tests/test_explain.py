@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bounds import chain_bound, gamma, matmul_bound, u
-from seqlab import explain
+from seqlab.views import explain
 from seqlab.nn.masks import key_padding_to_attn
 
 

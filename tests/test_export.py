@@ -16,13 +16,13 @@ import torch
 from seqlab import api, tasks
 from seqlab.cli import main
 from seqlab.data.sources import read_text
-from seqlab.decode import Sampling, generate
-from seqlab.errors import SeqlabError
+from seqlab.decoding.decode import Sampling, generate
+from seqlab.base.errors import SeqlabError
 from seqlab.exporters import export
 from seqlab.models.gpt2 import from_gpt2, gpt2_config, gpt2_incompatibilities, to_gpt2_tensors
 from seqlab.models.transformer import TransformerLMConfig
 from seqlab.nn.feedforward import FeedForward
-from seqlab.vectors import KeyedVectors
+from seqlab.vectors.keyed import KeyedVectors
 
 transformers = pytest.importorskip("transformers")
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from seqlab import api
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.exporters import export
 
 from test_finetune import classify_config, tag_config, write_tiny_bert

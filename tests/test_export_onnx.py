@@ -14,7 +14,7 @@ import torch
 from seqlab import api, tasks
 from seqlab.cli import main
 from seqlab.data.sources import read_text
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.exporters import export
 
 from helpers import write_conll

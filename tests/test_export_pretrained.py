@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from seqlab import api, tasks
 from seqlab.cli import main
 from seqlab.data.sources import read_text
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.exporters import export
 from seqlab.models.gpt2 import gpt2_config, to_gpt2_tensors
 from seqlab.tasks import lm as lm_task
@@ -127,7 +127,7 @@ def test_a_gpt2_saved_by_transformers(corpus, tmp_path):
 
 
 def write_toml(tmp_path, cfg_dict) -> str:
-    from seqlab.config import dumps_toml
+    from seqlab.base.config import dumps_toml
 
     path = tmp_path / "run.toml"
     path.write_text(dumps_toml(cfg_dict), encoding="utf-8")

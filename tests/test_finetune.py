@@ -19,8 +19,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from seqlab import api, config, tasks
-from seqlab.errors import SeqlabError
+from seqlab import api, tasks
+from seqlab.base import config
+from seqlab.base.errors import SeqlabError
 from seqlab.models import finetune
 from seqlab.models.finetune import (PretrainedClassifierConfig, PretrainedTaggerConfig, SequenceClassifier,
                                     SubwordTokenizer, TokenClassifier)
@@ -246,7 +247,7 @@ def test_resume_continues_exactly(tiny_bert, tmp_path):
     api.train_run(classify_config(tmp_path, tiny_bert, steps=3, n_train=40), tmp_path / "b", **QUIET)
     resumed = api.train_run(classify_config(tmp_path, tiny_bert, steps=6, n_train=40), tmp_path / "b", resume=True,
                         **QUIET)
-    from seqlab.checkpoint import load_tensors
+    from seqlab.training.checkpoint import load_tensors
 
     a, b = load_tensors(straight / "model.safetensors"), load_tensors(resumed / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, checkpoint
+from seqlab import api
+from seqlab.training import checkpoint
 from seqlab.cli import main
-from seqlab.config import DataConfig, RunConfig, TaskConfig
+from seqlab.base.config import DataConfig, RunConfig, TaskConfig
 from seqlab.data.series import read_series
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.autoregressive import AR, ARConfig
 from seqlab.models.forecaster import (
     LSTMForecasterConfig,

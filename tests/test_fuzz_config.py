@@ -23,8 +23,9 @@ from fuzzing import ANY_BYTES, ANY_CHAR, FUZZ, cwd, explained, scratch_folder, w
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from seqlab import config, tasks
-from seqlab.errors import SeqlabError
+from seqlab import tasks
+from seqlab.base import config
+from seqlab.base.errors import SeqlabError
 from seqlab.tasks import registry
 
 

@@ -3,8 +3,8 @@
 Each reader gets arbitrary bytes (invalid UTF-8, NUL, byte order marks, CRLF and lone CR, empty and huge lines,
 every Unicode category) and structured-but-wrong input (CoNLL lines with the wrong number of columns, TSV rows
 without a label, CSV cells that are not numbers, JSON of the wrong shape, ...), 250 examples each in the suite
-(SEQLAB_FUZZ_EXAMPLES for a deeper run, tests/fuzzing.py). The property
-(DESIGN.md, errors): the reader returns, or raises :class:`SeqlabError` with a non-empty one-line message; any
+(SEQLAB_FUZZ_EXAMPLES for a deeper run, tests/fuzzing.py). The property (docs/manual.md, "Rules of the code":
+errors): the reader returns, or raises :class:`SeqlabError` with a non-empty one-line message; any
 other exception is a bug. Each crash hypothesis found is pinned with ``@example`` on its property and as a plain
 regression test at the end of this file.
 
@@ -36,7 +36,7 @@ from seqlab.data.labelled import read_labelled
 from seqlab.data.parallel import read_parallel, read_splits
 from seqlab.data.series import read_series, split_tail
 from seqlab.data.sources import read_text, read_text_file, source_names, split_text
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.bleu import BLEU
 from seqlab.metrics.bleu_tokenizers import TOKENIZERS, tokenize_13a_reference
 from seqlab.models.autoregressive import AR, ARConfig

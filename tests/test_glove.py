@@ -13,7 +13,7 @@ from bounds import gamma, u
 from helpers import train_epochs
 from seqlab.data.corpus import Corpus
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig, cooccurrence
-from seqlab.vectors import KeyedVectors
+from seqlab.vectors.keyed import KeyedVectors
 
 
 def random_sentences(n: int = 60, vocab: int = 15, seed: int = 0) -> list[list[str]]:

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from seqlab.data.in_memory import data_file_name, has_date_index, spool
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 
 class Once:

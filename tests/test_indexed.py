@@ -15,8 +15,8 @@ import torch
 from seqlab import api, tasks
 from seqlab.data.indexed import IndexedArrays, IndexedWriter, lengths_of, prepared_split
 from seqlab.data.streamed import Streamed, chunks
-from seqlab.devices import Dist
-from seqlab.errors import SeqlabError
+from seqlab.training.devices import Dist
+from seqlab.base.errors import SeqlabError
 
 # ---------------------------------------------------------------------------------------------------------
 # the store

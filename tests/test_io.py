@@ -1,4 +1,4 @@
-"""seqlab.io: atomic writes leave either the old file or the new one, never a part, and no temporary files;
+"""seqlab.base.io: atomic writes leave either the old file or the new one, never a part, and no temporary files;
 JSON reads turn every bad file into one SeqlabError line naming it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import seqlab
-from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, read_json, read_metrics, versions, write_bytes_atomic, write_json_atomic, \
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import atomic_path, read_json, read_metrics, versions, write_bytes_atomic, write_json_atomic, \
     write_text_atomic
 
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from bounds import chain_bound, gamma, matmul_bound, u
-from seqlab.decode import Sampling, filter_logits, generate
-from seqlab.errors import SeqlabError
+from seqlab.decoding.decode import Sampling, filter_logits, generate
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.lm import eval_windows, ngram_nll, nll_sum, perplexity, score_stream
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn import gemv
@@ -321,11 +321,11 @@ def test_every_attention_choice_gives_the_same_tokens_and_losses():
 
 
 def test_decode_products_are_chosen_once_per_machine_and_overridable(tmp_path, monkeypatch):
-    """seqlab.devices.decode_products: the SEQLAB_DECODE_GEMV override, else the choice measured once on this CPU and
+    """seqlab.training.devices.decode_products: the SEQLAB_DECODE_GEMV override, else the choice measured once on this CPU and
     cached in $SEQLAB_CACHE/choices.json (keyed by CPU model and torch version); no measuring off the CPU."""
     import json
 
-    from seqlab import devices
+    from seqlab.training import devices
 
     monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path))
     devices._measured_products.cache_clear()

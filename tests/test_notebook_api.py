@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import seqlab
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 FAST = {"train": {"progress": False, "device": "cpu", "threads": 1}}
 WORDS = ["the", "a", "cat", "dog", "sees", "runs", "big", "old"]

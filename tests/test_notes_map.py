@@ -202,7 +202,7 @@ def test_the_tags_the_issue_fixed_state_the_default_they_compute(tags):
     assert embedding[0].latex == "\\mathrm{embed}(X) = E X + P"
     assert "2 (p + 1)" in by_name["seqlab.models.autoregressive.select_order"][0].latex
     assert "column $j$" in by_name["seqlab.models.recurrent.RecurrentEncoder"][0].what
-    assert "x_{\\le t}" in " ".join(t.what for t in by_name["seqlab.trainer.Trainer.train_step"])
+    assert "x_{\\le t}" in " ".join(t.what for t in by_name["seqlab.training.trainer.Trainer.train_step"])
     attention = " ".join(t.what for t in by_name["seqlab.nn.attention.attention_equations"])
     assert "keys scaled" not in attention and "applies to the query" in attention
     assert [t for t in tags if t.name == "seqlab.models.glove.cooccurrence"][0].beyond
@@ -293,12 +293,12 @@ def test_the_departures_page_has_a_row_for_each_item(departures):
     # the issue's items, each a row beside its code
     named = {d.name for d in departures}
     for name in ("seqlab.models.glove.cooccurrence", "seqlab.models.glove.GloVe", "seqlab.models.word2vec.SkipGram",
-                 "seqlab.metrics.bleu.compute_bleu", "seqlab.nn.positions.sinusoidal_table", "seqlab.explain.trace",
+                 "seqlab.metrics.bleu.compute_bleu", "seqlab.nn.positions.sinusoidal_table", "seqlab.views.explain.trace",
                  "seqlab.nn.feedforward.FeedForward", "seqlab.models.transformer.EncoderLayer",
                  "seqlab.models.transformer.Embedding", "seqlab.nn.attention.MultiHeadAttention",
                  "seqlab.nn.additive.AdditiveAttention", "seqlab.models.word2vec_tables.huffman_tree",
                  "seqlab.nn.recurrent.gru_step", "seqlab.models.recurrent.RecurrentEncoder",
-                 "seqlab.tasks.language_model.LanguageModel.score", "seqlab.decode.generate",
+                 "seqlab.tasks.language_model.LanguageModel.score", "seqlab.decoding.decode.generate",
                  "seqlab.tasks.tag_output.loss_sum", "seqlab.nn.recurrent.RecurrentStack"):
         assert name in named, f"no departure on {name}"
     assert "### The Transformer presets against the notes" in page

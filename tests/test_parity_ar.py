@@ -17,7 +17,7 @@ import pytest
 
 from bounds import gamma
 from seqlab.data.series import read_series
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR, design_matrix, order_criteria, select_order
 
 pytest.importorskip("statsmodels")

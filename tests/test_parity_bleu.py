@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seqlab
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics import BLEU, corpus_bleu, corpus_chrf, sentence_bleu
 from seqlab.metrics.bleu import clipped_counts, clipped_counts_reference, extract_ngrams
 from seqlab.metrics.bleu_tokenizers import TOKENIZERS, tokenize_13a, tokenize_13a_reference

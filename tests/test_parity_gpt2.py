@@ -12,7 +12,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from bounds import chain_bound  # noqa: E402
-from seqlab.decode import Sampling, generate  # noqa: E402
+from seqlab.decoding.decode import Sampling, generate  # noqa: E402
 from seqlab.models.gpt2 import from_gpt2  # noqa: E402
 
 

@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bounds import chain_bound, u
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn.recurrent import RecurrentCell, RecurrentConfig, RecurrentStack
 
 F64 = torch.float64

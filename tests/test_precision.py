@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqlab import devices
+from seqlab.training import devices
 
 CPU_FLAGS = set(Path("/proc/cpuinfo").read_text().split()) if Path("/proc/cpuinfo").exists() else set()
 NATIVE = bool({"amx_bf16", "avx512_bf16"} & CPU_FLAGS)
@@ -21,7 +21,7 @@ NATIVE = bool({"amx_bf16", "avx512_bf16"} & CPU_FLAGS)
 def _probe(env: dict[str, str]) -> list[str]:
     """(reason or "native", auto precision, the warning or "-") in a fresh process under ``env``: oneDNN reads
     its cap once, when it first dispatches."""
-    code = ("import torch; from seqlab import devices as d; lines = [];"
+    code = ("import torch; from seqlab.training import devices as d; lines = [];"
             "p = d.resolve_precision('bf16', torch.device('cpu'), warn=lines.append);"
             "print(d.bf16_emulation_reason() or 'native'); print(d.resolve_precision('auto', torch.device('cpu')));"
             "print(lines[0] if lines else '-'); print(p)")

@@ -22,7 +22,7 @@ from seqlab import api
 from seqlab.data import lm_tokens, prepared, text_pieces, workers
 from seqlab.data.beacon import Beacon, wait_for_beacon
 from seqlab.data.sources import read_text, split_text
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.tasks import resolve
 from seqlab.text.tokenizers import load_tokenizer
 

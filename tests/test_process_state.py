@@ -1,5 +1,5 @@
-"""A library call leaves the caller's process state as it found it (DESIGN.md, Python API): torch's random state,
-the thread counts of torch and numba, matplotlib's backend and the environment, after ``seqlab.train`` (with
+"""A library call leaves the caller's process state as it found it (docs/manual.md, "Rules of the code"):
+torch's random state, the thread counts of torch and numba, matplotlib's backend and the environment, after ``seqlab.train`` (with
 ``train.threads`` set to another count than the caller's) and after the docs' dataset-cache helper; and, read
 from the source, no ``matplotlib.use`` or pyplot in the library and no environment writes outside the one
 module that puts its variable back."""

@@ -13,7 +13,7 @@ import pytest
 
 from seqlab.data.conll import Sentence, detect_scheme, read_conll, to_iob2
 from seqlab.data.labelled import detect_format, read_labelled
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.entities import get_entities
 
 # README §3: file -> (documents, sentences, tokens, entities PER / LOC / ORG / MISC)

@@ -1,5 +1,5 @@
 """Recurrent models: vanishing gradients (seed 004), the recurrent LM's interface (incremental decoding,
-max_len, decode.py), configs and the lm-lstm preset, the encoder's padding invariance, and a short end-to-end
+max_len, decoding/decode.py), configs and the lm-lstm preset, the encoder's padding invariance, and a short end-to-end
 run through the LM task (train, eval, generate)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from importlib import resources
 import pytest
 import torch
 
-from seqlab.decode import Sampling, generate
-from seqlab.errors import SeqlabError
+from seqlab.decoding.decode import Sampling, generate
+from seqlab.base.errors import SeqlabError
 from seqlab.models.recurrent import (
     LM_CONFIGS,
     GRULMConfig,
@@ -202,9 +202,9 @@ def test_bidirectional_encoder_ignores_padding(impl):
 def test_trains_evaluates_and_generates_through_the_lm_task(tmp_path, monkeypatch):
     from seqlab import tasks
     from seqlab.tasks import lm
-    from seqlab.devices import Dist
+    from seqlab.training.devices import Dist
 
-    if "lstm" not in lm.MODEL_CONFIGS:  # until seqlab/tasks/lm.py is wired: the wiring DESIGN asks for
+    if "lstm" not in lm.MODEL_CONFIGS:  # until seqlab/tasks/lm.py is wired: the wiring the lm-lstm preset needs
         for arch, cls in LM_CONFIGS.items():
             monkeypatch.setitem(lm.MODEL_CONFIGS, arch, cls)
         build = lm.build_model

@@ -19,8 +19,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seqlab import api, checkpoint, rundir
-from seqlab.errors import SeqlabError
+from seqlab import api
+from seqlab.training import checkpoint, rundir
+from seqlab.base.errors import SeqlabError
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["model.n_layers=1", "model.n_heads=2", "model.d_model=16", "model.d_ff=32", "model.max_len=16",

@@ -3,8 +3,8 @@
 - no machine tuning hidden in library state: no ``os.getloadavg``; ``torch.set_num_threads`` and
   ``numba.set_num_threads`` only in the entry points that own the process, and in the library entry that puts
   the caller's counts back (THREAD_OWNERS); everything else takes a thread count as an argument;
-- one home per idea: ``os.replace`` / ``os.rename`` (and ``Path.replace`` / ``Path.rename``) only in io.py, the
-  atomic-replace helper; ``signal.signal(`` only in signals.py;
+- one home per idea: ``os.replace`` / ``os.rename`` (and ``Path.replace`` / ``Path.rename``) only in base/io.py, the
+  atomic-replace helper; ``signal.signal(`` only in base/signals.py;
 - modules stay small: none over MAX_LINES lines of code and comments (docstrings not counted: the equation and
   departure tags the documentation site is built from live there, beside the code) unless LONG names it with a
   one-line reason.
@@ -21,13 +21,13 @@ MAX_LINES = 450
 LONG: dict[str, str] = {}
 # the modules that own the process and so may set the thread counts (path relative to seqlab/)
 THREAD_OWNERS = {
-    "trainer.py": "the Trainer's setup: train.threads for the run",
+    "training/trainer.py": "the Trainer's setup: train.threads for the run",
     "cli.py": "the command line: --threads of the verbs that take it",
     "data/workers.py": "the data-preparation worker initialiser (it owns its worker process; sets none today)",
     "api.py": "puts the caller's thread counts back after a library call (train_run, load): sets none of its own",
 }
-RENAMES = {"io.py"}
-SIGNALS = {"signals.py"}
+RENAMES = {"base/io.py"}
+SIGNALS = {"base/signals.py"}
 
 
 def sources() -> dict[str, ast.Module]:

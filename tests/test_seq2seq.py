@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from bounds import chain_bound, gamma
-from seqlab.beam import greedy_search
+from seqlab.decoding.beam import greedy_search
 from seqlab.data.batching import pad_batch
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.nn.additive import AdditiveAttention
 from seqlab.nn.masks import masked_softmax

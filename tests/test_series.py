@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from seqlab.data.series import read_series, split_tail
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR, design_matrix, select_order
 
 # file, value column, rows, first and last (date, value)

@@ -413,7 +413,7 @@ def test_unexpected_errors_carry_no_traceback(served, monkeypatch):
 
 def test_a_run_being_trained_shows_its_writer(served, tmp_path):
     """The runs list reads the run's lock: a live process holding it is "training"; the lock gone, it is not."""
-    from seqlab import rundir
+    from seqlab.training import rundir
 
     root = tmp_path / "runs"
     shutil.copytree(served[0] / "sentiment", root / "live")

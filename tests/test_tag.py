@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab import api, config, tasks
-from seqlab.errors import SeqlabError
+from seqlab import api, tasks
+from seqlab.base import config
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
-from seqlab.models.token_encoder import init_embeddings
+from seqlab.vectors.embedding import init_embeddings
 
 from bounds import chain_bound, gamma
 from helpers import assert_same_weights, write_conll

@@ -14,11 +14,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seqlab import api, checkpoint
+from seqlab import api
+from seqlab.training import checkpoint
 from seqlab.tasks import resolve
-from seqlab.errors import SeqlabError
-from seqlab.config import TrainConfig
-from seqlab.optim import learning_rate
+from seqlab.base.errors import SeqlabError
+from seqlab.base.config import TrainConfig
+from seqlab.training.optim import learning_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -229,7 +230,7 @@ class PoisonedTask:
 
 
 def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path):
-    from seqlab.trainer import Trainer
+    from seqlab.training.trainer import Trainer
 
     cfg = TrainConfig(max_steps=20, batch_size=4, save_every=3, eval_every=0, progress=False, precision="fp32")
     trainer = Trainer(PoisonedTask(poison_at=8), cfg, tmp_path)
@@ -251,7 +252,7 @@ class ScriptedValidation(PoisonedTask):
 
 
 def test_patience_stops_early_keeps_the_best_and_resume_does_nothing(tmp_path):
-    from seqlab.trainer import Trainer
+    from seqlab.training.trainer import Trainer
 
     cfg = TrainConfig(max_steps=100, batch_size=4, eval_every=2, save_every=0, patience=2, progress=False,
                       precision="fp32")
@@ -272,7 +273,7 @@ def test_patience_stops_early_keeps_the_best_and_resume_does_nothing(tmp_path):
 
 def test_patience_counter_resumes_exactly(tmp_path):
     """An interrupted run resumes with its count of validations since the best (train.patience is exact)."""
-    from seqlab.trainer import Trainer
+    from seqlab.training.trainer import Trainer
 
     cfg = TrainConfig(max_steps=100, batch_size=4, eval_every=2, save_every=2, patience=3, progress=False,
                       precision="fp32")

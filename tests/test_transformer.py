@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bounds import chain_bound, gamma, u
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.transformer import (
     AttendedLayers,
     EncoderDecoder,

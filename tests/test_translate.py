@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from bounds import chain_bound, gamma
-from seqlab import api, config, tasks
+from seqlab import api, tasks
+from seqlab.base import config
 from seqlab.data.parallel import ParallelCorpus, read_parallel, read_splits, train_tokenizers
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.bleu import corpus_bleu
 
 from helpers import assert_same_weights

@@ -22,7 +22,7 @@ def test_the_package_ships_py_typed():
 
 
 def test_the_public_api_type_checks():
-    out = mypy()  # the files of [tool.mypy]: seqlab/api.py, seqlab/callbacks.py, seqlab/tasks/
+    out = mypy()  # the files of [tool.mypy]: seqlab/api.py, seqlab/training/callbacks.py, seqlab/tasks/
     assert out.returncode == 0, f"mypy found problems:\n{out.stdout}{out.stderr}"
 
 

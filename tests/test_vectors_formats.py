@@ -5,6 +5,9 @@ models (the coverage logged per side, the rows at step 0, frozen rows after trai
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,10 +15,10 @@ import torch
 
 from seqlab import api, tasks
 from seqlab.data.parallel import stream_parallel, train_tokenizers
-from seqlab.errors import SeqlabError
-from seqlab.models.token_encoder import init_embeddings
+from seqlab.base.errors import SeqlabError
+from seqlab.vectors.embedding import init_embeddings, start_vectors, token_texts
 from seqlab.tasks import translate
-from seqlab.vectors import KeyedVectors, read_vectors
+from seqlab.vectors.keyed import KeyedVectors, read_vectors
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -173,8 +176,7 @@ def test_translate_embeddings_start_from_vectors(corpus, tmp_path, arch):
     src_tok, tgt_tok = train_tokenizers(cfg.data, stream_parallel(corpus["train"], "en", "de"))
     model = translate.build_model(cfg, src_tok, tgt_tok)
     lines: list[str] = []
-    translate.start_vectors(cfg, tmp_path / "run", False, model, {"source": src_tok, "target": tgt_tok},
-                            lines.append)
+    start_vectors(translate.vector_sides(cfg, model, {"source": src_tok, "target": tgt_tok}), False, lines.append)
     n_src, n_tgt = src_tok.vocab_size, tgt_tok.vocab_size
     assert lines == [f"embeddings: 3 of {n_src} source word tokens from {tmp_path / 'en.bin'}",
                      f"embeddings: 3 of {n_tgt} target word tokens from {tmp_path / 'de.txt'}"]
@@ -216,6 +218,16 @@ def test_bpe_pieces_are_looked_up_by_their_text():
     from seqlab.text.tokenizers import BPETokenizer
 
     tok = BPETokenizer.train(["the cat sat on the mat"] * 20, vocab_size=300)
-    texts = translate.token_texts(tok)
+    texts = token_texts(tok)
     assert len(texts) == tok.vocab_size and texts[tok.pad_id] == ""
     assert "cat" in texts  # the piece " cat" (ByteLevel "Ġcat") without its space
+
+
+def test_the_vectors_home_imports_without_torch():
+    """Reading vectors and checking a config never load torch (the embedding commands run without it): only the
+    initialisers of seqlab.vectors.embedding import it, when called."""
+    code = ("import sys, seqlab.vectors, seqlab.vectors.embedding, seqlab.vectors.keyed, seqlab.vectors.formats; "
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))[:5]")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert out.returncode == 0, out.stderr

@@ -15,13 +15,12 @@ import numpy as np
 import pytest
 
 from seqlab import api, tasks
-from seqlab.data.word_vectors import NAMED_VECTORS, NamedVectors, vectors_path
-from seqlab.errors import SeqlabError
-from seqlab.models.token_encoder import load_vectors
-from seqlab.tasks.labelling import extend_vocabulary
+from seqlab.vectors.formats import NAMED_VECTORS, NamedVectors, vectors_path
+from seqlab.base.errors import SeqlabError
+from seqlab.vectors.embedding import extend_vocabulary, load_vectors
 from seqlab.text.tokenizers import CaseFoldVocab, WordTokenizer, load_tokenizer, load_word_vocab, vector_words
 from seqlab.text.vocab import SPECIALS, Vocab
-from seqlab.vectors import KeyedVectors, read_vectors
+from seqlab.vectors.keyed import KeyedVectors, read_vectors
 
 from helpers import write_conll
 

@@ -17,7 +17,7 @@ from bounds import chain_bound, gamma, u
 from seqlab import api
 from seqlab.data.conll import read_conll
 from seqlab.data.parallel import read_parallel
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.lm import score_stream
 from seqlab.models.forecaster import recursive_forecast
 from seqlab.tasks.results import EmbeddingMap, Entity, LMAttention, TokenScores, TranslationAttention

@@ -6,9 +6,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from bounds import gamma, u
-from seqlab import api, cli, decode
-from seqlab.decode import Sampling, generate
-from seqlab.errors import SeqlabError
+from seqlab import api, cli
+from seqlab.decoding import decode
+from seqlab.decoding.decode import Sampling, generate
+from seqlab.base.errors import SeqlabError
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.weight_only import WeightOnlyLinear, to_weight_only
 

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from bounds import gamma, u
 from helpers import train_epochs
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
 from seqlab.models.word2vec_kernels import _bisect_left, _sgd_pair, update_sigmoid
 from seqlab.models.word2vec_tables import cum_table, huffman_tree, noise_buckets
-from seqlab.vectors import KeyedVectors
+from seqlab.vectors.keyed import KeyedVectors
 
 
 def topic_sentences(n_topics: int = 6, per_topic: int = 8, sentences: int = 1500, length: int = 10,

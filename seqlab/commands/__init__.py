@@ -15,6 +15,6 @@ def add_parser(sub, name: str, help: str, example: str, description: str | None 
 
 
 def add_last(p) -> None:
-    """``--last``: read the run's final checkpoint instead of its best one (DESIGN.md, "A run directory")."""
+    """``--last``: read the run's final checkpoint instead of its best one (docs/manual.md, "A run directory")."""
     p.add_argument("--last", action="store_true",
                    help="use the final checkpoint instead of the best validation one (best/, the default)")

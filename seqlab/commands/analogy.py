@@ -18,7 +18,7 @@ def add(sub):
 
 def run(args) -> int:
     from seqlab.api import open_vectors
-    from seqlab.errors import SeqlabError
+    from seqlab.base.errors import SeqlabError
 
     if args.k < 1:
         raise SeqlabError(f"-k must be >= 1, got {args.k}")

@@ -16,8 +16,8 @@ def add(sub):
 
 def run(args) -> int:
     from seqlab.api import load
-    from seqlab.errors import SeqlabError
-    from seqlab.viz import save_figure
+    from seqlab.base.errors import SeqlabError
+    from seqlab.views.viz import save_figure
 
     obj = load(args.run_dir, device=args.device, last=args.last)
     if not hasattr(obj, "attention"):

@@ -14,7 +14,7 @@ import json
 import sys
 
 from seqlab.commands import add_parser
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 TOKENIZERS = ["13a", "intl", "char", "none"]
 SMOOTH_METHODS = ["exp", "floor", "add-k", "none"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from seqlab.commands import add_parser
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 
 def add(sub) -> None:

@@ -14,7 +14,7 @@ dropout, and never more passes over the same text than were measured to help.
 The budget is spent whatever the load. A probe of a few seconds measures the speed, and other work on the
 cores may start or stop after it. So the plan fixes what the speed chooses (model size, corpus, dropout) and
 the demo trains with ``train.schedule = "wsd-time"``: the schedule's position is the larger of the step and the
-share of the budget spent (:func:`seqlab.optim.clock_position`), so its decay starts four fifths into the budget
+share of the budget spent (:func:`seqlab.training.optim.clock_position`), so its decay starts four fifths into the budget
 and the run ends, decayed, when the budget does, however fast the steps came, at most MAX_STEPS. Chosen over
 re-measuring the speed and re-planning the length: the time clock needs no second measure and cannot be
 fooled by one, and a re-plan could not change the model's size mid-run anyway. ``--steps N`` keeps the clock
@@ -123,8 +123,8 @@ def size_overrides(size: tuple[int, int]) -> list[str]:
 def plan(steps_per_s: float, minutes: float, train_chars: dict[str, int], corpus: str = "auto") -> Plan:
     """The demo's plan on a machine that trains ``steps_per_s`` (the probe's measure, of SIZES[0]) for
     ``minutes``, given each corpus's training characters: :func:`plan_steps` of the steps that fit
-    (:func:`seqlab.optim.budget_steps`)."""
-    from seqlab.optim import budget_steps
+    (:func:`seqlab.training.optim.budget_steps`)."""
+    from seqlab.training.optim import budget_steps
 
     return plan_steps(budget_steps(steps_per_s, minutes), train_chars, corpus)
 
@@ -181,8 +181,8 @@ def run(args) -> int:
     from pathlib import Path
 
     from seqlab.api import Interrupted, load, train_run
-    from seqlab.errors import SeqlabError
-    from seqlab.optim import probe_rate
+    from seqlab.base.errors import SeqlabError
+    from seqlab.training.optim import probe_rate
     from seqlab.tasks import resolve
 
     if args.minutes <= 0 or args.steps < 0:
@@ -287,7 +287,7 @@ def report(lm, chosen: Plan, minutes: float, prompt: str | None) -> None:
 
     from seqlab.api import load
     from seqlab.data.lm_tokens import load_splits
-    from seqlab.viz import plot_attention
+    from seqlab.views.viz import plot_attention
 
     run_dir = lm.run_dir
     final = lm.checkpoint if lm.checkpoint["dir"] == str(run_dir) else load(run_dir, last=True).checkpoint

@@ -23,7 +23,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from seqlab.api import open_encoder
-    from seqlab.errors import SeqlabError
+    from seqlab.base.errors import SeqlabError
 
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix != ".npy":
@@ -50,7 +50,7 @@ def _save_npy(path, array) -> None:
     """np.save through a temporary file in the same folder and a rename (never a partial file)."""
     import numpy as np
 
-    from seqlab.io import atomic_path
+    from seqlab.base.io import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.save(f, array)

@@ -22,7 +22,7 @@ def add(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from seqlab import explain
+    from seqlab.views import explain
 
     print(explain.render(explain.trace(args.seed), args.seed))
     return 0

@@ -34,7 +34,7 @@ def run(args) -> int:
 
     lm = load(args.run_dir, device=args.device, last=args.last)
     if not hasattr(lm, "generate"):
-        from seqlab.errors import SeqlabError
+        from seqlab.base.errors import SeqlabError
 
         raise SeqlabError(f"{args.run_dir} is a {lm.config.task.kind} run; `seqlab generate` needs a language model")
     lm.use_weight_dtype(args.dtype)

@@ -15,8 +15,8 @@ def add(sub):
 
 def run(args) -> int:
     from seqlab.api import open_vectors
-    from seqlab.vectors import tsne_map
-    from seqlab.viz import embedding_map_figure, save_figure
+    from seqlab.vectors.keyed import tsne_map
+    from seqlab.views.viz import embedding_map_figure, save_figure
 
     kv = open_vectors(args.run_dir)  # a run's vectors or a vectors file: the map of Embeddings.map, drawn
     words, coords = tsne_map(kv, args.words, seed=args.seed)

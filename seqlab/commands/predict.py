@@ -20,7 +20,7 @@ def run(args) -> int:
     import sys
 
     from seqlab.api import load
-    from seqlab.errors import SeqlabError
+    from seqlab.base.errors import SeqlabError
 
     obj = load(args.run_dir, device=args.device, last=args.last)
     if not hasattr(obj, "predict"):

@@ -9,7 +9,7 @@ def add(sub):
 
 
 def run(args) -> int:
-    from seqlab.config import preset_names, preset_summary
+    from seqlab.base.config import preset_names, preset_summary
 
     names = preset_names()
     width = max(map(len, names))

@@ -29,7 +29,7 @@ def run(args) -> int:
     import importlib.util
     import socket
 
-    from seqlab.errors import SeqlabError
+    from seqlab.base.errors import SeqlabError
     from seqlab.serve import EXTRA
 
     if any(importlib.util.find_spec(name) is None for name in EXTRA):
@@ -68,7 +68,7 @@ def bind(host: str, port: int):
     import errno
     import socket
 
-    from seqlab.errors import SeqlabError
+    from seqlab.base.errors import SeqlabError
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

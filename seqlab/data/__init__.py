@@ -6,7 +6,7 @@ Names are imported lazily, so ``seqlab data list`` does not pay for importing to
 
 from __future__ import annotations
 
-from seqlab.lazy import lazy_exports
+from seqlab.base.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "read_text": "seqlab.data.sources",
@@ -14,7 +14,7 @@ _EXPORTS: dict[str, str] = {
     "split_text": "seqlab.data.sources",
     "list_sources": "seqlab.data.sources",
     "source_names": "seqlab.data.sources",
-    "cache_dir": "seqlab.data.download",
+    "cache_dir": "seqlab.base.io",
     "get": "seqlab.data.download",
     "DATASETS": "seqlab.data.download",
     "pad_batch": "seqlab.data.batching",

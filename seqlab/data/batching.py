@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn.masks import causal_mask, padding_mask
 
 __all__ = ["bucket_batches", "causal_mask", "lm_windows", "pad_batch", "padding_mask", "random_lm_batch",

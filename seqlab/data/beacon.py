@@ -16,8 +16,8 @@ import time
 import uuid
 from pathlib import Path
 
-from seqlab.errors import SeqlabError, shown
-from seqlab.io import write_json_atomic
+from seqlab.base.errors import SeqlabError, shown
+from seqlab.base.io import write_json_atomic
 
 
 class Beacon:

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 DOCSTART = "-DOCSTART-"
 TAG = re.compile(r"O|[BIESLU]-\S+")  # O, or a prefix (IOB1/IOB2/IOBES/BILOU) and a type

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.errors import SeqlabError
-from seqlab.io import drop_pages, map_array, replace_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import drop_pages, map_array, replace_atomic
 
 MAX_WORDS_IN_CHUNK = 10_000  # gensim's job size (raw words) and longest sentence
 

@@ -27,8 +27,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqlab.errors import SeqlabError
-from seqlab.io import disk_full_message, is_disk_full, replace_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import cache_dir, disk_full_message, is_disk_full, replace_atomic
 
 GITHUB_RAW = "https://raw.githubusercontent.com"
 CHUNK = 1 << 16  # bytes read per network call
@@ -279,11 +279,6 @@ DATASETS: dict[str, Dataset] = {
                          "Original site: Cambridge."),
     ]
 }
-
-
-def cache_dir() -> Path:
-    """``$SEQLAB_CACHE``, or ``~/.cache/seqlab`` when it is unset or empty."""
-    return Path(os.environ.get("SEQLAB_CACHE") or "~/.cache/seqlab").expanduser()
 
 
 def link_cache(shared: Path, cache: Path) -> Path:

@@ -29,7 +29,7 @@ happens alike to spooled items (a classify text's surrounding whitespace is stri
 IOB2; ``data.lowercase`` lowercases).
 
 Memory: items stream to the file one at a time (a generator is consumed once). The file is written under a
-temporary name and renamed into place (:func:`seqlab.io.atomic_path`): an error part-way leaves no file.
+temporary name and renamed into place (:func:`seqlab.base.io.atomic_path`): an error part-way leaves no file.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.data.conll import DOCSTART, TAG
-from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, naming
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import atomic_path, naming
 from seqlab.text.tokenizers import split_words
 
 KINDS = ("lm", "embed", "tag", "classify", "translate", "forecast")

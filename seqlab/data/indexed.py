@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.data.workers import token_dtype
-from seqlab.errors import SeqlabError
-from seqlab.io import atomic_path, map_array, read_json, write_json_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import atomic_path, map_array, read_json, write_json_atomic
 
 MAGIC = b"SQLIDX\x00\x01"
 HEADER = 16  # bytes before the offsets: MAGIC and the dtype string, padded with NUL
@@ -106,7 +106,7 @@ class IndexedArrays(Sequence):
         offsets, offsets_map = map_array(idx, np.int64)
         self.offsets = offsets[HEADER // 8:]  # (n + 1,)
         self.values, values_map = map_array(data, dtype)  # (values,)
-        self.maps = (offsets_map, values_map)  # the file mappings (seqlab.io.drop_pages)
+        self.maps = (offsets_map, values_map)  # the file mappings (seqlab.base.io.drop_pages)
         if not len(self.offsets) or int(self.offsets[-1]) != len(self.values):
             raise SeqlabError(f"{data} does not match {idx.name}; delete {prefix.parent} and train again")
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from seqlab.data.conll import numbered_lines
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 FORMATS = ("tsv", "fasttext", "tree", "label-first")
 FASTTEXT = re.compile(r"__label__(\S+)(?:[\t ]+(.*))?")

@@ -22,12 +22,12 @@ from typing import Protocol
 
 import numpy as np
 
-from seqlab.config import DataConfig, RunConfig
+from seqlab.base.config import DataConfig, RunConfig
 from seqlab.data import beacon, prepared, text_pieces, workers
 from seqlab.data.prose import pyprose_manifest
 from seqlab.data.sources import source_file, split_points
-from seqlab.errors import SeqlabError, shown
-from seqlab.io import read_json, versions, write_json_atomic
+from seqlab.base.errors import SeqlabError, shown
+from seqlab.base.io import read_json, versions, write_json_atomic
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer, train_configured
 
 SPLITS = ("train", "valid", "test")
@@ -45,7 +45,7 @@ PREPARE_HELP = ("run `seqlab data prepare CONFIG --out DIR` with the same data.*
 
 
 class Ranks(Protocol):
-    """The processes of a run, as :class:`seqlab.devices.Dist` describes them: rank 0 of ``world`` prepares."""
+    """The processes of a run, as :class:`seqlab.training.devices.Dist` describes them: rank 0 of ``world`` prepares."""
 
     rank: int
     world: int

@@ -1,6 +1,6 @@
 """Parallel text for translation: two aligned files, their splits, tokenizers and vocabularies.
 
-Conventions (DESIGN.md, "Config conventions"): ``data.train=PREFIX`` with ``data.src=de`` and
+Conventions (docs/manual.md, "Config conventions"): ``data.train=PREFIX`` with ``data.src=de`` and
 ``data.tgt=en`` reads ``PREFIX.de`` and ``PREFIX.en``; line i of one is the translation of line i of
 the other. ``data.valid`` / ``data.test`` are prefixes too; without them the validation and test pairs
 are cut from the training pairs by ``data.split`` (contiguous, in file order, by pair counts). With
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqlab.data.streamed import Streamed
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.text.tokenizers import BPETokenizer, Tokenizer, train_configured
 
 SPLITS = ("train", "valid", "test")
@@ -117,7 +117,7 @@ Pairs = ParallelCorpus | Streamed  # sentence pairs in memory, or streamed from 
 
 
 def split_prefixes(data) -> dict[str, str]:
-    """The path prefix of each split named by a :class:`seqlab.config.DataConfig` ("" = cut from train)."""
+    """The path prefix of each split named by a :class:`seqlab.base.config.DataConfig` ("" = cut from train)."""
     if data.train:
         return {"train": data.train, "valid": data.valid, "test": data.test}
     if data.source in PARALLEL_SOURCES:

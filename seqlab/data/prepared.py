@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab import signals
+from seqlab.base import signals
 from seqlab.data.workers import end_workers
-from seqlab.errors import SeqlabError, shown
-from seqlab.io import read_json, replace_atomic, write_json_atomic
+from seqlab.base.errors import SeqlabError, shown
+from seqlab.base.io import read_json, replace_atomic, write_json_atomic
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1

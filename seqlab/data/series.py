@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 
 def _number(cell: str) -> float | None:

@@ -1,10 +1,10 @@
 """Where text comes from: embedded corpora, downloadable datasets, user files; deterministic splits.
 
-``data.source`` (DESIGN.md) is one of
+``data.source`` (docs/manual.md, "Config conventions") is one of
 - an embedded corpus that every Python has, no network needed:
   ``pydocs``   the running interpreter's documentation topics (``pydoc_data.topics.topics``, the text
                of ``help('topic')``: English prose), values joined in sorted key order;
-  ``pystdlib`` the standard library's ``.py`` source files (see :func:`pystdlib_files`);
+  ``pystdlib`` the standard library's ``.py`` source files (:mod:`seqlab.data.embedded`);
   ``pyprose``  the documentation topics and the docstrings of a fixed list of standard-library modules, read
                from their source, tables and code removed: English prose, ~1.8M chars (:mod:`seqlab.data.prose`);
 - a downloadable dataset name (:mod:`seqlab.data.download`), read from the cache, downloaded when missing;
@@ -16,22 +16,15 @@ but is identical from run to run.
 from __future__ import annotations
 
 import codecs
-import functools
 import os
 import re
-import sysconfig
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from seqlab.data import download
-from seqlab.errors import SeqlabError, shown
-
-# Folders of the standard library left out of `pystdlib`: installed third-party packages, the
-# regression tests (`test/`, and `tests/`, `idle_test/` inside packages such as idlelib, tkinter,
-# ctypes, unittest, lib2to3, distutils; they contain deliberately odd or undecodable files), the
-# build configuration (`config-3.X-...`) and bytecode caches.
-PYSTDLIB_SKIP_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"})
-PYSTDLIB_MAX_CHARS = 8_000_000  # cap: whole files in sorted path order until the next would pass it
+from seqlab.data.embedded import PYSTDLIB_MAX_CHARS, pydocs_text, pystdlib_text
+from seqlab.data.fractions import split_points, split_text  # noqa: F401 (split_text: callers import it from here)
+from seqlab.base.errors import SeqlabError, shown
 
 EMBEDDED: dict[str, str] = {  # name -> description
     "pydocs": "the running Python's documentation topics (pydoc_data), English prose, ~0.5M chars",
@@ -39,47 +32,9 @@ EMBEDDED: dict[str, str] = {  # name -> description
     "pyprose": "pydocs plus standard-library docstrings, tables and code removed, English prose, ~1.8M chars",
 }
 
-DEFAULT_SPLIT = (0.9, 0.05, 0.05)  # train, valid, test
-
-
-@functools.cache
-def pydocs_text() -> str:
-    """``pydoc_data.topics.topics`` values joined with newlines in sorted key order."""
-    from pydoc_data.topics import topics
-
-    return "\n".join(topics[key] for key in sorted(topics))
-
-
-def pystdlib_files() -> list[Path]:
-    """The standard library's ``.py`` files in sorted relative-path order, without
-    :data:`PYSTDLIB_SKIP_DIRS`, ``config-*`` folders and the machine-generated ``_sysconfigdata*`` files."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in PYSTDLIB_SKIP_DIRS and not d.startswith("config-")]
-        files += [Path(dirpath, f) for f in filenames if f.endswith(".py") and not f.startswith("_sysconfigdata")]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
-
-
-@functools.cache
-def pystdlib_text() -> str:
-    """The files of :func:`pystdlib_files` joined with newlines, each read as UTF-8 (files that are
-    not UTF-8 are skipped), up to :data:`PYSTDLIB_MAX_CHARS`."""
-    parts, size = [], 0
-    for path in pystdlib_files():
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if size + len(text) > PYSTDLIB_MAX_CHARS:
-            break
-        parts.append(text)
-        size += len(text) + 1
-    return "\n".join(parts)
-
 
 def _pyprose_text() -> str:
-    """:func:`seqlab.data.prose.pyprose_text` (imported here when asked for: prose reads this module)."""
+    """:func:`seqlab.data.prose.pyprose_text` (imported when asked for)."""
     from seqlab.data.prose import pyprose_text
 
     return pyprose_text()
@@ -269,45 +224,6 @@ def line_pieces(blocks: Iterable[str], max_chars: int = BLOCK_CHARS) -> Iterator
 
 def _looks_like_path(name: str) -> bool:
     return os.sep in name or "/" in name or "." in name or name.startswith("~")
-
-
-def split_text(text: str, fractions: Sequence[float] = DEFAULT_SPLIT) -> tuple[str, str, str]:
-    """Cut ``text`` into (train, valid, test): contiguous pieces in order, sizes by character
-    fractions (boundaries ``round(n * f_train)`` and ``round(n * (f_train + f_valid))``), deterministic."""
-    a, b = split_points(len(text), fractions)
-    return text[:a], text[a:b], text[b:]
-
-
-def split_points(n: int, fractions: Sequence[float] = DEFAULT_SPLIT) -> tuple[int, int]:
-    """The two cut points (character indices) of :func:`split_text` for a text of ``n`` characters; a split
-    with a positive fraction that would be empty is an error."""
-    fractions = _check_fractions(fractions)
-    a = min(n, round(n * fractions[0]))
-    b = max(a, min(n, round(n * (fractions[0] + fractions[1]))))
-    for size, fraction, split in zip((a, b - a, n - b), fractions, ("train", "valid", "test")):
-        if fraction > 0 and not size:
-            raise SeqlabError(
-                f"the corpus ({n} characters) is too short for a {split} split of {fraction:g}; "
-                "give more text or change data.split"
-            )
-    return a, b
-
-
-def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
-    try:
-        values = tuple(float(f) for f in fractions)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an int too large for a float
-        values = ()
-    fix = "give three fractions for train, valid, test, e.g. data.split = [0.9, 0.05, 0.05]"
-    if len(values) != 3:
-        raise SeqlabError(f"split fractions must be three numbers, got {fractions!r}; {fix}")
-    if any(not (v >= 0) for v in values):  # also catches NaN
-        raise SeqlabError(f"split fractions must be non-negative, got {list(values)}; {fix}")
-    if abs(sum(values) - 1.0) > 1e-6:
-        raise SeqlabError(f"split fractions must sum to 1, got {list(values)} (sum {sum(values):g}); {fix}")
-    if values[0] <= 0:
-        raise SeqlabError(f"the train fraction must be > 0, got {values[0]:g}; {fix}")
-    return values
 
 
 def list_sources() -> list[dict]:

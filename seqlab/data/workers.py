@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab import signals
-from seqlab.io import naming
+from seqlab.base import signals
+from seqlab.base.io import naming
 
 
 def token_dtype(vocab_size: int) -> np.dtype:

@@ -29,8 +29,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from seqlab.errors import SeqlabError
-from seqlab.io import remove, replace_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import remove, replace_atomic
 
 FORMATS = ("hf", "onnx", "word2vec", "word2vec-binary")
 EXTRA = "pip install 'seqlab[export]'"

@@ -15,7 +15,7 @@ from typing import Any
 
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models import pretrained
 from seqlab.models.gpt2 import gpt2_config, gpt2_incompatibilities, to_gpt2_tensors
 from seqlab.text.hf_tokenizer import hf_tokenizer_files

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 TOLERANCE = 1e-4  # largest |onnxruntime - seqlab| allowed, times max(1, largest |output|)
 MAX_BYTES = 2 * 1024**3 - 64 * 1024**2  # one ONNX (protobuf) file holds at most 2 GiB

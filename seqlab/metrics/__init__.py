@@ -9,7 +9,7 @@ loads neither torch (``seqlab.metrics.lm``) nor numpy (``accuracy``, ``ner``).
 
 from __future__ import annotations
 
-from seqlab.lazy import lazy_exports
+from seqlab.base.lazy import lazy_exports
 
 # public name -> module that defines it (imported on first attribute access)
 _EXPORTS: dict[str, str] = {

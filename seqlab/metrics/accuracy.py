@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 
 def _check(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) -> None:

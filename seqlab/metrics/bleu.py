@@ -43,8 +43,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from seqlab import __version__
-from seqlab.errors import SeqlabError
+from seqlab.base.version import __version__
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.bleu_tokenizers import TOKENIZERS
 
 MAX_NGRAM_ORDER = 4

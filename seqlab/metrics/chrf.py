@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from seqlab import __version__
-from seqlab.errors import SeqlabError
+from seqlab.base.version import __version__
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.bleu import check_corpus, gc_paused, ngram_multiset
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 Tags = Sequence[str]  # one tag per token of one sentence
 

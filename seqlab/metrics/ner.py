@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.entities import SCHEMES, Scheme, Tags, get_entities, get_entities_strict, resolve_scheme
 
 AVERAGES = (None, "micro", "macro", "weighted")

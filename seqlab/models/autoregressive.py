@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json, write_json_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json, write_json_atomic
 
 FORMAT_VERSION = 1  # of the JSON written by FittedAR.save
 CRITERIA = ("aic", "bic", "hqic")
@@ -53,7 +53,7 @@ CRITERIA = ("aic", "bic", "hqic")
 
 @dataclass(frozen=True)
 class ARConfig:
-    """Hyperparameters of AR(p) (DESIGN.md: `model.p`, `model.max_p`)."""
+    """Hyperparameters of AR(p) (docs/manual.md, "Config conventions": `model.p`, `model.max_p`)."""
 
     p: int = 2  # number of lags: x_t depends on x_{t-1} .. x_{t-p}
     max_p: int = 0  # 0: use `p` as given; >= 1: choose p in 1..max_p by `ic` (select_order) at fit time

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, check_size
+from seqlab.base.errors import SeqlabError, check_size
 from seqlab.models.recurrent import RecurrentModelConfig
-from seqlab.models.token_encoder import EmbeddingInit, EncoderWithHead, arch_configs, no_tied_embeddings
+from seqlab.models.token_encoder import EncoderWithHead, arch_configs, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
+from seqlab.vectors.embedding import EmbeddingInit
 
 RECURRENT_POOLING = ("last", "mean", "max")
 TRANSFORMER_POOLING = ("mean", "max")  # "last" would single out one position of an order-free encoder

@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_size
-from seqlab.io import read_json, write_json_atomic
+from seqlab.base.errors import SeqlabError, check_size
+from seqlab.base.io import read_json, write_json_atomic
 from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, mean_pool, read_weights, \
     resolve_pretrained
 from seqlab.models.sentence import SentenceEncoder

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive
+from seqlab.base.errors import SeqlabError, check_positive
 from seqlab.models.transformer import POSITIONS, Encoder, TransformerConfig, _check_positions
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, set_forget_bias

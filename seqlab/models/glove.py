@@ -38,7 +38,7 @@ from numba import njit, prange
 from torch import nn
 
 from seqlab.data.corpus import Corpus
-from seqlab.io import drop_pages, map_array
+from seqlab.base.io import drop_pages, map_array
 from seqlab.models.word2vec_kernels import StepStats, numba_threads
 
 ENTRIES_PER_STEP = 1 << 20  # co-occurrence entries per Trainer step: the grain of progress, Ctrl-C, checkpoints
@@ -357,7 +357,7 @@ class GloVe(nn.Module):
 
 class GloVeAdaGrad:
     """A :class:`GloVe`, its co-occurrence matrix and AdaGrad accumulators, trained one step at a time (a kernel
-    task of :class:`seqlab.trainer.Trainer`): step ``index`` of an epoch takes the ``index``-th of
+    task of :class:`seqlab.training.trainer.Trainer`): step ``index`` of an epoch takes the ``index``-th of
     ``steps_per_epoch`` contiguous parts of the shuffled non-zero entries, its threads each a contiguous share."""
 
     PARAMS = ("word", "context", "word_bias", "context_bias")

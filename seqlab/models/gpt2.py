@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.text.tokenizers import Tokenizer
 

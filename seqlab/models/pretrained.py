@@ -26,8 +26,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive
-from seqlab.io import read_json
+from seqlab.base.errors import SeqlabError, check_positive
+from seqlab.base.io import read_json
 from seqlab.models.transformer import Encoder, TransformerConfig, _check_positions
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.positions import LearnedPositions

@@ -11,10 +11,10 @@ With ``tie_embeddings`` W2 is E (Press & Wolf 2017; needs hidden_size == d_model
 2014) on the embeddings, between stacked layers and on the top layer's states.
 
 The language model has the interface of :class:`seqlab.models.transformer.TransformerLM` so the LM task
-(:mod:`seqlab.tasks.lm`) and the decoder (:mod:`seqlab.decode`) use it unchanged: ``cfg.max_len``,
+(:mod:`seqlab.tasks.lm`) and the decoder (:mod:`seqlab.decoding.decode`) use it unchanged: ``cfg.max_len``,
 ``forward(ids, cache=None)``, ``new_cache(batch, device, dtype)`` and ``num_params()``. An RNN needs no
-window limit, but it keeps the Transformer's rule (DESIGN.md): a forward pass sees at most ``max_len``
-positions, cached ones included, so generation slides the same window and cached equals uncached.
+window limit, but it keeps the Transformer's rule (docs/manual.md, "Rules of the code"): a forward pass sees at
+most ``max_len`` positions, cached ones included, so generation slides the same window and cached equals uncached.
 
 Shapes: batch; seq; d_model (embedding width); hidden (hidden_size); dirs (1 or 2); layers; vocab.
 """
@@ -27,7 +27,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive, check_size
+from seqlab.base.errors import SeqlabError, check_positive, check_size
 from seqlab.models.transformer import _check_positions
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, State, set_forget_bias

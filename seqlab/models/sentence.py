@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.pretrained import BertEncoder, from_pretrained, mean_pool
 from seqlab.text.wordpiece import WordPieceTokenizer
 

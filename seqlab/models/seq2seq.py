@@ -17,7 +17,7 @@ torch.nn.GRU/LSTM on packed sequences, so padding never reaches it and the final
 sentence's last real token; attention masks the padding, so a sentence's output does not depend on what
 else is in its batch. Dropout on the embeddings, between stacked layers and on the readout.
 
-Decoding (greedy, beam search) lives in :mod:`seqlab.beam`; it calls :meth:`Seq2SeqAttention.encode`
+Decoding (greedy, beam search) lives in :mod:`seqlab.decoding.beam`; it calls :meth:`Seq2SeqAttention.encode`
 once and :meth:`Seq2SeqAttention.step` once per output token, reordering :class:`DecoderState` rows.
 
 Shapes: batch; src, tgt (source and target positions); d_model (embedding width); hidden (per
@@ -32,35 +32,14 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.errors import SeqlabError
-from seqlab.errors import check_positive, check_size
+from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import check_positive, check_size
 from seqlab.nn.additive import AdditiveAttention
 from seqlab.nn.attention import Attended
 from seqlab.nn.dropout import Dropout
+from seqlab.vectors.embedding import TranslationVectors
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
-
-
-@dataclass(frozen=True, kw_only=True)
-class TranslationVectors:
-    """The word-vector keys of both translate archs (this one and the Transformer's EncoderDecoderConfig): E_src
-    starts from ``vectors``, E_tgt (and W_o tied to it) from ``tgt_vectors`` (seqlab.tasks.translate does it)."""
-
-    vectors: str = ""  # E_src from word vectors: word2vec text/binary, GloVe text, .safetensors or an embed run
-    tgt_vectors: str = ""  # E_tgt from word vectors (the target language's), as vectors; "" = random init
-    freeze_vectors: bool = False  # keep the matrices started from vectors fixed during training
-
-    def vector_sides(self) -> dict[str, str]:
-        """{"source" | "target": the path} of the sides that start from word vectors."""
-        return {side: path for side, path in (("source", self.vectors), ("target", self.tgt_vectors)) if path}
-
-    def check_vectors(self) -> None:
-        if self.freeze_vectors and not self.vector_sides():
-            raise SeqlabError("model.freeze_vectors needs model.vectors or model.tgt_vectors (word-vectors files); "
-                              "set one or model.freeze_vectors=false")
-        if self.tgt_vectors and getattr(self, "share_embeddings", False):
-            raise SeqlabError("model.share_embeddings makes one matrix for both sides, started from model.vectors; "
-                              "leave model.tgt_vectors empty")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,11 +33,12 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from seqlab.errors import check_size
-from seqlab.models.token_encoder import CharFeatures, CharRecurrentConfig, EmbeddingInit, EncoderWithHead, \
+from seqlab.base.errors import check_size
+from seqlab.models.token_encoder import CharFeatures, CharRecurrentConfig, EncoderWithHead, \
     arch_configs, no_char_features, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
 from seqlab.nn.crf import CRF
+from seqlab.vectors.embedding import EmbeddingInit
 
 
 # ------------------------------------------------------------------------------------------------------

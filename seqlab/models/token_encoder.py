@@ -1,7 +1,7 @@
 """What the tagger (:mod:`seqlab.models.tagger`) and the sentence classifier (:mod:`seqlab.models.classifier`) share:
 a token encoder, recurrent or Transformer, behind one interface, the fields and per-``model.arch`` config classes
-of their configs, the initialisation of E from word vectors (a file, an embedding run or a name such as glove-6b-50d;
-frozen or trainable), and :class:`EncoderWithHead`, the encoder with a linear layer over its states that both models
+of their configs (the word-vector keys and E's initialisation from them: :mod:`seqlab.vectors.embedding`), and
+:class:`EncoderWithHead`, the encoder with a linear layer over its states that both models
 are.
 
 Equations (notes: Recurrent neural networks, Word embeddings):
@@ -20,23 +20,17 @@ Masks: ``padding`` (batch, seq), True = real token, padding after the real token
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive
+from seqlab.base.errors import SeqlabError, check_positive
 from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig
 from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2
 from seqlab.nn.char_features import CharBiLSTM
 from seqlab.nn.recurrent import RecurrentConfig, State, set_forget_bias
 from seqlab.text.vocab import Vocab
-
-if TYPE_CHECKING:
-    from seqlab.vectors import KeyedVectors
 
 PAD_ID = Vocab.pad_id  # <pad> = 0 in every vocabulary and tokenizer (seqlab.text.vocab)
 ARCH_CELLS = {"lstm": ("lstm",), "gru": ("gru", "simple-gru"), "rnn": ("rnn",)}  # recurrent model.arch -> cells
@@ -44,28 +38,6 @@ ARCH_CELLS = {"lstm": ("lstm",), "gru": ("gru", "simple-gru"), "rnn": ("rnn",)} 
 
 # ------------------------------------------------------------------------------------------------------
 # configs
-
-
-@dataclass(frozen=True, kw_only=True)
-class EmbeddingInit:
-    """The embedding-initialisation fields every tagger and classifier config has."""
-
-    vectors: str = ""  # word vectors for E: word2vec text/binary, GloVe text, .safetensors, an embed run or a name
-    # (glove-6b-50d, an installed package's); "" = random
-    freeze_vectors: bool = False  # keep E fixed during training (needs vectors)
-    vectors_vocab: int = 0  # add the vectors' first N words to the word vocabulary (data.tokenizer=word); 0 = none
-
-    def check_vectors(self) -> None:
-        if self.freeze_vectors and not self.vectors:
-            raise SeqlabError("model.freeze_vectors needs model.vectors (a word-vectors file); set model.vectors "
-                              "or model.freeze_vectors=false")
-        n = self.vectors_vocab
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise SeqlabError(f"model.vectors_vocab={n!r} must be 0 (off) or a positive whole number (words of "
-                              "model.vectors to add to the vocabulary); set e.g. model.vectors_vocab=100000")
-        if n and not self.vectors:
-            raise SeqlabError(f"model.vectors_vocab={n} adds words of model.vectors to the vocabulary, but "
-                              "model.vectors is empty; set model.vectors or model.vectors_vocab=0")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,44 +178,6 @@ def build_encoder(cfg, n_chars: int | None = None) -> nn.Module:
 def token_embedding(encoder: nn.Module) -> nn.Embedding:
     """E, the (vocab, d_model) token embedding of an encoder from :func:`build_encoder`."""
     return encoder.embed if isinstance(encoder, RecurrentEncoder) else encoder.embed.tokens
-
-
-# ------------------------------------------------------------------------------------------------------
-# word vectors -> E
-
-
-def load_vectors(path: str | Path, key: str = "model.vectors") -> KeyedVectors:
-    """KeyedVectors from the file, embedding run or name that the config ``key`` names
-    (:func:`seqlab.vectors.read_vectors`: word2vec text or binary, GloVe text, a KeyedVectors ``.safetensors`` file,
-    an embed run's directory, or ``glove-6b-50d`` and the other names of
-    :data:`seqlab.data.word_vectors.NAMED_VECTORS` when no file or folder of that name exists)."""
-    from seqlab.data.word_vectors import NAMED_VECTORS, named_vectors
-    from seqlab.vectors import read_vectors
-
-    if named_vectors(path) is not None:
-        return read_vectors(path, key)
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise SeqlabError(f"{key}: {path} is not a file or a run directory; give a word-vectors file (word2vec "
-                          "text or binary, GloVe text, .safetensors), an embedding run's directory or a name: "
-                          f"{', '.join(NAMED_VECTORS)}")
-    return read_vectors(path, key)
-
-
-def init_embeddings(embedding: nn.Embedding, tokens: Sequence[str], path: str | Path, seed: int = 0,
-                    key: str = "model.vectors", vectors: KeyedVectors | None = None) -> int:
-    """Copy word vectors (the file, embedding run or name the config ``key`` names; ``vectors``: those already
-    read from it) into E: each vocabulary token's vector (exact, else case-folded match), random rows with the
-    vectors' spread for the others, zeros for <pad>. Returns how many tokens had a vector."""
-    kv = load_vectors(path, key) if vectors is None else vectors
-    if kv.dim != embedding.embedding_dim:
-        raise SeqlabError(f"the vectors in {path} have {kv.dim} dimensions but model.d_model is "
-                          f"{embedding.embedding_dim}; set model.d_model={kv.dim}")
-    matrix, found = kv.embedding_matrix(tokens, seed=seed)  # vocab, d_model
-    matrix[PAD_ID] = 0.0
-    with torch.no_grad():
-        embedding.weight.copy_(torch.from_numpy(matrix))
-    return found
 
 
 # ------------------------------------------------------------------------------------------------------

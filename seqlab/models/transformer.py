@@ -21,14 +21,14 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError, check_positive, check_size
-from seqlab.models.seq2seq import TranslationVectors
+from seqlab.base.errors import SeqlabError, check_positive, check_size
 from seqlab.nn.attention import IMPLS, KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
 from seqlab.nn.masks import combine, key_padding_to_attn
 from seqlab.nn.norm import PLACEMENTS, Residual
 from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
+from seqlab.vectors.embedding import TranslationVectors
 
 POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 

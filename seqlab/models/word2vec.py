@@ -31,7 +31,7 @@ Training follows the word2vec C tool and gensim (word2vec_inner.pyx), so the two
 - the initial vectors are gensim 4's (uniform in ±1/D from ``numpy.random.default_rng(seed)``, the same bits),
   the output vectors zero;
 - the learning rate falls linearly from ``train.lr`` to ``train.min_lr`` with the position of each chunk of
-  ≤ 10,000 words in the whole run (the ``linear`` shape of the one schedule, :func:`seqlab.optim.learning_rate`).
+  ≤ 10,000 words in the whole run (the ``linear`` shape of the one schedule, :func:`seqlab.training.optim.learning_rate`).
 
 Two engines run that same step. ``numba`` (:mod:`seqlab.models.word2vec_kernels`): one kernel, Hogwild
 threads (lock-free writes to the shared matrices), thread t taking chunks t, t+T, t+2T, ... so every thread sees
@@ -41,7 +41,7 @@ rounding of gensim's Cython (tests/test_parity_vectors.py: the same pairs, noise
 the readable reference and the GPU path, :class:`SkipGram` with sparse embeddings, batches of pairs and plain SGD.
 The vocabulary tables are in :mod:`seqlab.models.word2vec_tables`, the corpus layout in :mod:`seqlab.data.corpus`.
 
-:class:`SkipGramSGD` is what the Trainer runs (a kernel task, :class:`seqlab.trainer.KernelTask`): the model, its
+:class:`SkipGramSGD` is what the Trainer runs (a kernel task, :class:`seqlab.training.trainer.KernelTask`): the model, its
 tables, and one step = ``CHUNKS_PER_STEP`` chunks of the corpus by either engine; the Trainer owns the loop,
 the schedule, interruption, the time budget, checkpoints and resume.
 
@@ -60,7 +60,7 @@ import torch
 from torch import nn
 
 from seqlab.data.corpus import Corpus
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.word2vec_kernels import StepStats, _train_chunks, numba_threads, thread_seeds
 from seqlab.models.word2vec_tables import HuffmanTree, cum_table, huffman_tree, noise_buckets, sample_ints
 
@@ -167,7 +167,7 @@ class SkipGram(nn.Module):
 
 class SkipGramSGD:
     r"""A :class:`SkipGram`, its tables and the corpus, trained by plain SGD one step at a time (a kernel task of
-    :class:`seqlab.trainer.Trainer`): ``update(epoch, index, lr)`` trains chunks ``index·CHUNKS_PER_STEP ..`` of
+    :class:`seqlab.training.trainer.Trainer`): ``update(epoch, index, lr)`` trains chunks ``index·CHUNKS_PER_STEP ..`` of
     the corpus at the learning rates ``lr(epochs done)`` of the Trainer's schedule.
 
     !!! equation "Word embeddings › Skip-gram (beyond the notes)"

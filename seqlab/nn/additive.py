@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn.masks import masked_softmax
 
 

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn.dropout import dropout
 from seqlab.nn.masks import causal_mask, causal_mask_at, combine, masked_softmax, open_empty_rows, to_additive
 

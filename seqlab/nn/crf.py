@@ -34,7 +34,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 FORBIDDEN = -1e4  # a forbidden transition's score in the likelihood (see the module docstring)
 SCHEMES = {"IOB2": ("B", "I"), "BIOES": ("B", "I", "E", "S")}  # scheme -> the prefixes its labels may carry

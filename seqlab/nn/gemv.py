@@ -11,7 +11,7 @@ elementwise ops fused in.
 
 ``backend`` is a torch.compile backend: inductor, with these decompositions for products of at most
 ``ROWS`` rows (larger ones, e.g. a prompt, still go to the BLAS). Whether decoding uses it is not decided here:
-the caller passes ``products="stream"`` or ``"blas"`` to :func:`seqlab.decode.generate` (seqlab.devices
+the caller passes ``products="stream"`` or ``"blas"`` to :func:`seqlab.decoding.decode.generate` (seqlab.training.devices
 chooses, by measuring this CPU once). Only the summation order differs from the
 BLAS (fp32 sums of the same products, about 1e-7 relative).
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn.dropout import Dropout
 
 PLACEMENTS = ("pre", "post", "sublayer")

@@ -66,7 +66,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn.dropout import dropout
 
 State = tuple[Tensor, ...]

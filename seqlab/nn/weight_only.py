@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 DTYPES = ("fp32", "bf16", "int8")
 

@@ -40,8 +40,8 @@ from fastapi.responses import (FileResponse, HTMLResponse, JSONResponse, Redirec
                                StreamingResponse)
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seqlab import __version__
-from seqlab.errors import SeqlabError
+from seqlab.base.version import __version__
+from seqlab.base.errors import SeqlabError
 from seqlab.serve import operations as ops
 from seqlab.serve.cache import ModelCache
 from seqlab.serve.runs import NotFound, RunIndex
@@ -180,7 +180,7 @@ def create_app(roots: list[str | Path], token: str | None = None, cache_size: in
 
     @app.get("/api/runs/{run_id:path}/metrics", summary="the rows of the run's metrics.jsonl")
     def api_metrics(run_id: str, since: int = 0):
-        from seqlab.io import read_metrics
+        from seqlab.base.io import read_metrics
 
         rows = read_metrics(run_dir(run_id) / "metrics.jsonl")
         return {"rows": ops._finite(rows[since:]), "count": len(rows),

@@ -3,7 +3,7 @@ least recently used dropped beyond ``size`` entries.
 
 The key of an entry is the checkpoint's identity: the folder read (``best/`` or the run directory), its step
 and the SHA-256 that ``state.json`` records for ``model.safetensors``. Every request reads that small
-``state.json`` again (:func:`seqlab.checkpoint.load_state`, which sees only committed checkpoints), so a run
+``state.json`` again (:func:`seqlab.training.checkpoint.load_state`, which sees only committed checkpoints), so a run
 that commits a newer checkpoint while it trains is loaded afresh on the next request, never half-written.
 """
 
@@ -14,7 +14,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-from seqlab import api, checkpoint
+from seqlab import api
+from seqlab.training import checkpoint
 from seqlab.serve.runs import is_encoder
 
 

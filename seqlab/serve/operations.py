@@ -4,7 +4,7 @@ returns (its ``generate``, ``hypotheses``, ``tag``, ``forecast``, ``map``, ``pre
 
 Where an output overlaps the command line it is the same: ``predict`` results are the objects
 ``seqlab predict --format json`` prints, ``evaluate`` the object ``seqlab eval`` prints, and generation gives
-the tokens ``seqlab generate`` prints for the same seed (:func:`seqlab.decode.stream`).
+the tokens ``seqlab generate`` prints for the same seed (:func:`seqlab.decoding.decode.stream`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from typing import Iterator
 
 import numpy as np
 
-from seqlab.decode import Sampling, stream
-from seqlab.errors import SeqlabError
-from seqlab.tasks.tag import spans
-from seqlab.tasks.tag_output import crf_of
+from seqlab.decoding.decode import Sampling, stream
+from seqlab.base.errors import SeqlabError
 
 TOP_ALTERNATIVES = 5  # the alternatives each streamed token carries
 
@@ -105,7 +103,8 @@ def tag(tagger, text: str) -> dict:
         raise SeqlabError("the sentence is empty; give some words to tag")
     pairs = tagger.tag(text)
     tokens, tags = [w for w, _ in pairs], [t for _, t in pairs]
-    entities = [{"type": e.type, "start": e.start, "end": e.end - 1, "text": e.text} for e in spans(tokens, tags)]
+    entities = [{"type": e.type, "start": e.start, "end": e.end - 1, "text": e.text}
+                for e in tagger.spans(tokens, tags)]
     return {"tokens": tokens, "tags": tags, "entities": entities}
 
 
@@ -114,7 +113,7 @@ def transitions(tagger, run_id: str) -> dict:
     ``{"labels", "transitions": [from][to], "start", "end", "allowed": [from][to], "allowed_start",
     "allowed_end"}``, labels in id order; a score the scheme forbids is still its parameter's value, with
     ``allowed`` False (training never uses it)."""
-    crf = crf_of(tagger.model)
+    crf = tagger.crf
     if crf is None:
         raise SeqlabError(f"{run_id} is a tagger without a CRF, so it has no transition scores; train one with "
                           "model.crf=true (e.g. the ner-bilstm-crf preset)")

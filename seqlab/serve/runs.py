@@ -19,9 +19,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqlab import checkpoint, rundir
-from seqlab.errors import SeqlabError
-from seqlab.io import read_metrics
+from seqlab.training import checkpoint, rundir
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_metrics
 
 ENCODER_FILES = ("config.json", "tokenizer.json", "model.safetensors")  # a BERT-style directory (api.open_encoder)
 MAX_DEPTH = 4  # how deep under a root runs are looked for

@@ -10,7 +10,7 @@ Each task module exposes:
   ``.evaluate``) with the weights of the checkpoint in ``weights`` (the run directory or its ``best/``).
 
 :mod:`seqlab.tasks.registry` maps a config to its task and model config: :func:`resolve` and
-:func:`from_dict` build the :class:`~seqlab.config.RunConfig` of a preset, TOML file or dict.
+:func:`from_dict` build the :class:`~seqlab.base.config.RunConfig` of a preset, TOML file or dict.
 """
 
 from __future__ import annotations

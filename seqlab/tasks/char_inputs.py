@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.tasks.labelling import Rows
 from seqlab.text.vocab import Vocab
 

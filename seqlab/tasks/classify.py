@@ -42,23 +42,24 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.config import RunConfig
+from seqlab.base.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.indexed import lengths_of
 from seqlab.data.labelled import iter_labelled
 from seqlab.data.streamed import Streamed, chunks
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SequenceClassifier, SubwordTokenizer
 from seqlab.models.token_encoder import PAD_ID
-from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, RunVectors, \
-    check_lengths, check_vectors_vocab, extend_vocabulary, first_labels, labelling_model, load_labeller, start_vectors
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
+    first_labels, labelling_model, load_labeller, start_embedding
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.devices import Dist
-from seqlab.trainer import TRAINER_KEYS, Trainer
+from seqlab.training.devices import Dist
+from seqlab.training.trainer import TRAINER_KEYS, Trainer
+from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_vocabulary
 
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
@@ -223,7 +224,7 @@ def run_classifier(model: nn.Module, data: Encoded, device: torch.device, batch_
 
 
 class ClassifyTask(LabellingTask):
-    """Plugs classification into :class:`seqlab.trainer.Trainer`; items counted are sentences."""
+    """Plugs classification into :class:`seqlab.training.trainer.Trainer`; items counted are sentences."""
 
     collate = staticmethod(collate)
 
@@ -254,7 +255,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     torch.manual_seed(cfg.train.seed)  # the initial weights
     vectors = RunVectors(cfg)  # model.vectors, read once for the vocabulary and E
     model, tokenizer, labels, data = prepare_data(cfg, run_dir, dist, log, vectors)
-    start_vectors(cfg, run_dir, resume, model, tokenizer, "tokens", log, vectors)
+    start_embedding(cfg, run_dir, resume, model, tokenizer, "tokens", log, vectors)
     n_params = cast("Classifier | SequenceClassifier", model).num_params()  # what labelling_model builds
     log(f"model: {cfg.arch} classifier, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].ids):,}, valid {len(data['valid'].ids):,}; vocabulary {tokenizer.vocab_size:,}; "
@@ -272,7 +273,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
 
 def plot_confusion(names: list[str], counts: np.ndarray, out: str | Path, title: str = "") -> Path:
     """Heatmap of counts[gold, predicted] with the count in each cell (rows: gold class, columns: predicted)."""
-    from seqlab.viz import new_figure, save_figure
+    from seqlab.views.viz import new_figure, save_figure
 
     size = 2.5 + 0.55 * len(names)
     fig = new_figure((size + 1.0, size))

@@ -6,7 +6,7 @@ LineSentence and GloVe's cooccur), split into words by seqlab's word tokenizer (
 ``data.lowercase``). The vocabulary keeps the words seen ``data.min_freq`` times (gensim's min_count), at most
 ``data.max_size`` of them when > 0.
 
-Training runs through the one Trainer (:mod:`seqlab.trainer`, a kernel task): ``train.epochs`` whole passes,
+Training runs through the one Trainer (:mod:`seqlab.training.trainer`, a kernel task): ``train.epochs`` whole passes,
 each a number of steps of the model's kernel (:class:`~seqlab.models.word2vec.SkipGramSGD`,
 :class:`~seqlab.models.glove.GloVeAdaGrad`); the learning rate falls linearly from ``train.lr`` to
 ``train.min_lr`` over the run (word2vec) or stays at ``train.lr`` (GloVe's AdaGrad). ``train.threads`` sets the
@@ -34,20 +34,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab import checkpoint
-from seqlab.config import RunConfig
+from seqlab.training import checkpoint
+from seqlab.base.config import RunConfig
 from seqlab.data import download
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.data.sources import line_pieces, stream_text
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json, write_text_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json, write_text_atomic
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
 from seqlab.tasks.results import EmbeddingMap
 from seqlab.text.tokenizers import split_words
-from seqlab.devices import Dist, resolve_device
-from seqlab.trainer import Trainer
-from seqlab.vectors import KeyedVectors, tsne_map
+from seqlab.training.devices import Dist, resolve_device
+from seqlab.training.trainer import Trainer
+from seqlab.vectors.keyed import KeyedVectors, tsne_map
 from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
@@ -163,7 +163,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
             f"{len(corpus.sentence_starts) - 1:,} sentences; engine {engine}")
         task = make_task(cfg, corpus, engine, device, scratch)
         # KernelTask declares `model: nn.Module` settable (invariant); task.model is a SkipGram or a GloVe:
-        # the Protocol should declare it a read-only property (seqlab/trainer.py)
+        # the Protocol should declare it a read-only property (seqlab/training/trainer.py)
         trainer = Trainer(task, cfg.train, run_dir, dist=dist,  # type: ignore[arg-type]
                           extra_state={"engine": engine}, log=log)
         state = trainer.run(resume)
@@ -228,7 +228,7 @@ def evaluation_sets(cfg: RunConfig, analogies: str | None = None,
 class Embeddings(Trained):
     """The word vectors of a trained run, with gensim KeyedVectors' verbs: ``most_similar``, ``similarity``,
     ``analogy``; ``neighbors`` (``seqlab neighbors``), ``map`` (2-D coordinates that plot), ``evaluate``;
-    ``vectors`` is the :class:`~seqlab.vectors.KeyedVectors`."""
+    ``vectors`` is the :class:`~seqlab.vectors.keyed.KeyedVectors`."""
 
     def __init__(self, run_dir: Path, cfg: RunConfig, vectors: KeyedVectors):
         self.run_dir, self.config, self.vectors = run_dir, cfg, vectors
@@ -262,7 +262,7 @@ class Embeddings(Trained):
 
     def map(self, n_words: int = 200, method: str = "tsne", seed: int = 0) -> EmbeddingMap:
         """The ``n_words`` most frequent words in 2-D: an :class:`~seqlab.tasks.results.EmbeddingMap` (``words,
-        coords``, (words, 2)) that plots. ``method``: "tsne" (:func:`seqlab.vectors.tsne_map`, cosine geometry,
+        coords``, (words, 2)) that plots. ``method``: "tsne" (:func:`seqlab.vectors.keyed.tsne_map`, cosine geometry,
         random state ``seed``) or "pca" (the first two principal axes of the unit vectors)."""
         if method == "tsne":
             return EmbeddingMap(*tsne_map(self.vectors, n_words, seed=seed))

@@ -17,7 +17,7 @@ Models (``model.arch``):
   Trainer: the run directory still holds ``model.safetensors`` (params and the last p values, float64),
   ``trainer.safetensors`` (empty) and ``state.json`` (p, sigma2, llf, criteria, format_version).
 - ``lstm``, ``gru``, ``transformer``: :mod:`seqlab.models.forecaster`, over windows of ``model.max_len`` values,
-  trained with the shared :class:`~seqlab.trainer.Trainer` on the windows whose target lies in train, on the
+  trained with the shared :class:`~seqlab.training.trainer.Trainer` on the windows whose target lies in train, on the
   series standardised with the train part's mean and standard deviation. Validation: the mean squared
   one-step error (standardised) of the windows whose target lies in valid (``loss``) and the RMSE of the
   recursive forecast of the valid part from the end of train (``rmse``, original units).
@@ -45,18 +45,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab import checkpoint
-from seqlab.config import RunConfig
+from seqlab.training import checkpoint
+from seqlab.base.config import RunConfig
 from seqlab.data.in_memory import VALUE_COLUMN
 from seqlab.data.series import read_column
-from seqlab.errors import SeqlabError
-from seqlab.io import versions
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import versions
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, RecurrentForecaster, TransformerForecaster, build_forecaster, \
     recursive_forecast, window_matrix
-from seqlab.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, resolve_device
 from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
-from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
 from seqlab.tasks.splits import spooled
 from seqlab.tasks.trained import Trained
 
@@ -114,7 +114,7 @@ def load_ar(run_dir: Path) -> FittedAR:
 
 
 class ForecastTask:
-    """Plugs a neural forecaster into :class:`seqlab.trainer.Trainer`: one example = one window and its target."""
+    """Plugs a neural forecaster into :class:`seqlab.training.trainer.Trainer`: one example = one window and its target."""
 
     def __init__(self, model: RecurrentForecaster | TransformerForecaster, series: Series):
         self.model: nn.Module = model  # TrainTask's type
@@ -338,7 +338,7 @@ class Forecaster(Trained):
 
 def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, origin: int) -> Path:
     """The series up to ``origin`` (train and valid shaded apart), the forecast after it, and the truth."""
-    from seqlab.viz import new_figure, save_figure
+    from seqlab.views.viz import new_figure, save_figure
 
     fig = new_figure((9, 4))
     ax = fig.subplots()

@@ -1,8 +1,8 @@
 """What the two labelling tasks share (:mod:`seqlab.tasks.tag`, a label per token; :mod:`seqlab.tasks.classify`, a
 label per sentence): the label vocabulary (:class:`Labels`, ``labels.json``, built on the run's first pass over the
-training split), the word vectors that may start E and extend the word vocabulary, the training task's batches, and
-the trained model as ``seqlab.load`` returns it (:class:`Labeller`). Where their examples come from:
-:mod:`seqlab.tasks.splits`.
+training split), the word vectors that may start E and extend the word vocabulary (:mod:`seqlab.vectors.embedding`
+does both), the training task's batches, and the trained model as ``seqlab.load`` returns it (:class:`Labeller`).
+Where their examples come from: :mod:`seqlab.tasks.splits`.
 
 ``model.vectors_vocab = N`` (> 0, with ``model.vectors`` and ``data.tokenizer = "word"``): once the word vocabulary
 is learned from the training split, the first N words of the vectors (file order: most frequent first for GloVe and
@@ -22,29 +22,26 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
 from torch import nn
 
-from seqlab import checkpoint
-from seqlab.config import RunConfig
+from seqlab.training import checkpoint
+from seqlab.base.config import RunConfig
 from seqlab.data.batching import sample_batch
 from seqlab.data.indexed import IndexedArrays
-from seqlab.devices import Dist, resolve_device
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json, write_json_atomic
+from seqlab.training.devices import Dist, resolve_device
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json, write_json_atomic
 from seqlab.models import finetune
 from seqlab.models.sentence import SentenceEncoder
-from seqlab.models.token_encoder import init_embeddings, load_vectors
-from seqlab.text.tokenizers import CaseFoldVocab, Tokenizer, WordTokenizer, extend_vocab, vector_words
+from seqlab.text.tokenizers import Tokenizer
 from seqlab.text.vocab import Vocab
-from seqlab.trainer import shard_rows
+from seqlab.training.trainer import shard_rows
 from seqlab.tasks.trained import Trained
-
-if TYPE_CHECKING:
-    from seqlab.vectors import KeyedVectors
+from seqlab.vectors.embedding import RunVectors, Side, start_vectors, vocabulary_tokens
 
 T = TypeVar("T")
 L = TypeVar("L", bound="Labeller")
@@ -135,79 +132,16 @@ def check_lengths(ids: Sequence[Sequence[int]], max_len: int | None, where: Call
 # word vectors -> E
 
 
-def vocabulary_tokens(tokenizer: Vocab | Tokenizer | finetune.SubwordTokenizer) -> list[str]:
-    """The token strings in id order, for initialising E from word vectors (a word vocabulary, or a word or char
-    tokenizer)."""
-    vocab = tokenizer if isinstance(tokenizer, Vocab) else getattr(tokenizer, "vocab", None)
-    if vocab is None:
-        raise SeqlabError("model.vectors needs a word (or char) vocabulary, but data.tokenizer=bpe; set "
-                          "data.tokenizer=word or leave model.vectors empty")
-    return vocab.tokens
-
-
-class RunVectors:
-    """``model.vectors`` read at most once while a run starts: extending the word vocabulary
-    (``model.vectors_vocab``) and starting E share one read; :meth:`release` lets them go once E holds them."""
-
-    def __init__(self, cfg: RunConfig):
-        self.source: str = getattr(cfg.model, "vectors", "")  # "" for a config without the key (pretrained)
-        self._vectors: KeyedVectors | None = None
-
-    def get(self) -> KeyedVectors:
-        if self._vectors is None:
-            self._vectors = load_vectors(self.source)
-        return self._vectors
-
-    def release(self) -> None:
-        self._vectors = None
-
-
-def check_vectors_vocab(cfg: RunConfig) -> None:
-    """``model.vectors_vocab`` > 0 extends a word vocabulary: refused with another ``data.tokenizer`` (before any
-    data is read)."""
-    n = getattr(cfg.model, "vectors_vocab", 0)
-    if n and cfg.data.tokenizer != "word":
-        raise SeqlabError(f"model.vectors_vocab={n} adds words of model.vectors to a word vocabulary, but "
-                          f"data.tokenizer={cfg.data.tokenizer!r}; set data.tokenizer=word or model.vectors_vocab=0")
-
-
-V = TypeVar("V", Vocab, Tokenizer)
-
-
-def extend_vocabulary(cfg: RunConfig, learned: V, vectors: RunVectors, log) -> V:
-    """The vocabulary just learned from the training split (a word :class:`Vocab` or a word tokenizer) as is, or
-    with ``model.vectors_vocab`` > 0 extended with the vectors' words (see the module docstring) and looking unknown
-    words up lowercased."""
-    n = getattr(cfg.model, "vectors_vocab", 0)
-    if not n:
-        return learned
-    words = vectors.get().words
-    if isinstance(learned, WordTokenizer):
-        tokenizer = learned.extended(words, n)  # the words its split can produce
-        before, after, out = learned.vocab_size, tokenizer.vocab_size, cast(V, tokenizer)
-    elif isinstance(learned, Vocab):
-        vocab = CaseFoldVocab(extend_vocab(learned, vector_words(words, n, cfg.data.lowercase)))
-        before, after, out = len(learned), len(vocab), cast(V, vocab)
-    else:
-        raise SeqlabError("model.vectors_vocab extends a word vocabulary; set data.tokenizer=word")
-    log(f"vocabulary: {before:,} from the training data + {after - before:,} of the first {n:,} words of "
-        f"{vectors.source} (model.vectors_vocab); unknown words are looked up lowercased too")
-    return out
-
-
-def start_vectors(cfg: RunConfig, run_dir: Path, resume: bool, model: nn.Module,
-                  tokenizer: Vocab | Tokenizer | finetune.SubwordTokenizer, unit: str, log,
-                  vectors: RunVectors | None = None) -> None:
+def start_embedding(cfg: RunConfig, run_dir: Path, resume: bool, model: nn.Module, tokenizer, unit: str, log,
+                    vectors: RunVectors | None = None) -> None:
     """Start E from ``model.vectors`` when it names them (not on a resumed run: its checkpoint has E; ``vectors``:
     the run's one read of them, released here), logging how many of the vocabulary's ``unit`` (words, tokens) had
-    a vector."""
+    a vector (:func:`seqlab.vectors.embedding.start_vectors`)."""
     vectors = vectors or RunVectors(cfg)
     if vectors.source and not (resume and checkpoint.exists(run_dir)):
-        tokens = vocabulary_tokens(tokenizer)
         embedding = cast(nn.Embedding, model.token_embedding)  # E of the task's own model (model.vectors is its key)
-        found = init_embeddings(embedding, tokens, vectors.source, seed=cfg.train.seed, vectors=vectors.get())
-        log(f"embeddings: {found:,} of {len(tokens):,} {unit} from {vectors.source}"
-            + (" (frozen)" if cfg.model.freeze_vectors else ""))
+        start_vectors([Side("model.vectors", vectors.source, embedding, vocabulary_tokens(tokenizer), unit,
+                            cfg.train.seed, vectors.get())], cfg.model.freeze_vectors, log)
     vectors.release()
 
 
@@ -235,7 +169,7 @@ def labelling_model(cfg: RunConfig, run_dir: Path, n_out: str, labels: Labels, o
 
 
 class LabellingTask:
-    """What a labelling task plugs into :class:`seqlab.trainer.Trainer` alike: training batches of length-pooled
+    """What a labelling task plugs into :class:`seqlab.training.trainer.Trainer` alike: training batches of length-pooled
     random sentences (:func:`seqlab.data.batching.sample_batch`, then the task's ``collate``), sharded by rows.
     The task module's subclass sets ``collate`` and adds ``count``, ``loss_sum`` and ``validate``."""
 

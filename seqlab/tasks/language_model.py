@@ -20,12 +20,12 @@ from typing import cast, overload
 import numpy as np
 import torch
 
-from seqlab.config import RunConfig
+from seqlab.base.config import RunConfig
 from seqlab.data.lm_tokens import SPLITS, load_splits
 from seqlab.data.text_pieces import ENCODE_PIECE, read_pieces
-from seqlab.decode import Sampling, forget_compiled, generate
-from seqlab.devices import decode_products
-from seqlab.errors import SeqlabError
+from seqlab.decoding.decode import Sampling, forget_compiled, generate
+from seqlab.training.devices import decode_products
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.lm import perplexity, score_stream, window_batches
 from seqlab.models.recurrent import RecurrentLM
 from seqlab.models.transformer import TransformerLM
@@ -58,7 +58,7 @@ class LanguageModel(Trained):
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None, use_cache: bool = True,
                  compile: bool = False) -> str | list[str]:
         """The continuation of each prompt (text); a str for a str prompt, a list for a list. ``compile``: the
-        decode step through torch.compile, its products chosen for this machine (seqlab.devices.decode_products)."""
+        decode step through torch.compile, its products chosen for this machine (seqlab.training.devices.decode_products)."""
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
         ids = [self.tokenizer.encode(p) for p in prompts]
         products = decode_products(self.device) if compile else "blas"

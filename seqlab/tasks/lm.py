@@ -22,21 +22,21 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab import checkpoint
-from seqlab.config import DataConfig, RunConfig
+from seqlab.training import checkpoint
+from seqlab.base.config import DataConfig, RunConfig
 from seqlab.data import lm_tokens
 from seqlab.data.batching import random_lm_batch
 from seqlab.data.lm_tokens import SPLITS, open_prepared
-from seqlab.devices import Dist, resolve_device
-from seqlab.errors import SeqlabError, shown
-from seqlab.io import read_json, write_json_atomic
+from seqlab.training.devices import Dist, resolve_device
+from seqlab.base.errors import SeqlabError, shown
+from seqlab.base.io import read_json, write_json_atomic
 from seqlab.metrics.lm import nll_sum, perplexity, score_stream
 from seqlab.models.gpt2 import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.tasks.language_model import LanguageModel, LMModel
 from seqlab.text.tokenizers import WordTokenizer, load_tokenizer
-from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,7 +66,7 @@ PRETRAINED = "pretrained.json"  # a run started from model.pretrained: the direc
 
 
 class LMTask:
-    """Plugs language modelling into :class:`seqlab.trainer.Trainer`."""
+    """Plugs language modelling into :class:`seqlab.training.trainer.Trainer`."""
 
     def __init__(self, model: LMModel, splits: dict[str, np.ndarray], eval_batch_size: int,
                  label_smoothing: float = 0.0):

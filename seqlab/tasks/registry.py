@@ -1,7 +1,7 @@
 """The task layer's registry: which model config each ``task.kind`` / ``model.arch`` builds, which
-``train.*`` keys each uses, and the :class:`~seqlab.config.RunConfig` built from a parsed config.
+``train.*`` keys each uses, and the :class:`~seqlab.base.config.RunConfig` built from a parsed config.
 
-:mod:`seqlab.config` parses the sections and knows no task; this module finishes the job:
+:mod:`seqlab.base.config` parses the sections and knows no task; this module finishes the job:
 
 - the model section is validated against the model's dataclass (``MODEL_CONFIGS`` of the task module);
   the sizes read from the data (:data:`DERIVED_MODEL_KEYS`) cannot be set and stay ``None`` until the
@@ -27,9 +27,9 @@ from dataclasses import fields
 from types import ModuleType
 from typing import Any
 
-from seqlab import config
-from seqlab.config import DataConfig, ParsedConfig, RunConfig, TrainConfig
-from seqlab.errors import SeqlabError
+from seqlab.base import config
+from seqlab.base.config import DataConfig, ParsedConfig, RunConfig, TrainConfig
+from seqlab.base.errors import SeqlabError
 
 TASK_MODULES = {
     "lm": "seqlab.tasks.lm",

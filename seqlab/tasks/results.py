@@ -2,14 +2,14 @@
 ``.entities(...)``, ``.map(...)``): NamedTuples, so they unpack as the tuples these methods returned before
 (``tokens, layers = lm.attention(text)``; ``src, tgt, weights = tr.attention(text)``; ``words, coords =
 emb.map()``), print readably, and, for the pictures, draw themselves: ``.plot()`` returns a matplotlib Figure
-(:mod:`seqlab.viz`'s builders) and ``_repr_png_()`` its PNG bytes, so Jupyter shows the result inline.
+(:mod:`seqlab.views.viz`'s builders) and ``_repr_png_()`` its PNG bytes, so Jupyter shows the result inline.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from seqlab.viz import attention_figure, embedding_map_figure, figure_png
+from seqlab.views.viz import attention_figure, embedding_map_figure, figure_png
 
 if TYPE_CHECKING:  # annotations only
     import numpy as np

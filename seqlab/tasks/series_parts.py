@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.config import RunConfig
+from seqlab.base.config import RunConfig
 from seqlab.data.series import read_column
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json, write_text_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json, write_text_atomic
 
 SERIES_FILE = "series.json"
 SERIES_FORMAT = 1  # format_version of series.json

@@ -1,7 +1,7 @@
 """Where a sentence task's examples come from, and the run's token stores they are encoded into (translation,
 tagging and classification).
 
-Splits (DESIGN.md "Config conventions"): ``data.train`` (with ``data.valid`` / ``data.test``) name files and
+Splits (docs/manual.md, "Config conventions"): ``data.train`` (with ``data.valid`` / ``data.test``) name files and
 override ``data.source``; a split that is not named is cut from the training file by ``data.split``
 (contiguous, in file order, by example counts). ``data.source`` is a dataset name of the task's table (its
 cached split files; downloaded when missing) or the path of one file to cut by ``data.split``.
@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
-from seqlab.config import DataConfig, RunConfig
+from seqlab.base.config import DataConfig, RunConfig
 from seqlab.data import download
 from seqlab.data.indexed import IndexedArrays, SplitWriter, reused_split
 from seqlab.data.sources import EMBEDDED
 from seqlab.data.streamed import Streamed
-from seqlab.devices import Dist
-from seqlab.errors import SeqlabError
+from seqlab.training.devices import Dist
+from seqlab.base.errors import SeqlabError
 
 class Sliceable(Protocol):
     """What :func:`cut` cuts and a task's reader returns: a list, or a :class:`~seqlab.data.streamed.Streamed` view."""

@@ -53,12 +53,12 @@ from typing import NamedTuple, cast
 import torch
 from torch import Tensor, nn
 
-from seqlab.config import RunConfig
+from seqlab.base.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
 from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.entities import get_entities
 from seqlab.metrics.ner import entity_f1
 from seqlab.models import finetune
@@ -67,16 +67,18 @@ from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, char_bounds, char_rows, encode_chars, \
     learning_chars, load_chars, sentence_chars
-from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, RunVectors, \
-    check_lengths, check_vectors_vocab, extend_vocabulary, first_labels, labelling_model, load_labeller, start_vectors
+from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
+    first_labels, labelling_model, load_labeller, start_embedding
 from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
-from seqlab.tasks.tag_output import best_tags, constrain, loss_sum
+from seqlab.nn.crf import CRF
+from seqlab.tasks.tag_output import best_tags, constrain, crf_of, loss_sum
 from seqlab.text.tokenizers import load_word_vocab
 from seqlab.text.vocab import Vocab
-from seqlab.devices import Dist
-from seqlab.trainer import TRAINER_KEYS, Trainer
+from seqlab.training.devices import Dist
+from seqlab.training.trainer import TRAINER_KEYS, Trainer
+from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_vocabulary
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
@@ -277,7 +279,7 @@ def run_tagger(model: nn.Module, data: Encoded, device: torch.device, batch_size
 
 
 class TagTask(LabellingTask):
-    """Plugs tagging into :class:`seqlab.trainer.Trainer`; items counted are real tokens."""
+    """Plugs tagging into :class:`seqlab.training.trainer.Trainer`; items counted are real tokens."""
 
     collate = staticmethod(collate)
 
@@ -313,7 +315,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
                           "scores whole tag sequences); set train.label_smoothing=0 or model.crf=false")
     vectors = RunVectors(cfg)  # model.vectors, read once for the vocabulary and E
     model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log, vectors)
-    start_vectors(cfg, run_dir, resume, model, vocab, "words", log, vectors)
+    start_embedding(cfg, run_dir, resume, model, vocab, "words", log, vectors)
     n_params = cast("Tagger | finetune.TokenClassifier", model).num_params()  # what labelling_model builds
     log(f"model: {cfg.arch} tagger, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
@@ -397,6 +399,17 @@ class SequenceTagger(Labeller):
         tagged_sentences = cast("list[list[tuple[str, str]]]", [tagged] if one else tagged)
         found = [spans([w for w, _ in pairs], [t for _, t in pairs]) for pairs in tagged_sentences]
         return found[0] if one else found
+
+    @staticmethod
+    def spans(tokens: Sequence[str], tags: Sequence[str]) -> list[Entity]:
+        """The typed entities of one tagged sentence (:func:`spans`; token positions, ``end`` exclusive), for a
+        caller that holds its tags already (the web inspector shows both from one :meth:`tag`)."""
+        return spans(tokens, tags)
+
+    @property
+    def crf(self) -> CRF | None:
+        """The model's CRF (``model.crf = true``: its transition, start and end scores), or None."""
+        return crf_of(self.model)
 
     def predict(self, lines: list[str] | None, **options) -> list[dict]:
         """``seqlab predict``'s results, one per line: ``{"tokens": [...], "tags": [...]}``, the line split at

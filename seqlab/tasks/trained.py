@@ -18,10 +18,10 @@ from typing import Any
 
 from torch import nn
 
-from seqlab import checkpoint, rundir
-from seqlab.config import RunConfig
-from seqlab.errors import SeqlabError, shown
-from seqlab.io import replace_atomic
+from seqlab.training import checkpoint, rundir
+from seqlab.base.config import RunConfig
+from seqlab.base.errors import SeqlabError, shown
+from seqlab.base.io import replace_atomic
 
 SAVED_MARK = "saved.json"  # what a saved directory records of where it came from
 _NOT_COPIED = {*checkpoint.FILES, rundir.LOCK, SAVED_MARK}

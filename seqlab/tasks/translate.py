@@ -18,13 +18,13 @@ Training batches are drawn with the data generator only (:func:`seqlab.data.batc
 batch (little padding, no state besides the generator, so ``--resume`` continues bit-for-bit). The loss is summed
 over real target tokens and divided by their count (the Trainer).
 
-Decoding: :mod:`seqlab.beam`, beam size ``DEFAULT_BEAM`` with the GNMT length penalty alpha
+Decoding: :mod:`seqlab.decoding.beam`, beam size ``DEFAULT_BEAM`` with the GNMT length penalty alpha
 ``DEFAULT_ALPHA`` unless told otherwise (``beam=1`` is greedy); ``evaluate`` scores the detokenised
 translations of a split with corpus BLEU (sacreBLEU-identical, 13a, :mod:`seqlab.metrics.bleu`) against
 the raw reference lines. Words not in a word/char vocabulary read as ``<unk>`` (byte-level BPE has none).
 
 Word vectors: ``model.vectors`` starts E_src and ``model.tgt_vectors`` E_tgt (a tied W_o with it) by the tokens'
-text, exact else case-folded (:func:`seqlab.models.token_encoder.init_embeddings`); ``model.freeze_vectors`` keeps
+text, exact else case-folded (:func:`seqlab.vectors.embedding.init_embeddings`); ``model.freeze_vectors`` keeps
 them fixed. A BPE or char vocabulary's pieces are rarely words: the coverage logged for each side says how many.
 """
 
@@ -40,24 +40,24 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from seqlab import checkpoint
-from seqlab.beam import Hypothesis, translate_ids
-from seqlab.config import RunConfig
+from seqlab.training import checkpoint
+from seqlab.decoding.beam import Hypothesis, translate_ids
+from seqlab.base.config import RunConfig
 from seqlab.data.batching import pad_batch, sample_batch, spread_batches
 from seqlab.data.indexed import lengths_of
 from seqlab.data.parallel import encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
 from seqlab.data.streamed import Streamed, chunks
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
-from seqlab.models.token_encoder import init_embeddings
 from seqlab.models.transformer import AttendedLayers, EncoderDecoder, EncoderDecoderConfig
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, resolve_device
 from seqlab.tasks.results import TranslationAttention
 from seqlab.tasks.splits import scratch_run_dir, split_stores, spooled
-from seqlab.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
 from seqlab.tasks.trained import Trained
+from seqlab.vectors.embedding import Side, start_vectors, token_texts
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
@@ -172,25 +172,12 @@ def token_embeddings(model: Seq2SeqAttention | EncoderDecoder) -> dict[str, nn.E
     return {"source": model.src_embed.tokens, "target": model.tgt_embed.tokens}
 
 
-def token_texts(tok: Tokenizer) -> list[str]:
-    """Each id's text, to look up in word vectors: a word or char vocabulary's tokens; a BPE piece decoded, its
-    leading space dropped (specials and pieces of a character decode to no word)."""
-    vocab = getattr(tok, "vocab", None)
-    return list(vocab.tokens) if vocab is not None else [tok.decode([i]).strip() for i in range(tok.vocab_size)]
-
-
-def start_vectors(cfg: RunConfig, run_dir: Path, resume: bool, model: Seq2SeqAttention | EncoderDecoder,
-                  tokenizers: dict[str, Tokenizer], log) -> None:
-    """Start E_src / E_tgt from model.vectors / model.tgt_vectors (not on a resumed run: its checkpoint has
-    them), logging for each side how many of its vocabulary's tokens had a vector."""
-    if resume and checkpoint.exists(run_dir):
-        return
-    for side, path in cfg.model.vector_sides().items():
-        tokens, kind = token_texts(tokenizers[side]), tokenizers[side].kind
-        found = init_embeddings(token_embeddings(model)[side], tokens, path, seed=cfg.train.seed + (side == "target"),
-                                key="model.vectors" if side == "source" else "model.tgt_vectors")
-        log(f"embeddings: {found:,} of {len(tokens):,} {side} {kind} tokens from {path}"
-            + (" (frozen)" if cfg.model.freeze_vectors else ""))
+def vector_sides(cfg: RunConfig, model: Seq2SeqAttention | EncoderDecoder, tokenizers: dict[str, Tokenizer]) -> list[Side]:
+    """E_src / E_tgt with the vectors model.vectors / model.tgt_vectors name for them, for
+    :func:`seqlab.vectors.embedding.start_vectors` (each side's coverage logged as its tokens' kind)."""
+    return [Side("model.vectors" if side == "source" else "model.tgt_vectors", path, token_embeddings(model)[side],
+                 token_texts(tokenizers[side]), f"{side} {tokenizers[side].kind} tokens",
+                 cfg.train.seed + (side == "target")) for side, path in cfg.model.vector_sides().items()]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -198,7 +185,7 @@ def start_vectors(cfg: RunConfig, run_dir: Path, resume: bool, model: Seq2SeqAtt
 
 
 class TranslateTask:
-    """Plugs translation into :class:`seqlab.trainer.Trainer`."""
+    """Plugs translation into :class:`seqlab.training.trainer.Trainer`."""
 
     def __init__(self, model: nn.Module, train: Examples, valid: Examples, tgt_tok: Tokenizer, eval_batch_size: int,
                  label_smoothing: float = 0.0):
@@ -251,7 +238,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     torch.manual_seed(cfg.train.seed)  # the initial weights
     src_tok, tgt_tok, examples = prepare_data(cfg, run_dir, dist, log)
     model = build_model(cfg, src_tok, tgt_tok)
-    start_vectors(cfg, run_dir, resume, model, {"source": src_tok, "target": tgt_tok}, log)
+    if not (resume and checkpoint.exists(run_dir)):  # a resumed run's checkpoint has E_src and E_tgt
+        start_vectors(vector_sides(cfg, model, {"source": src_tok, "target": tgt_tok}), cfg.model.freeze_vectors, log)
     log(f"model: {cfg.arch}, {model.num_params() / 1e6:.2f}M parameters; pairs: train {len(examples['train']):,}, "
         f"valid {len(examples['valid']):,}; vocabulary {src_tok.vocab_size:,} source, {tgt_tok.vocab_size:,} target")
     task = TranslateTask(model, examples["train"], examples["valid"], tgt_tok,

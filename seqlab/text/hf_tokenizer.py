@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.text.tokenizers import UNK_CHAR, BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer
 from seqlab.text.vocab import EOS, PAD, SOS, UNK
 

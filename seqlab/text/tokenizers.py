@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 import regex
 
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json, write_json_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json, write_json_atomic
 from seqlab.text.vocab import EOS, PAD, SOS, SPECIALS, UNK, Vocab
 
 UNK_CHAR = "\ufffd"  # how CharTokenizer.decode shows <unk>: U+FFFD REPLACEMENT CHARACTER

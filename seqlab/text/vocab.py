@@ -9,7 +9,7 @@ are padded. So the vocabulary starts with four special tokens at fixed ids::
     <sos> = 2   start of sequence (decoder input)
     <eos> = 3   end of sequence (generation stops here)
 
-and the other ids follow frequency, most frequent first (DESIGN.md: "ids should follow frequency,
+and the other ids follow frequency, most frequent first (docs/manual.md, "Rules of the code": "ids follow frequency,
 with the special tokens first", never alphabetical). Ties in frequency are broken by first
 occurrence in the training data, so the same corpus always gives the same ids.
 """
@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json, write_json_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json, write_json_atomic
 
 PAD = "<pad>"
 UNK = "<unk>"

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
-from seqlab.io import read_json
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import read_json
 
 REDOWNLOAD = "re-download the model, or re-save it with save_pretrained"  # the fix for a damaged file
 

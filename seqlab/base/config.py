@@ -1,6 +1,6 @@
 """Run configuration: dataclass sections, TOML files and presets, ``--set section.key=value`` overrides.
 
-A run config has four sections (DESIGN.md, "Config conventions"):
+A run config has four sections (docs/manual.md, "Config conventions"):
 
 - ``task``  -- :class:`TaskConfig`: what is being learned (``kind``).
 - ``data``  -- :class:`DataConfig`: where the text comes from and how it is tokenised.
@@ -13,7 +13,7 @@ This module knows no task: :func:`parse` validates the ``task``, ``data`` and ``
 :class:`ParsedConfig` into the :class:`RunConfig` a run is trained from.
 
 Every key is validated: an unknown key, a wrong type or an out-of-range value raises
-:class:`~seqlab.errors.SeqlabError` naming the key and listing the valid keys or range.
+:class:`~seqlab.base.errors.SeqlabError` naming the key and listing the valid keys or range.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from seqlab.errors import SeqlabError, shown
+from seqlab.base.errors import SeqlabError, shown
 
 SECTIONS = ("task", "data", "model", "train")
 TASK_KINDS = ("lm", "tag", "classify", "translate", "forecast", "embed")

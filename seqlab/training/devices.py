@@ -2,8 +2,8 @@
 precision; and the one machine-dependent choice of decoding, made here and passed down as an argument:
 :func:`decode_products` (measured on this CPU once, cached, overridable by ``SEQLAB_DECODE_GEMV``).
 
-Multi-process and multi-node training is PyTorch DDP (DESIGN.md): ``torchrun`` sets ``WORLD_SIZE``, ``RANK`` and
-``LOCAL_RANK``; every process joins one group (gloo on CPU, NCCL on CUDA), and only rank 0 writes.
+Multi-process and multi-node training is PyTorch DDP (docs/howto/multi-node.md): ``torchrun`` sets ``WORLD_SIZE``,
+``RANK`` and ``LOCAL_RANK``; every process joins one group (gloo on CPU, NCCL on CUDA), and only rank 0 writes.
 bf16 autocast is the default precision where the hardware computes in bf16 (CUDA with bf16, AMX or AVX-512 bf16
 CPUs: ../shared/notes/cpu-performance.md), fp32 elsewhere.
 """
@@ -24,8 +24,9 @@ from typing import Any, Callable
 
 import torch
 
-from seqlab import signals
-from seqlab.errors import SeqlabError
+from seqlab.base import signals
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import cache_dir, write_json_atomic
 
 log = logging.getLogger("seqlab")
 
@@ -211,12 +212,12 @@ def cpu_model() -> str:
 
 
 def decode_products(device: torch.device) -> str:
-    """How compiled decoding on ``device`` multiplies its few rows by the weights (:func:`seqlab.decode.decode_step`):
+    """How compiled decoding on ``device`` multiplies its few rows by the weights (:func:`seqlab.decoding.decode.decode_step`):
     "stream" (inductor reductions that stream each weight once: 2-3x the BLAS on an AMD EPYC) or "blas" (MKL's or
     oneDNN's GEMV, which wins on Intel CPUs). ``SEQLAB_DECODE_GEMV=stream|blas`` decides; otherwise the choice
     measured on this CPU (cached in ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model and torch version), or
     measured now, once (about 10 s), and logged once. Not on CPU: "blas"."""
-    from seqlab.decode import PRODUCTS
+    from seqlab.decoding.decode import PRODUCTS
 
     choice = os.environ.get(DECODE_PRODUCTS_KEY, "auto").strip().lower() or "auto"
     if choice not in ("auto", *PRODUCTS):
@@ -228,10 +229,7 @@ def decode_products(device: torch.device) -> str:
 
 @functools.cache  # once per process; the file keeps it across processes
 def _measured_products() -> str:
-    from seqlab.data.download import cache_dir
-    from seqlab.io import write_json_atomic
-
-    from seqlab.decode import PRODUCTS
+    from seqlab.decoding.decode import PRODUCTS
 
     key = f"{cpu_model()} | torch {torch.__version__}"
     path = cache_dir() / CHOICES_FILE

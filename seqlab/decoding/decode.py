@@ -8,8 +8,8 @@ Each step draws the next token from p(x_t | x_<t) = softmax(logits_t / temperatu
   probability reaches p (the most probable token is always kept);
 - generation stops at ``<eos>`` (per sequence) or after ``max_new_tokens``.
 
-The model sees at most ``max_len`` tokens, the most recent ones (DESIGN.md). With a KV cache the
-prompt is encoded once and each step feeds one token; once prompt + generated reaches ``max_len``,
+The model sees at most ``max_len`` tokens, the most recent ones (docs/manual.md, "Rules of the code"). With a KV
+cache the prompt is encoded once and each step feeds one token; once prompt + generated reaches ``max_len``,
 every position's absolute position would shift, so each further step recomputes the window of the
 last ``max_len`` tokens: cached output then equals uncached output token for token.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 from seqlab.nn import gemv
 from seqlab.nn.weight_only import has_weight_only
 
@@ -97,7 +97,7 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
     cores). It is compiled once per model and ``products``: "blas" leaves the matrix products to the BLAS
     (MKL's or oneDNN's GEMV), "stream" makes those of a few rows streaming reductions (:mod:`seqlab.nn.gemv`:
     2-3x the BLAS's GEMV on an AMD EPYC, while MKL's GEMV wins on Intel CPUs). The caller chooses
-    (:func:`seqlab.devices.decode_products` measures this CPU once).
+    (:func:`seqlab.training.devices.decode_products` measures this CPU once).
     """
     if products not in PRODUCTS:
         raise SeqlabError(f"unknown decode products {products!r}; use one of {', '.join(PRODUCTS)}")

@@ -2,8 +2,8 @@
 
 AdamW (Loshchilov & Hutter 2019) with weight decay on weight matrices only, not on norms, biases and
 embeddings (as nanoGPT and most Transformer recipes), and one schedule function of the position alone
-(DESIGN.md: "the learning-rate schedule is a function of the step and the configured length only"), whose
-shape the task chooses. :func:`fit_steps` chooses that length for a time budget, from a short probe's speed, so
+(docs/manual.md, "Config conventions": "the learning-rate schedule is a function of the step and the configured
+length only"), whose shape the task chooses. :func:`fit_steps` chooses that length for a time budget, from a short probe's speed, so
 the schedule ends when the budget does.
 
 A probe measures a few seconds; a machine whose load changes afterwards trains at another speed, and a schedule
@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seqlab.config import TrainConfig
-from seqlab.io import read_metrics, remove
+from seqlab.base.config import TrainConfig
+from seqlab.base.io import read_metrics, remove
 
 PROBE_STEPS = 40  # steps of the speed probe
 BUDGET_SHARE = 0.9  # of the budget for steps; the rest for validations and checkpoints (measured: 0.93 ran out)

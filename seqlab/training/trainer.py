@@ -5,15 +5,15 @@ loss is the mean of -log p(y_t | x_<t) over the real tokens, accumulated over ``
 and, under ``torchrun``, over processes, so the gradient is exactly that of the token-weighted mean over the
 global batch. Then gradient clipping, AdamW (decay on weight matrices only), and a learning rate that is a
 function of the step alone: linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at
-``max_steps`` (:mod:`seqlab.optim`; devices, processes and precision: :mod:`seqlab.devices`); only
-``train.schedule = "wsd-time"`` adds a time clock (:func:`seqlab.optim.clock_position`).
+``max_steps`` (:mod:`seqlab.training.optim`; devices, processes and precision: :mod:`seqlab.training.devices`); only
+``train.schedule = "wsd-time"`` adds a time clock (:func:`seqlab.training.optim.clock_position`).
 
 A task plugs in through :class:`TrainTask`. Word2vec and GloVe plug in through :class:`KernelTask`: their
 numba kernels update the weights themselves (Hogwild SGD / AdaGrad, what makes them as fast as gensim and the
 C tools), one slice of an epoch per step, at the learning rates this module's schedule gives them; everything
 around the update is the same loop. The trainer owns the loop, precision (bf16/fp16 autocast),
 ``torch.compile``, DDP, periodic validation, progress, ``metrics.jsonl``, plots and checkpoints
-(:mod:`seqlab.checkpoint`). Random streams: the data generator and torch's global RNG (dropout) are
+(:mod:`seqlab.training.checkpoint`). Random streams: the data generator and torch's global RNG (dropout) are
 saved with every checkpoint; validation draws from neither, so ``--resume`` continues bit-for-bit.
 """
 
@@ -31,13 +31,13 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from seqlab import checkpoint, rundir
-from seqlab.callbacks import Callbacks
-from seqlab.config import TrainConfig
-from seqlab.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
-from seqlab.errors import SeqlabError
-from seqlab.io import MetricsLog, versions
-from seqlab.optim import clock_position, learning_rate, make_optimizer
+from seqlab.training import checkpoint, rundir
+from seqlab.training.callbacks import Callbacks
+from seqlab.base.config import TrainConfig
+from seqlab.training.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import MetricsLog, versions
+from seqlab.training.optim import clock_position, learning_rate, make_optimizer
 
 _logger = logging.getLogger("seqlab")
 
@@ -365,7 +365,7 @@ class Trainer:
                 and self.tokens_seen >= self.cfg.epochs * self.task.train_tokens)
 
     def advance_clock(self) -> None:
-        """``"wsd-time"``: the schedule's position now (:func:`seqlab.optim.clock_position`), the time clock
+        """``"wsd-time"``: the schedule's position now (:func:`seqlab.training.optim.clock_position`), the time clock
         counting this invocation's ``train.max_minutes`` from where it began."""
         if self.clocked:
             spent = (time.perf_counter() - self.started) / (60 * self.cfg.max_minutes)

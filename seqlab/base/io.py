@@ -1,5 +1,5 @@
-"""Files: atomic writes, JSON reads, the metrics log, library versions, arrays mapped from files. Torch-free; imports nothing of seqlab
-above :mod:`seqlab.errors`.
+"""Files: atomic writes, JSON reads, the metrics log, library versions, arrays mapped from files, the cache folder.
+Torch-free; imports nothing of seqlab but :mod:`seqlab.base.errors` and :mod:`seqlab.base.version`.
 
 Writes go to a temporary file in the target's folder, flushed to disk, then renamed onto the target
 (:func:`replace_atomic`, the one rename in seqlab): a crash, a kill or an error part-way never leaves a
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 
 @contextlib.contextmanager
@@ -84,7 +84,7 @@ def remove(path: str | os.PathLike) -> None:
 
 def remove_temporaries(folder: str | os.PathLike) -> None:
     """Delete the temporary files that writes killed part-way (``kill -9``) left under ``folder``: only the one
-    writer of a folder may call it (seqlab.rundir, after the previous writer died)."""
+    writer of a folder may call it (seqlab.training.rundir, after the previous writer died)."""
     for path in Path(folder).rglob(".*.tmp*"):
         if path.is_file() and ".tmp" in path.name:
             path.unlink(missing_ok=True)
@@ -129,7 +129,7 @@ def create_exclusive(path: str | os.PathLike, data: bytes) -> bool:
     """Create ``path`` holding ``data`` only if no file has that name: written to a temporary file, then
     hard-linked to ``path`` (atomic, and fails when ``path`` exists), so no reader ever sees it half-written.
     Returns False when ``path`` already exists. The temporary is ``.NAME.PID.tmp``, so that one a kill left
-    behind names its process. (A lock file: :mod:`seqlab.rundir`.)"""
+    behind names its process. (A lock file: :mod:`seqlab.training.rundir`.)"""
     path = Path(path)
     name = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -201,6 +201,12 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), "null")
 
 
+def cache_dir() -> Path:
+    """``$SEQLAB_CACHE``, or ``~/.cache/seqlab`` when it is unset or empty: downloaded datasets
+    (:mod:`seqlab.data.download`) and choices measured once per machine (:mod:`seqlab.training.devices`)."""
+    return Path(os.environ.get("SEQLAB_CACHE") or "~/.cache/seqlab").expanduser()
+
+
 def read_metrics(path: str | os.PathLike) -> list[dict]:
     """The rows of a run's ``metrics.jsonl`` (one JSON object per line; :class:`MetricsLog` writes it),
     or ``[]`` when there is none yet. A line that is not a JSON object (a write cut short) is skipped."""
@@ -222,7 +228,7 @@ def _rows(text: str) -> list[dict]:
 
 def versions(*libraries: str) -> dict[str, str]:
     """Library versions for ``state.json``: seqlab's and each named library's, e.g. ``versions("torch")``."""
-    from seqlab import __version__  # the package root defines it; importing it runs nothing else
+    from seqlab.base.version import __version__
 
     return {"seqlab": __version__, **{name: str(importlib.import_module(name).__version__) for name in libraries}}
 

@@ -1,6 +1,6 @@
 """Checkpoints: safetensors tensors plus JSON, committed atomically, verified when read. Never pickle.
 
-A checkpoint is three files in a run directory (DESIGN.md, "A run directory"):
+A checkpoint is three files in a run directory (docs/manual.md, "A run directory"):
 
 - ``model.safetensors``   -- the model's weights;
 - ``trainer.safetensors`` -- optimiser moments, every RNG state, the data position;
@@ -9,7 +9,7 @@ A checkpoint is three files in a run directory (DESIGN.md, "A run directory"):
 
 The three must change together, so a save is a two-phase commit: the files are written and fsynced into
 ``DIR/.next/``, a ``COMPLETE`` marker is written there, then each file is renamed into ``DIR``
-(:func:`seqlab.io.replace_atomic`, atomic per file; ``state.json`` last) and ``.next`` is removed. A kill before
+(:func:`seqlab.base.io.replace_atomic`, atomic per file; ``state.json`` last) and ``.next`` is removed. A kill before
 the marker leaves the previous checkpoint untouched; a kill after it leaves a commit that the next writer rolls
 forward (:func:`recover`).
 
@@ -40,8 +40,8 @@ import torch
 from safetensors.torch import _remove_duplicate_names, load as _load_bytes, save as _save_bytes
 from torch import nn
 
-from seqlab.errors import SeqlabError
-from seqlab.io import naming, replace_atomic, write_fsynced
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import naming, replace_atomic, write_fsynced
 
 FORMAT_VERSION = 1
 FILES = ("model.safetensors", "trainer.safetensors", "state.json")  # the commit order: state.json last
@@ -74,7 +74,7 @@ def model_bytes(model: nn.Module, metadata: dict[str, str] | None = None) -> byt
 
 
 # ------------------------------------------------------------------------------------------------------
-# writing (the one writer of a run directory: seqlab.rundir)
+# writing (the one writer of a run directory: seqlab.training.rundir)
 
 
 def save(directory: str | Path, model: nn.Module, trainer_tensors: dict[str, torch.Tensor],

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 HOOKS = ("on_step", "on_eval", "on_checkpoint")
 _GIVEN: contextvars.ContextVar[tuple] = contextvars.ContextVar("seqlab_callbacks", default=())

@@ -1,6 +1,7 @@
 """Lazy re-exports for subpackage ``__init__`` modules (``seqlab.metrics``, ``seqlab.data``): a public name is
 imported from the module that defines it on first attribute access, so importing the package stays cheap.
-(``seqlab/__init__.py`` spells the same few lines out, so that importing ``seqlab`` loads no other module.)"""
+(``seqlab/__init__.py`` spells the same few lines out, so that importing ``seqlab`` loads no other module but
+:mod:`seqlab.base.version`.)"""
 
 from __future__ import annotations
 

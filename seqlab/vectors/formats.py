@@ -1,4 +1,4 @@
-"""Word-vector files, read into (words, vectors (V, D) float32) for :class:`seqlab.vectors.KeyedVectors`.
+"""Word-vector files, read into (words, vectors (V, D) float32) for :class:`seqlab.vectors.keyed.KeyedVectors`.
 
 The formats (the notes' Word embeddings chapter trains the vectors; these are how they travel):
 
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.data.sources import check_text_path, read_lines
-from seqlab.errors import SeqlabError
+from seqlab.base.errors import SeqlabError
 
 RUN_VECTORS = "vectors.txt"  # what an embedding run writes when training ends (seqlab.tasks.embed)
 SNIFF_BYTES = 1 << 16  # bytes after the header read to tell text from binary

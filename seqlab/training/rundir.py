@@ -2,7 +2,7 @@
 
 ``lock.json`` names the process training the run: PID, host, start time, and the process's start tick from
 ``/proc`` (so a PID the system reused is not taken for it). It is created atomically (written aside, then
-hard-linked into place: :func:`seqlab.io.create_exclusive`), so of two writers exactly one gets it; the other is
+hard-linked into place: :func:`seqlab.base.io.create_exclusive`), so of two writers exactly one gets it; the other is
 refused with one line naming the holder. Readers (``eval``, ``generate``, ``predict``, ``seqlab.load``) never
 take it. A lock whose process is gone from this host (``os.kill(pid, 0)``: left by ``kill -9`` or a crash) is
 taken over with a message; one from another host cannot be checked and is refused, saying how to remove it.
@@ -27,9 +27,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from seqlab import checkpoint
-from seqlab.errors import SeqlabError
-from seqlab.io import create_exclusive, remove_temporaries, replace_atomic, write_bytes_atomic, write_text_atomic
+from seqlab.training import checkpoint
+from seqlab.base.errors import SeqlabError
+from seqlab.base.io import create_exclusive, remove_temporaries, replace_atomic, write_bytes_atomic, write_text_atomic
 
 LOCK = "lock.json"
 
