@@ -10,7 +10,9 @@
   one-line reason;
 - one return type per method in nn/ and models/: no return annotation ``Tensor | X`` with X other than None (a
   method that also returns attention weights is another method, ``forward_with_weights``), unless TENSOR_UNIONS
-  names it with a reason.
+  names it with a reason;
+- functions stay short where routes grow: none in serve/ over MAX_FUNCTION_LINES lines (``def`` to its last line,
+  nested functions included in the one that holds them).
 """
 
 from __future__ import annotations
@@ -169,3 +171,28 @@ def test_methods_in_nn_and_models_return_one_type():
     assert {key: where for key, where in found.items() if key not in TENSOR_UNIONS} == {}
     assert [key for key in TENSOR_UNIONS if key not in found] == [], "TENSOR_UNIONS names a method that is fine now"
 
+
+# ---- short functions in serve/ ----------------------------------------------------------------------------
+
+SHORT = ("serve/",)  # the folders whose functions stay under MAX_FUNCTION_LINES
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(tree: ast.Module, limit: int) -> list[tuple[str, int]]:
+    """(name, lines) of each function (at any depth) longer than ``limit`` lines, ``def`` to its last line."""
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit]
+
+
+def test_long_functions_are_found():
+    body = "".join(f"    x{i} = {i}\n" for i in range(4))
+    inner = body.replace("    ", "        ")
+    planted = ast.parse(f"def short():\n{body}def long():\n{body}    async def inner():\n{inner}")
+    assert long_functions(planted, 5) == [("long", 10)]
+    assert long_functions(planted, 4) == [("short", 5), ("long", 10), ("inner", 5)]
+
+
+def test_functions_in_serve_stay_short():
+    found = {f"{path}:{name}": n for path, tree in sources().items() if path.startswith(SHORT)
+             for name, n in long_functions(tree, MAX_FUNCTION_LINES)}
+    assert found == {}
