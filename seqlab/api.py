@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from seqlab import checkpoint, rundir, signals
 from seqlab.config import DataConfig, RunConfig
 from seqlab.errors import SeqlabError
-from seqlab.io import disk_full_message, is_disk_full, write_text_atomic
+from seqlab.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
 from seqlab.tasks import registry
 from seqlab.tasks.registry import task_module
 
@@ -205,6 +205,14 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
+def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
+    """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
+    ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
+    if isinstance(cfg, str):
+        return registry.resolve(cfg, overrides)
+    return registry.from_sections(cfg, None, overrides) if overrides else registry.complete(cfg)
+
+
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
               resume: bool = False, force: bool = False, log: Callable[..., Any] | None = None,
               callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
@@ -219,10 +227,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only."""
     log = log or _info
     name = cfg if isinstance(cfg, str) else None
-    if isinstance(cfg, str):
-        cfg = registry.resolve(cfg, overrides)
-    else:  # a RunConfig's overrides are applied, never dropped
-        cfg = registry.from_sections(cfg, None, overrides) if overrides else registry.complete(cfg)
+    cfg = _run_config(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     with _caller_state_kept(cfg.train.device):  # the Trainer seeds torch and sets train.threads inside
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
@@ -374,7 +379,7 @@ def _take_inputs(run_dir: Path, staged: Path) -> None:
                                   "give the same data to resume, or train into a new out= (or force=True)")
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        shutil.move(file, kept)
+        replace_atomic(file, kept)  # a rename: the staging folder is beside the run (_staging_dir)
 
 
 def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,
@@ -382,7 +387,7 @@ def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | Non
     """Prepare a config's data once into the folder ``out`` (``seqlab data prepare``), for runs to reuse with
     ``data.prepared=OUT``; returns its manifest. The folder appears complete or not at all; an existing one
     is replaced only with ``force``. Language modelling (task.kind = lm) only, for now."""
-    cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
+    cfg = _run_config(cfg, overrides)
     prepare_task = getattr(task_module(cfg.task.kind), "prepare", None)
     if prepare_task is None:
         raise SeqlabError(f'seqlab data prepare supports task.kind = "lm"; this config has task.kind = '
