@@ -124,27 +124,21 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
     return rundir.RunLock.acquire(run_dir, journal)
 
 
-@contextlib.contextmanager
 def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
-    """SIGTERM outside the training loop (which saves and stops on it: the Trainer's StopSignals): the process
-    ends at once, as by default, having undone the start (before the run's first checkpoint) or tidied the run
-    as the next writer would and let go of it. Raising instead could land in code that swallows it."""
-    import signal
-    import sys
-
+    """SIGTERM outside the training loop (which saves and stops on it: :class:`seqlab.signals.StopSignals`): the
+    process ends at once with 143 (:func:`seqlab.signals.undoing` with ``exit``), having undone the start (before
+    the run's first checkpoint) or tidied the run as the next writer would and let go of it."""
     if lock is None:
-        yield
-        return
+        return contextlib.nullcontext()
 
-    def handler(signum, frame):
+    def undo() -> None:
+        import sys
+
         kept = lock.close(failed=True)
         outcome = _last_checkpoint(run_dir) if kept else "nothing of the new run was kept"
         sys.stderr.write(f"terminated by SIGTERM: {outcome}\n")
-        sys.stderr.flush()
-        os._exit(128 + signum)
 
-    with signals.handling(handler, signal.SIGTERM):
-        yield
+    return signals.undoing(undo, exit=True)
 
 
 @contextlib.contextmanager
