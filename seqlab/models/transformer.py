@@ -215,14 +215,8 @@ class DecoderLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor | None = None,
-        mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        cache: LayerKV | None = None,
-    ) -> Tensor:
+    def forward(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, cache: LayerKV | None = None) -> Tensor:
         """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model).
 
         ``mask`` is added to the causal mask of self-attention; ``memory_mask`` masks the memory keys;
@@ -233,14 +227,8 @@ class DecoderLayer(nn.Module):
             x = self.cross_res.leave(x, self.cross_attn(self.cross_res.enter(x), memory, memory_mask))
         return self.ff_res(x, self.ff)  # batch, tgt, d_model
 
-    def forward_with_weights(
-        self,
-        x: Tensor,
-        memory: Tensor | None = None,
-        mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        cache: LayerKV | None = None,
-    ) -> AttendedLayers:
+    def forward_with_weights(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None,
+                             memory_mask: Tensor | None = None, cache: LayerKV | None = None) -> AttendedLayers:
         """As :meth:`forward`: a one-layer AttendedLayers (self_attn: [(batch, head, tgt, tgt|max_len)],
         cross_attn: [(batch, head, tgt, src)] or [])."""
         x, w_self = _attend(self.self_res, self.self_attn, x, mask=mask, cache=cache)  # batch, tgt, d_model
@@ -289,44 +277,37 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg, cross_attention) for _ in range(cfg.n_layers))
         self.norm = _final_norm(cfg)
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor | None = None,
-        padding: Tensor | None = None,
-        memory_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-    ) -> Tensor:
+    def _layer_inputs(self, tgt: int, padding: Tensor | None, memory_padding: Tensor | None,
+                      cache: KVCache | None) -> tuple[Tensor | None, Tensor | None, list[LayerKV | None]]:
+        """The self-attention mask (batch, 1, 1, tgt|max_len), the memory mask (batch, 1, 1, src) and each
+        layer's slice of the cache (None without one), for ``tgt`` new positions."""
+        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
+        memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
+        if cache is None:
+            return mask, memory_mask, [None] * len(self.layers)
+        positions = cache.positions(tgt)  # tgt
+        return mask, memory_mask, [cache.layer(i, positions) for i in range(len(self.layers))]
+
+    def forward(self, x: Tensor, memory: Tensor | None = None, padding: Tensor | None = None,
+                memory_padding: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
         """x (batch, tgt, d_model) -> (batch, tgt, d_model).
 
         ``padding`` marks the self-attention keys (batch, tgt), or (batch, max_len) cache slots with a
         cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards.
         """
-        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
-        memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
-        positions = None if cache is None else cache.positions(x.shape[1])  # tgt
-        for i, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache.layer(i, positions)
+        mask, memory_mask, caches = self._layer_inputs(x.shape[1], padding, memory_padding, cache)
+        for layer, layer_cache in zip(self.layers, caches):
             x = layer(x, memory, mask, memory_mask, layer_cache)  # batch, tgt, d_model
         return self.norm(x)  # batch, tgt, d_model
 
-    def forward_with_weights(
-        self,
-        x: Tensor,
-        memory: Tensor | None = None,
-        padding: Tensor | None = None,
-        memory_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-    ) -> AttendedLayers:
+    def forward_with_weights(self, x: Tensor, memory: Tensor | None = None, padding: Tensor | None = None,
+                             memory_padding: Tensor | None = None, cache: KVCache | None = None) -> AttendedLayers:
         """As :meth:`forward`: an AttendedLayers with each layer's self-attention weights (batch, head, tgt,
         tgt|max_len) and, with cross-attention, its cross-attention weights (batch, head, tgt, src)."""
-        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
-        memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
-        positions = None if cache is None else cache.positions(x.shape[1])  # tgt
+        mask, memory_mask, caches = self._layer_inputs(x.shape[1], padding, memory_padding, cache)
         w_self: list[Tensor] = []
         w_cross: list[Tensor] = []
-        for i, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache.layer(i, positions)
+        for layer, layer_cache in zip(self.layers, caches):
             x, ws, wc = layer.forward_with_weights(x, memory, mask, memory_mask, layer_cache)  # batch, tgt, d_model
             w_self += ws
             w_cross += wc
@@ -490,14 +471,8 @@ class EncoderDecoder(nn.Module):
         positions = torch.arange(seq, device=tgt.device) if cache is None else cache.positions(seq)  # tgt
         return self.tgt_embed(tgt, positions)  # batch, tgt, d_model
 
-    def decode(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_padding: Tensor | None = None,
-        tgt_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-    ) -> Tensor:
+    def decode(self, tgt: Tensor, memory: Tensor, src_padding: Tensor | None = None,
+               tgt_padding: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
         """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab).
 
         The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory)."""
@@ -507,14 +482,8 @@ class EncoderDecoder(nn.Module):
             cache.advance(tgt.shape[1])
         return self.head(x)  # logits: batch, tgt, tgt_vocab
 
-    def decode_with_weights(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_padding: Tensor | None = None,
-        tgt_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-    ) -> AttendedLayers:
+    def decode_with_weights(self, tgt: Tensor, memory: Tensor, src_padding: Tensor | None = None,
+                            tgt_padding: Tensor | None = None, cache: KVCache | None = None) -> AttendedLayers:
         """As :meth:`decode`: an AttendedLayers with the logits, the decoder's per-layer self-attention
         (batch, head, tgt, tgt|max_len) and cross-attention (batch, head, tgt, src) weights."""
         x = self._embed_tgt(tgt, tgt_padding, cache)  # batch, tgt, d_model

@@ -379,13 +379,8 @@ class MultiHeadAttention(nn.Module):
                 mask, is_causal = combine(causal_mask_at(cache.positions, k.shape[-2]), mask), False
         return q, k, v, mask, is_causal
 
-    def forward(
-        self,
-        x: Tensor,
-        context: Tensor | None = None,
-        mask: Tensor | None = None,
-        cache: LayerKV | None = None,
-    ) -> Tensor:
+    def forward(self, x: Tensor, context: Tensor | None = None, mask: Tensor | None = None,
+                cache: LayerKV | None = None) -> Tensor:
         """x (batch, seq_q, d_model), context (batch, seq_k, d_model) -> (batch, seq_q, d_model).
 
         ``mask`` broadcasts to (batch, head, seq_q, seq_k) (True = may attend); with ``cache`` the keys are the
@@ -400,13 +395,8 @@ class MultiHeadAttention(nn.Module):
             o = attention_fused(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
         return self.out(merge_heads(o))  # batch, seq_q, d_model
 
-    def forward_with_weights(
-        self,
-        x: Tensor,
-        context: Tensor | None = None,
-        mask: Tensor | None = None,
-        cache: LayerKV | None = None,
-    ) -> Attended:
+    def forward_with_weights(self, x: Tensor, context: Tensor | None = None, mask: Tensor | None = None,
+                             cache: LayerKV | None = None) -> Attended:
         """As :meth:`forward`, through the equations path (SDPA does not expose the weights): Attended(output
         (batch, seq_q, d_model), weights (batch, head, seq_q, seq_k))."""
         q, k, v, mask, is_causal = self._heads(x, context, mask, cache)  # batch, head, seq, depth
