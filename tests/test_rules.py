@@ -145,9 +145,8 @@ def tensor_unions(tree: ast.Module) -> list[tuple[str, int, str]]:
                 continue
             name = f"{owner}.{child.name}" if owner else child.name
             if not isinstance(child, ast.ClassDef) and child.returns is not None:
-                members = [ast.unparse(m) for m in _members(child.returns)]
-                if any(m.split(".")[-1] == "Tensor" for m in members) and any(m != "None" and m.split(".")[-1] != "Tensor"
-                                                                             for m in members):
+                members = [ast.unparse(m).split(".")[-1] for m in _members(child.returns)]  # torch.Tensor: Tensor
+                if "Tensor" in members and any(m not in ("Tensor", "None") for m in members):
                     found.append((name, child.lineno, ast.unparse(child.returns)))
             visit(child, name)
 

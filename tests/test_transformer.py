@@ -145,7 +145,8 @@ def test_with_weights_outputs_are_forward_outputs_to_the_bit_on_the_equations_pa
     memory_mask = key_padding_to_attn(src_padding)  # batch, 1, 1, src
     for mha, kw in [(MultiHeadAttention(12, 3, impl="equations"), {}),
                     (MultiHeadAttention(12, 3, impl="equations", causal=True), {}),
-                    (MultiHeadAttention(12, 3, impl="equations", cross=True), {"context": context, "mask": memory_mask})]:
+                    (MultiHeadAttention(12, 3, impl="equations", cross=True),
+                     {"context": context, "mask": memory_mask})]:
         assert torch.equal(mha.forward_with_weights(x, **kw).output, mha(x, **kw))
 
     model = lm(impl="equations")
@@ -160,11 +161,13 @@ def test_with_weights_outputs_are_forward_outputs_to_the_bit_on_the_equations_pa
 
     shared = {k: v for k, v in SMALL.items() if k != "vocab_size"}
     torch.manual_seed(0)
-    model = EncoderDecoder(EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, impl="equations", **shared)).eval()
+    cfg = EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, impl="equations", **shared)
+    model = EncoderDecoder(cfg).eval()
     src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
     memory = model.encode(src, src_padding)  # batch, src, d_model
     assert torch.equal(model.encode_with_weights(src, src_padding).output, memory)
-    assert torch.equal(model.decode_with_weights(tgt, memory, src_padding).output, model.decode(tgt, memory, src_padding))
+    assert torch.equal(model.decode_with_weights(tgt, memory, src_padding).output,
+                       model.decode(tgt, memory, src_padding))
     enc_layer, dec_layer = model.encoder.layers[0], model.decoder.layers[0]
     assert torch.equal(enc_layer.forward_with_weights(context).output, enc_layer(context))
     assert torch.equal(dec_layer.forward_with_weights(x, memory, None, memory_mask).output,

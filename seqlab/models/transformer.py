@@ -222,7 +222,8 @@ class DecoderLayer(nn.Module):
         ``mask`` is added to the causal mask of self-attention; ``memory_mask`` masks the memory keys;
         ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`.
         """
-        x = self.self_res.leave(x, self.self_attn(self.self_res.enter(x), mask=mask, cache=cache))  # batch, tgt, d_model
+        y = self.self_attn(self.self_res.enter(x), mask=mask, cache=cache)  # batch, tgt, d_model
+        x = self.self_res.leave(x, y)  # batch, tgt, d_model
         if self.cross_attn is not None:
             x = self.cross_res.leave(x, self.cross_attn(self.cross_res.enter(x), memory, memory_mask))
         return self.ff_res(x, self.ff)  # batch, tgt, d_model
