@@ -26,7 +26,7 @@ from seqlab.training import checkpoint, rundir
 from seqlab.base import signals
 from seqlab.base.config import DataConfig, RunConfig
 from seqlab.base.errors import SeqlabError
-from seqlab.base.io import disk_full_message, is_disk_full, write_text_atomic
+from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
 from seqlab.tasks import registry
 from seqlab.tasks.registry import task_module
 
@@ -125,27 +125,21 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
     return rundir.RunLock.acquire(run_dir, journal)
 
 
-@contextlib.contextmanager
 def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
-    """SIGTERM outside the training loop (which saves and stops on it: the Trainer's StopSignals): the process
-    ends at once, as by default, having undone the start (before the run's first checkpoint) or tidied the run
-    as the next writer would and let go of it. Raising instead could land in code that swallows it."""
-    import signal
-    import sys
-
+    """SIGTERM outside the training loop (which saves and stops on it: :class:`seqlab.signals.StopSignals`): the
+    process ends at once with 143 (:func:`seqlab.signals.undoing` with ``exit``), having undone the start (before
+    the run's first checkpoint) or tidied the run as the next writer would and let go of it."""
     if lock is None:
-        yield
-        return
+        return contextlib.nullcontext()
 
-    def handler(signum, frame):
+    def undo() -> None:
+        import sys
+
         kept = lock.close(failed=True)
         outcome = _last_checkpoint(run_dir) if kept else "nothing of the new run was kept"
         sys.stderr.write(f"terminated by SIGTERM: {outcome}\n")
-        sys.stderr.flush()
-        os._exit(128 + signum)
 
-    with signals.handling(handler, signal.SIGTERM):
-        yield
+    return signals.undoing(undo, exit=True)
 
 
 @contextlib.contextmanager
@@ -206,6 +200,14 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
+def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
+    """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
+    ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
+    if isinstance(cfg, str):
+        return registry.resolve(cfg, overrides)
+    return registry.from_sections(cfg, None, overrides) if overrides else registry.complete(cfg)
+
+
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
               resume: bool = False, force: bool = False, log: Callable[..., Any] | None = None,
               callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
@@ -220,10 +222,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only."""
     log = log or _info
     name = cfg if isinstance(cfg, str) else None
-    if isinstance(cfg, str):
-        cfg = registry.resolve(cfg, overrides)
-    else:  # a RunConfig's overrides are applied, never dropped
-        cfg = registry.from_sections(cfg, None, overrides) if overrides else registry.complete(cfg)
+    cfg = _run_config(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     with _caller_state_kept(cfg.train.device):  # the Trainer seeds torch and sets train.threads inside
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
@@ -375,7 +374,7 @@ def _take_inputs(run_dir: Path, staged: Path) -> None:
                                   "give the same data to resume, or train into a new out= (or force=True)")
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        shutil.move(file, kept)
+        replace_atomic(file, kept)  # a rename: the staging folder is beside the run (_staging_dir)
 
 
 def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,
@@ -383,7 +382,7 @@ def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | Non
     """Prepare a config's data once into the folder ``out`` (``seqlab data prepare``), for runs to reuse with
     ``data.prepared=OUT``; returns its manifest. The folder appears complete or not at all; an existing one
     is replaced only with ``force``. Language modelling (task.kind = lm) only, for now."""
-    cfg = registry.complete(cfg) if isinstance(cfg, RunConfig) else registry.resolve(cfg, overrides)
+    cfg = _run_config(cfg, overrides)
     prepare_task = getattr(task_module(cfg.task.kind), "prepare", None)
     if prepare_task is None:
         raise SeqlabError(f'seqlab data prepare supports task.kind = "lm"; this config has task.kind = '

@@ -10,8 +10,8 @@ import pytest
 
 import seqlab
 from seqlab.base.errors import SeqlabError
-from seqlab.base.io import atomic_path, read_json, read_metrics, versions, write_bytes_atomic, write_json_atomic, \
-    write_text_atomic
+from seqlab.base.io import atomic_path, copy_atomic, read_json, read_metrics, versions, write_bytes_atomic, \
+    write_json_atomic, write_text_atomic
 
 
 def test_writes_create_folders_and_replace(tmp_path):
@@ -25,6 +25,10 @@ def test_writes_create_folders_and_replace(tmp_path):
     write_bytes_atomic(path, b"\x00\x01")
     assert path.read_bytes() == b"\x00\x01"
     assert sorted(p.name for p in path.parent.iterdir()) == ["f.json"]
+    source = tmp_path / "big.bin"
+    source.write_bytes(bytes(range(256)) * 5000)  # more than one block of copy_atomic
+    copy_atomic(source, path)
+    assert path.read_bytes() == source.read_bytes() and sorted(p.name for p in path.parent.iterdir()) == ["f.json"]
 
 
 def test_an_error_mid_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):

@@ -128,7 +128,7 @@ def test_mha_matches_torch(request, masking, dtype, impl):
     expected, expected_w = ref(x, x, x, need_weights=True, average_attn_weights=False, **ref_kw)
     mask = None if pad is None else key_padding_to_attn(pad)
     check(request, ours(x, mask=mask), expected, dtype)
-    out, weights = ours(x, mask=mask, need_weights=True)
+    out, weights = ours.forward_with_weights(x, mask=mask)
     check(request, out, expected, dtype)
     check(request, weights, expected_w, dtype)
 

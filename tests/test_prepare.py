@@ -164,6 +164,18 @@ def test_prepared_mismatch_is_refused_naming_the_key(tmp_path, corpus):
         api.train_run("lm-char", tmp_path / "r2", overrides=[*base, "data.min_freq=2"], **QUIET)
 
 
+def test_prepare_applies_the_overrides_of_a_run_config(tmp_path, corpus, monkeypatch):
+    """api.prepare(RunConfig, overrides=...) applies them, as train_run does (they were dropped)."""
+    from seqlab.tasks import lm
+
+    seen = {}
+    monkeypatch.setattr(lm, "prepare", lambda cfg, out, **kwargs: seen.setdefault("cfg", cfg))
+    cfg = resolve("lm-char", [f'data.source="{corpus}"'])
+    api.prepare(cfg, tmp_path / "p", overrides=["data.min_freq=3", "data.tokenizer=word"], progress=False)
+    assert (seen["cfg"].data.min_freq, seen["cfg"].data.tokenizer) == (3, "word")
+    assert seen["cfg"].data.source == str(corpus) and cfg.data.min_freq != 3
+
+
 def test_interrupted_prepare_leaves_nothing(tmp_path, corpus, monkeypatch, small_pieces):
     """An error, Ctrl-C or SIGTERM while encoding removes the temporary folder; the old folder (--force) stays;
     a temporary folder left by a killed process is removed by the next preparation beside it."""

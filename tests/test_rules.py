@@ -7,7 +7,12 @@
   atomic-replace helper; ``signal.signal(`` only in base/signals.py;
 - modules stay small: none over MAX_LINES lines of code and comments (docstrings not counted: the equation and
   departure tags the documentation site is built from live there, beside the code) unless LONG names it with a
-  one-line reason.
+  one-line reason;
+- one return type per method in nn/ and models/: no return annotation ``Tensor | X`` with X other than None (a
+  method that also returns attention weights is another method, ``forward_with_weights``), unless TENSOR_UNIONS
+  names it with a reason;
+- functions stay short where routes grow: none in serve/ over MAX_FUNCTION_LINES lines (``def`` to its last line,
+  nested functions included in the one that holds them).
 """
 
 from __future__ import annotations
@@ -105,3 +110,88 @@ def test_modules_stay_small():
     lengths = {str(p.relative_to(PACKAGE)): code_lines(p.read_text(encoding="utf-8")) for p in PACKAGE.rglob("*.py")}
     assert {path: n for path, n in lengths.items() if n > MAX_LINES and path not in LONG} == {}
     assert [path for path in LONG if lengths.get(path, 0) <= MAX_LINES] == [], "LONG names a module that is short"
+
+
+# ---- one return type per method ---------------------------------------------------------------------------
+
+TYPED = ("nn/", "models/")  # the folders whose methods return one type
+# "path:Class.method" -> why its return type may be a Tensor or something else
+TENSOR_UNIONS = {
+    "models/seq2seq.py:DecoderState.rnn_state": "the hx torch.nn.GRU (h) or torch.nn.LSTM ((h, c)) takes: the "
+                                                 "cell's type, not a flag",
+}
+
+
+def _members(annotation: ast.expr) -> list[ast.expr]:
+    """The members of a union annotation (``A | B | C`` or ``Union[A, B]``; ``Optional[A]`` is A | None)."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _members(annotation.left) + _members(annotation.right)
+    if isinstance(annotation, ast.Subscript) and ast.unparse(annotation.value).split(".")[-1] in ("Union", "Optional"):
+        inner = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        none = [ast.Constant(None)] if ast.unparse(annotation.value).endswith("Optional") else []
+        return [m for e in inner for m in _members(e)] + none
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):  # a quoted annotation
+        return _members(ast.parse(annotation.value, mode="eval").body)
+    return [annotation]
+
+
+def tensor_unions(tree: ast.Module) -> list[tuple[str, int, str]]:
+    """(Class.method or function, line, annotation) of each return annotation ``Tensor | X`` with X not None."""
+    found = []
+
+    def visit(node: ast.AST, owner: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            name = f"{owner}.{child.name}" if owner else child.name
+            if not isinstance(child, ast.ClassDef) and child.returns is not None:
+                members = [ast.unparse(m).split(".")[-1] for m in _members(child.returns)]  # torch.Tensor: Tensor
+                if "Tensor" in members and any(m not in ("Tensor", "None") for m in members):
+                    found.append((name, child.lineno, ast.unparse(child.returns)))
+            visit(child, name)
+
+    visit(tree, "")
+    return found
+
+
+def test_tensor_unions_are_found():
+    planted = ast.parse("class M:\n"
+                        "    def forward(self, x, need_weights=False) -> Tensor | Attended: ...\n"
+                        "    def maybe(self) -> Tensor | None: ...\n"
+                        "    def old(self) -> 'Optional[torch.Tensor]': ...\n"
+                        "    def union(self) -> Union[torch.Tensor, tuple[Tensor, Tensor]]: ...\n"
+                        "def f() -> None | Tensor | list[Tensor]: ...\n")
+    assert [(name, line) for name, line, _ in tensor_unions(planted)] == [("M.forward", 2), ("M.union", 5), ("f", 6)]
+
+
+def test_methods_in_nn_and_models_return_one_type():
+    found = {f"{path}:{name}": f"line {line}: -> {annotation}" for path, tree in sources().items()
+             if path.startswith(TYPED) for name, line, annotation in tensor_unions(tree)}
+    assert {key: where for key, where in found.items() if key not in TENSOR_UNIONS} == {}
+    assert [key for key in TENSOR_UNIONS if key not in found] == [], "TENSOR_UNIONS names a method that is fine now"
+
+
+# ---- short functions in serve/ ----------------------------------------------------------------------------
+
+SHORT = ("serve/",)  # the folders whose functions stay under MAX_FUNCTION_LINES
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(tree: ast.Module, limit: int) -> list[tuple[str, int]]:
+    """(name, lines) of each function (at any depth) longer than ``limit`` lines, ``def`` to its last line."""
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit]
+
+
+def test_long_functions_are_found():
+    body = "".join(f"    x{i} = {i}\n" for i in range(4))
+    inner = body.replace("    ", "        ")
+    planted = ast.parse(f"def short():\n{body}def long():\n{body}    async def inner():\n{inner}")
+    assert long_functions(planted, 5) == [("long", 10)]
+    assert long_functions(planted, 4) == [("short", 5), ("long", 10), ("inner", 5)]
+
+
+def test_functions_in_serve_stay_short():
+    found = {f"{path}:{name}": n for path, tree in sources().items() if path.startswith(SHORT)
+             for name, n in long_functions(tree, MAX_FUNCTION_LINES)}
+    assert found == {}

@@ -68,7 +68,7 @@ def test_lm_shapes_and_attention_maps():
     assert torch.allclose(maps[0].sum(-1), torch.ones(2, 3, 5), rtol=0, atol=gamma(12, torch.float32))
     assert (maps[1].triu(diagonal=1) == 0).all()  # causal: no weight on the future
     model.double()
-    logits, self_attn, cross_attn = model(ids, need_weights=True)
+    logits, self_attn, cross_attn = model.forward_with_weights(ids)
     assert torch.allclose(logits, model(ids), rtol=0, atol=PATHS_TOL) and len(self_attn) == 2 and cross_attn == []
 
 
@@ -78,9 +78,9 @@ def test_encoder_decoder_shapes():
     cfg = EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **shared)
     model = EncoderDecoder(cfg).eval()
     src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
-    memory, enc_w, no_cross = model.encode(src, need_weights=True)
+    memory, enc_w, no_cross = model.encode_with_weights(src)
     assert memory.shape == (2, 6, 12) and enc_w[0].shape == (2, 3, 6, 6) and no_cross == []
-    logits, dec_self, dec_cross = model.decode(tgt, memory, need_weights=True)
+    logits, dec_self, dec_cross = model.decode_with_weights(tgt, memory)
     assert logits.shape == (2, 5, 13)
     assert dec_self[0].shape == (2, 3, 5, 5) and dec_cross[0].shape == (2, 3, 5, 6)
     assert model(src, tgt).shape == (2, 5, 13)
@@ -88,25 +88,25 @@ def test_encoder_decoder_shapes():
 
 def test_mha_cross_attention_shapes():
     mha = MultiHeadAttention(12, 3, cross=True)
-    out, w = mha(torch.randn(2, 5, 12), context=torch.randn(2, 7, 12), need_weights=True)
+    out, w = mha.forward_with_weights(torch.randn(2, 5, 12), context=torch.randn(2, 7, 12))
     assert out.shape == (2, 5, 12) and w.shape == (2, 3, 5, 7)
 
 
-def test_forward_returns_a_tensor_and_with_need_weights_a_named_tuple_of_the_same_output():
+def test_forward_returns_a_tensor_and_forward_with_weights_a_named_tuple_of_the_same_output():
     # batch 2, tgt 5, src 6, d_model 12, head 3, tgt vocab 13, src vocab 11, layers 2: all differ
     torch.manual_seed(0)  # everything in float64: the paths are compared within PATHS_TOL
     x, context = torch.randn(2, 5, 12, dtype=torch.float64), torch.randn(2, 6, 12, dtype=torch.float64)
     for mha, kw, keys in [(MultiHeadAttention(12, 3, causal=True).double(), {}, 5),
                           (MultiHeadAttention(12, 3, cross=True).double(), {"context": context}, 6)]:
         out = mha(x, **kw)
-        attended = mha(x, need_weights=True, **kw)
+        attended = mha.forward_with_weights(x, **kw)
         assert type(out) is torch.Tensor and isinstance(attended, Attended)
         assert attended.output.shape == (2, 5, 12) and attended.weights.shape == (2, 3, 5, keys)
         assert torch.allclose(attended.output, out, rtol=0, atol=PATHS_TOL)  # equations path vs fused SDPA
 
     model = lm().double()
     ids = torch.randint(0, 13, (2, 5))
-    logits, run = model(ids), model(ids, need_weights=True)
+    logits, run = model(ids), model.forward_with_weights(ids)
     assert type(logits) is torch.Tensor and isinstance(run, AttendedLayers)
     assert [w.shape for w in run.self_attn] == [(2, 3, 5, 5)] * 2 and run.cross_attn == []
     assert torch.allclose(run.output, logits, rtol=0, atol=PATHS_TOL)
@@ -115,11 +115,11 @@ def test_forward_returns_a_tensor_and_with_need_weights_a_named_tuple_of_the_sam
     model = EncoderDecoder(EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, **shared)).eval().double()
     src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
     src_padding = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # batch, src
-    memory, encoded = model.encode(src, src_padding), model.encode(src, src_padding, need_weights=True)
+    memory, encoded = model.encode(src, src_padding), model.encode_with_weights(src, src_padding)
     assert type(memory) is torch.Tensor and isinstance(encoded, AttendedLayers)
     assert [w.shape for w in encoded.self_attn] == [(2, 3, 6, 6)] * 2 and encoded.cross_attn == []
     assert torch.allclose(encoded.output, memory, rtol=0, atol=PATHS_TOL)
-    logits, decoded = model.decode(tgt, memory, src_padding), model.decode(tgt, memory, src_padding, need_weights=True)
+    logits, decoded = model.decode(tgt, memory, src_padding), model.decode_with_weights(tgt, memory, src_padding)
     assert type(logits) is torch.Tensor and isinstance(decoded, AttendedLayers)
     assert [w.shape for w in decoded.self_attn] == [(2, 3, 5, 5)] * 2
     assert [w.shape for w in decoded.cross_attn] == [(2, 3, 5, 6)] * 2
@@ -129,9 +129,51 @@ def test_forward_returns_a_tensor_and_with_need_weights_a_named_tuple_of_the_sam
     # with a KV cache: the keys are the max_len = 7 slots, and the cache advances once per call
     cache_a, cache_b = model.new_cache(2), model.new_cache(2)
     step = model.decode(tgt[:, :3], memory, src_padding, cache=cache_a)
-    cached = model.decode(tgt[:, :3], memory, src_padding, cache=cache_b, need_weights=True)
+    cached = model.decode_with_weights(tgt[:, :3], memory, src_padding, cache=cache_b)
     assert cache_a.pos == cache_b.pos == 3 and cached.self_attn[0].shape == (2, 3, 3, 7)
     assert torch.allclose(cached.output, step, rtol=0, atol=PATHS_TOL)
+
+
+def test_with_weights_outputs_are_forward_outputs_to_the_bit_on_the_equations_path():
+    """Each ``*_with_weights`` method computes its output as ``forward`` does on the equations path (impl =
+    "equations"): the same tensor to the bit, for MultiHeadAttention (self, causal, cross, with a cache), every
+    layer and stack, the LM (with and without a cache) and the encoder-decoder; float32, padding and dropout off."""
+    # batch 2, tgt 5, src 6, d_model 12, head 3, tgt vocab 13, src vocab 11, layers 2, max_len 7: all differ
+    torch.manual_seed(0)
+    x, context = torch.randn(2, 5, 12), torch.randn(2, 6, 12)
+    src_padding = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # batch, src
+    memory_mask = key_padding_to_attn(src_padding)  # batch, 1, 1, src
+    for mha, kw in [(MultiHeadAttention(12, 3, impl="equations"), {}),
+                    (MultiHeadAttention(12, 3, impl="equations", causal=True), {}),
+                    (MultiHeadAttention(12, 3, impl="equations", cross=True),
+                     {"context": context, "mask": memory_mask})]:
+        assert torch.equal(mha.forward_with_weights(x, **kw).output, mha(x, **kw))
+
+    model = lm(impl="equations")
+    ids = torch.randint(0, 13, (2, 5))
+    assert torch.equal(model.forward_with_weights(ids).output, model(ids))
+    layer = model.decoder.layers[0]
+    assert torch.equal(layer.forward_with_weights(x).output, layer(x))
+    assert torch.equal(model.decoder.forward_with_weights(x).output, model.decoder(x))
+    cache_a, cache_b = model.new_cache(2), model.new_cache(2)
+    for part in (ids[:, :3], ids[:, 3:4]):  # a prompt, then one decoding step against the cache
+        assert torch.equal(model.forward_with_weights(part, cache=cache_b).output, model(part, cache=cache_a))
+
+    shared = {k: v for k, v in SMALL.items() if k != "vocab_size"}
+    torch.manual_seed(0)
+    cfg = EncoderDecoderConfig(src_vocab_size=11, tgt_vocab_size=13, impl="equations", **shared)
+    model = EncoderDecoder(cfg).eval()
+    src, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 13, (2, 5))
+    memory = model.encode(src, src_padding)  # batch, src, d_model
+    assert torch.equal(model.encode_with_weights(src, src_padding).output, memory)
+    assert torch.equal(model.decode_with_weights(tgt, memory, src_padding).output,
+                       model.decode(tgt, memory, src_padding))
+    enc_layer, dec_layer = model.encoder.layers[0], model.decoder.layers[0]
+    assert torch.equal(enc_layer.forward_with_weights(context).output, enc_layer(context))
+    assert torch.equal(dec_layer.forward_with_weights(x, memory, None, memory_mask).output,
+                       dec_layer(x, memory, None, memory_mask))
+    assert torch.equal(model.encoder.forward_with_weights(context, src_padding).output,
+                       model.encoder(context, src_padding))
 
 
 # ---------------------------------------------------------------- hand-computed values

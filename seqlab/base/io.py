@@ -159,6 +159,12 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes | Iterable[bytes]) -
     return Path(path)
 
 
+def copy_atomic(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
+    """Copy the file ``src`` to ``dst`` atomically (read in blocks, fsynced before the rename)."""
+    with open(src, "rb") as f:
+        return write_bytes_atomic(dst, iter(lambda: f.read(1 << 20), b""))
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` as UTF-8 to ``path`` atomically."""
     return write_bytes_atomic(path, text.encode("utf-8"))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -27,7 +26,7 @@ from seqlab.data import beacon, prepared, text_pieces, workers
 from seqlab.data.prose import pyprose_manifest
 from seqlab.data.sources import source_file, split_points
 from seqlab.base.errors import SeqlabError, shown
-from seqlab.base.io import read_json, versions, write_json_atomic
+from seqlab.base.io import copy_atomic, read_json, versions, write_json_atomic
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer, train_configured
 
 SPLITS = ("train", "valid", "test")
@@ -193,7 +192,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Ranks, log=print, *,
     if cfg.data.prepared:
         directory, manifest = open_prepared(cfg, cfg.data.prepared)
         if dist.main:
-            shutil.copyfile(directory / "tokenizer.json", run_dir / "tokenizer.json")
+            copy_atomic(directory / "tokenizer.json", run_dir / "tokenizer.json")
             write_json_atomic(run_dir / DATA_DIR / "meta.json", {"prepared": str(directory),
                                                                   "dtype": manifest["dtype"],
                                                                   "tokens": manifest["tokens"]})
@@ -212,7 +211,7 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Ranks, log=print, *,
                           if n) >= 16 * MB
                 manifest = prepare_tokens(cfg, data, tokenizer=given, force=True,
                                           progress=cfg.train.progress and big)
-                shutil.copyfile(data / "tokenizer.json", run_dir / "tokenizer.json")
+                copy_atomic(data / "tokenizer.json", run_dir / "tokenizer.json")
                 if big:
                     log(f"data: {_sources_line(manifest)}, prepared in {manifest['seconds']:.1f} s")
             if rank0:

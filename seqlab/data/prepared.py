@@ -16,7 +16,6 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import socket
 import uuid
 from collections.abc import Iterator
@@ -83,26 +82,16 @@ def building(out: Path, force: bool = False) -> Iterator[Path]:
         raise
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM during a preparation: raised so that the temporary folder is removed (then re-raised)."""
-
-
-@contextlib.contextmanager
 def _on_sigterm(tmp: Path):
-    """SIGTERM while preparing: the workers are ended and ``tmp`` removed, then the handler installed before
-    (``seqlab train``'s, which undoes the run's start and exits 143) runs; without one, :class:`Terminated` is
-    raised, so that the callers' cleanup runs too."""
-    previous = signal.getsignal(signal.SIGTERM)
+    """SIGTERM while preparing (:func:`seqlab.signals.undoing`): the workers are ended and ``tmp`` removed, then
+    the handler of the block around it runs (``seqlab train``'s undoes the run's start and exits 143); without
+    one, :class:`~seqlab.signals.Terminated` is raised, so that the callers' clean-up runs too."""
 
-    def handler(signum, frame):
-        if not callable(previous):
-            raise Terminated()
+    def undo() -> None:
         end_workers()
         shutil.rmtree(tmp, ignore_errors=True)
-        previous(signum, frame)
 
-    with signals.handling(handler, signal.SIGTERM):
-        yield
+    return signals.undoing(undo)
 
 
 def write_manifest(directory: Path, manifest: dict) -> None:

@@ -38,8 +38,9 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.base.errors import SeqlabError, check_positive
-from seqlab.models.transformer import POSITIONS, Encoder, TransformerConfig, _check_positions
+from seqlab.models.transformer import POSITIONS, Encoder, TransformerConfig
 from seqlab.nn.dropout import Dropout
+from seqlab.nn.positions import check_positions
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, set_forget_bias
 
 
@@ -145,7 +146,7 @@ class RecurrentForecaster(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (batch, seq) standardised values, oldest first -> forecasts of the next value (batch,)."""
-        _check_positions(x.shape[1], self.cfg.max_len)
+        check_positions(x.shape[1], self.cfg.max_len)
         a, _ = self.rnn(x.unsqueeze(-1))  # (batch, seq, 1) -> (batch, seq, hidden)
         return self.head(a[:, -1]).squeeze(-1)  # (batch, hidden) -> (batch, 1) -> (batch,)
 
@@ -170,7 +171,7 @@ class TransformerForecaster(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """x (batch, seq) standardised values, oldest first -> forecasts of the next value (batch,)."""
         seq = x.shape[1]
-        _check_positions(seq, self.cfg.max_len)
+        check_positions(seq, self.cfg.max_len)
         positions = torch.arange(self.cfg.max_len - seq, self.cfg.max_len, device=x.device)  # seq, right-aligned
         e = self.embed(x.unsqueeze(-1))  # (batch, seq, 1) -> (batch, seq, d_model)
         h = self.encoder(self.dropout(e + self.positions(positions)))  # batch, seq, d_model

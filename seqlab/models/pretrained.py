@@ -28,9 +28,9 @@ from torch import Tensor, nn
 
 from seqlab.base.errors import SeqlabError, check_positive
 from seqlab.base.io import read_json
-from seqlab.models.transformer import Encoder, TransformerConfig, _check_positions
+from seqlab.models.transformer import Encoder, TransformerConfig
 from seqlab.nn.dropout import Dropout
-from seqlab.nn.positions import LearnedPositions
+from seqlab.nn.positions import LearnedPositions, check_positions
 from seqlab.text.wordpiece import REDOWNLOAD, WordPieceTokenizer
 
 # Hugging Face's activation names -> ours (gelu_new and gelu_pytorch_tanh are both the tanh approximation)
@@ -131,7 +131,7 @@ class BertEncoder(nn.Module):
                token_type_ids: Tensor | None = None) -> Tensor:
         """ids (batch, seq), attention_mask (batch, seq) True/1 = real token (None: no padding),
         token_type_ids (batch, seq) or None -> last hidden states (batch, seq, d_model)."""
-        _check_positions(ids.shape[1], self.cfg.max_len)
+        check_positions(ids.shape[1], self.cfg.max_len)
         padding = None if attention_mask is None else attention_mask.bool()  # batch, seq
         if padding is not None and tuple(padding.shape) != tuple(ids.shape):
             raise SeqlabError(f"attention_mask has shape {tuple(padding.shape)} but ids have {tuple(ids.shape)}; "

@@ -28,8 +28,8 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.base.errors import SeqlabError, check_positive, check_size
-from seqlab.models.transformer import _check_positions
 from seqlab.nn.dropout import Dropout
+from seqlab.nn.positions import check_positions
 from seqlab.nn.recurrent import CELLS, RecurrentConfig, RecurrentStack, State, set_forget_bias
 
 
@@ -188,7 +188,7 @@ class RecurrentLM(nn.Module):
         """
         batch, seq = ids.shape
         start = 0 if cache is None else cache.pos
-        _check_positions(start + seq, self.cfg.max_len, start)
+        check_positions(start + seq, self.cfg.max_len, start)
         h, state = self.encoder(ids, state=None if cache is None else cache.state)  # batch, seq, hidden
         if cache is not None:
             cache.state, cache.pos = state, start + seq

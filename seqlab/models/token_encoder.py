@@ -27,8 +27,9 @@ from torch import Tensor, nn
 
 from seqlab.base.errors import SeqlabError, check_positive
 from seqlab.models.recurrent import RecurrentEncoder, RecurrentModelConfig
-from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _check_positions, _init_gpt2
+from seqlab.models.transformer import Embedding, Encoder, TransformerConfig, _init_gpt2
 from seqlab.nn.char_features import CharBiLSTM
+from seqlab.nn.positions import check_positions
 from seqlab.nn.recurrent import RecurrentConfig, State, set_forget_bias
 from seqlab.text.vocab import Vocab
 
@@ -129,7 +130,7 @@ class TransformerTokenEncoder(nn.Module):
 
     def forward(self, ids: Tensor, padding: Tensor | None = None) -> tuple[Tensor, None]:
         """ids (batch, seq), padding (batch, seq) -> (states (batch, seq, d_model), None)."""
-        _check_positions(ids.shape[1], self.max_len)
+        check_positions(ids.shape[1], self.max_len)
         positions = torch.arange(ids.shape[1], device=ids.device)  # seq
         x = self.embed(ids, positions)  # batch, seq, d_model
         return self.encoder(x, padding), None  # batch, seq, d_model

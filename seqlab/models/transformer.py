@@ -4,10 +4,11 @@ Equations (notes: Transformer): the tags of :class:`Embedding`, :class:`EncoderL
 the norm placements :mod:`seqlab.nn.norm`, attention :mod:`seqlab.nn.attention`, positions :mod:`seqlab.nn.positions`,
 FFN :mod:`seqlab.nn.feedforward`. Masks: boolean, True = may attend (:mod:`seqlab.nn.masks`); padding True = real.
 
-One public forward per class (``forward``; ``encode``/``decode`` of the encoder-decoder) returns the output, or
-with ``need_weights=True`` an :class:`AttendedLayers` (the output and every layer's attention weights, computed on
-the equations path). ``TransformerLM.step``, the one other entry, is the compiled decoding step: it skips
-``forward``'s checks and reads no Python counter, so that torch.compile makes one graph for every position.
+One return type per method: ``forward`` (``encode``/``decode`` of the encoder-decoder) returns the output, and
+its twin ``forward_with_weights`` (``encode_with_weights``/``decode_with_weights``) the same output with every
+layer's attention weights, an :class:`AttendedLayers` (computed on the equations path). ``TransformerLM.step`` is
+the compiled decoding step: it skips ``forward``'s checks and reads no Python counter, so that torch.compile makes
+one graph for every position.
 
 Shapes: batch; seq (src, tgt: source and target lengths); d_model; head; vocab.
 """
@@ -22,12 +23,12 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.base.errors import SeqlabError, check_positive, check_size
-from seqlab.nn.attention import IMPLS, KVCache, LayerKV, MultiHeadAttention, check_heads
+from seqlab.nn.attention import IMPLS, Attended, KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
 from seqlab.nn.masks import combine, key_padding_to_attn
 from seqlab.nn.norm import PLACEMENTS, Residual
-from seqlab.nn.positions import LearnedPositions, SinusoidalPositions
+from seqlab.nn.positions import LearnedPositions, SinusoidalPositions, check_positions
 from seqlab.vectors.embedding import TranslationVectors
 
 POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
@@ -104,16 +105,6 @@ def _check_choice(name: str, value: str, choices) -> None:
         raise SeqlabError(f"unknown {name} {value!r}; use one of {', '.join(choices)}")
 
 
-def _check_positions(n: int, max_len: int, cached: int = 0) -> None:
-    """A forward pass may see at most max_len positions (cached ones included)."""
-    if n > max_len:
-        held = f" ({cached} cached + {n - cached} new)" if cached else ""
-        raise SeqlabError(
-            f"{n} positions{held} exceed max_len={max_len}; feed at most the last {max_len} tokens "
-            f"or raise model.max_len"
-        )
-
-
 class Embedding(nn.Module):
     r"""embed(I) = E·I (· sqrt(d_model)) + P, then dropout (notes: Transformer › Embedding; worked example step 1).
 
@@ -152,25 +143,18 @@ class Embedding(nn.Module):
 
 class AttendedLayers(NamedTuple):
     """An output with the attention weights of the layers that produced it, first layer first: what every
-    ``forward(..., need_weights=True)`` below returns."""
+    ``forward_with_weights`` (``encode_with_weights``, ``decode_with_weights``) below returns."""
 
     output: Tensor  # a stack's states (batch, seq, d_model) or a model's logits (batch, seq, vocab)
     self_attn: list[Tensor]  # per layer: batch, head, seq_q, seq_k (seq_k = max_len cache slots with a cache)
     cross_attn: list[Tensor]  # per layer: batch, head, tgt, src; empty without cross-attention
 
 
-def _attention_sublayer(
-    res: Residual, attn: MultiHeadAttention, x: Tensor, need_weights: bool, **kw
-) -> tuple[Tensor, list[Tensor]]:
-    """x joined with attn(enter(x)); returns (x, [attn's weights] if need_weights else [])."""
-    if need_weights:
-        y, weights = attn(res.enter(x), need_weights=True, **kw)  # batch, seq, d_model; batch, head, seq, keys
-        return res.leave(x, y), [weights]
-    return res.leave(x, attn(res.enter(x), **kw)), []  # batch, seq, d_model
-
-
-def _attended(out: AttendedLayers, need_weights: bool) -> Tensor | AttendedLayers:
-    return out if need_weights else out.output
+def _attend(res: Residual, attn: MultiHeadAttention, x: Tensor, **kw) -> Attended:
+    """x joined with attn(enter(x)) through ``attn.forward_with_weights``: Attended(the new x (batch, seq,
+    d_model), attn's weights (batch, head, seq, keys))."""
+    y, weights = attn.forward_with_weights(res.enter(x), **kw)  # batch, seq, d_model; batch, head, seq, keys
+    return Attended(res.leave(x, y), weights)
 
 
 class EncoderLayer(nn.Module):
@@ -203,12 +187,15 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False) -> Tensor | AttendedLayers:
-        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model); with
-        ``need_weights`` a one-layer AttendedLayers (self_attn: [(batch, head, seq, seq)])."""
-        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask)
-        x = self.ff_res(x, self.ff)  # batch, seq, d_model
-        return _attended(AttendedLayers(x, w_self, []), need_weights)
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model)."""
+        x = self.self_res.leave(x, self.self_attn(self.self_res.enter(x), mask=mask))  # batch, seq, d_model
+        return self.ff_res(x, self.ff)  # batch, seq, d_model
+
+    def forward_with_weights(self, x: Tensor, mask: Tensor | None = None) -> AttendedLayers:
+        """As :meth:`forward`: a one-layer AttendedLayers (self_attn: [(batch, head, seq, seq)])."""
+        x, w_self = _attend(self.self_res, self.self_attn, x, mask=mask)  # batch, seq, d_model
+        return AttendedLayers(self.ff_res(x, self.ff), [w_self], [])
 
 
 class DecoderLayer(nn.Module):
@@ -228,29 +215,29 @@ class DecoderLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor | None = None,
-        mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        cache: LayerKV | None = None,
-        need_weights: bool = False,
-    ) -> Tensor | AttendedLayers:
+    def forward(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, cache: LayerKV | None = None) -> Tensor:
         """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model).
 
         ``mask`` is added to the causal mask of self-attention; ``memory_mask`` masks the memory keys;
-        ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`. With ``need_weights`` a one-layer
-        AttendedLayers (self_attn: [(batch, head, tgt, tgt|max_len)], cross_attn: [(batch, head, tgt, src)] or []).
+        ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`.
         """
-        x, w_self = _attention_sublayer(self.self_res, self.self_attn, x, need_weights, mask=mask, cache=cache)
+        y = self.self_attn(self.self_res.enter(x), mask=mask, cache=cache)  # batch, tgt, d_model
+        x = self.self_res.leave(x, y)  # batch, tgt, d_model
+        if self.cross_attn is not None:
+            x = self.cross_res.leave(x, self.cross_attn(self.cross_res.enter(x), memory, memory_mask))
+        return self.ff_res(x, self.ff)  # batch, tgt, d_model
+
+    def forward_with_weights(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None,
+                             memory_mask: Tensor | None = None, cache: LayerKV | None = None) -> AttendedLayers:
+        """As :meth:`forward`: a one-layer AttendedLayers (self_attn: [(batch, head, tgt, tgt|max_len)],
+        cross_attn: [(batch, head, tgt, src)] or [])."""
+        x, w_self = _attend(self.self_res, self.self_attn, x, mask=mask, cache=cache)  # batch, tgt, d_model
         w_cross = []
         if self.cross_attn is not None:
-            x, w_cross = _attention_sublayer(
-                self.cross_res, self.cross_attn, x, need_weights, context=memory, mask=memory_mask
-            )
-        x = self.ff_res(x, self.ff)  # batch, tgt, d_model
-        return _attended(AttendedLayers(x, w_self, w_cross), need_weights)
+            x, w = _attend(self.cross_res, self.cross_attn, x, context=memory, mask=memory_mask)
+            w_cross.append(w)  # batch, head, tgt, src
+        return AttendedLayers(self.ff_res(x, self.ff), [w_self], w_cross)
 
 
 def _final_norm(cfg: TransformerConfig) -> nn.Module:
@@ -266,17 +253,21 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.norm = _final_norm(cfg)
 
-    def forward(self, x: Tensor, padding: Tensor | None = None, need_weights: bool = False) -> Tensor | AttendedLayers:
-        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model); with
-        ``need_weights`` an AttendedLayers with each layer's self-attention weights (batch, head, src, src)."""
+    def forward(self, x: Tensor, padding: Tensor | None = None) -> Tensor:
+        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model)."""
         mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
-        w_self = []
         for layer in self.layers:
-            x = layer(x, mask, need_weights)  # batch, src, d_model
-            if need_weights:
-                x, ws, _ = x
-                w_self += ws
-        return _attended(AttendedLayers(self.norm(x), w_self, []), need_weights)  # batch, src, d_model
+            x = layer(x, mask)  # batch, src, d_model
+        return self.norm(x)  # batch, src, d_model
+
+    def forward_with_weights(self, x: Tensor, padding: Tensor | None = None) -> AttendedLayers:
+        """As :meth:`forward`: an AttendedLayers with each layer's self-attention weights (batch, head, src, src)."""
+        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
+        w_self: list[Tensor] = []
+        for layer in self.layers:
+            x, ws, _ = layer.forward_with_weights(x, mask)  # batch, src, d_model
+            w_self += ws
+        return AttendedLayers(self.norm(x), w_self, [])  # batch, src, d_model
 
 
 class Decoder(nn.Module):
@@ -287,34 +278,41 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg, cross_attention) for _ in range(cfg.n_layers))
         self.norm = _final_norm(cfg)
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor | None = None,
-        padding: Tensor | None = None,
-        memory_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-        need_weights: bool = False,
-    ) -> Tensor | AttendedLayers:
+    def _layer_inputs(self, tgt: int, padding: Tensor | None, memory_padding: Tensor | None,
+                      cache: KVCache | None) -> tuple[Tensor | None, Tensor | None, list[LayerKV | None]]:
+        """The self-attention mask (batch, 1, 1, tgt|max_len), the memory mask (batch, 1, 1, src) and each
+        layer's slice of the cache (None without one), for ``tgt`` new positions."""
+        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
+        memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
+        if cache is None:
+            return mask, memory_mask, [None] * len(self.layers)
+        positions = cache.positions(tgt)  # tgt
+        return mask, memory_mask, [cache.layer(i, positions) for i in range(len(self.layers))]
+
+    def forward(self, x: Tensor, memory: Tensor | None = None, padding: Tensor | None = None,
+                memory_padding: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
         """x (batch, tgt, d_model) -> (batch, tgt, d_model).
 
         ``padding`` marks the self-attention keys (batch, tgt), or (batch, max_len) cache slots with a
-        cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards. With ``need_weights``
-        an AttendedLayers with each layer's self-attention weights (batch, head, tgt, tgt|max_len) and, with
-        cross-attention, its cross-attention weights (batch, head, tgt, src).
+        cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards.
         """
-        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
-        memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
-        positions = None if cache is None else cache.positions(x.shape[1])  # tgt
-        w_self, w_cross = [], []
-        for i, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache.layer(i, positions)
-            x = layer(x, memory, mask, memory_mask, layer_cache, need_weights)  # batch, tgt, d_model
-            if need_weights:
-                x, ws, wc = x
-                w_self += ws
-                w_cross += wc
-        return _attended(AttendedLayers(self.norm(x), w_self, w_cross), need_weights)  # batch, tgt, d_model
+        mask, memory_mask, caches = self._layer_inputs(x.shape[1], padding, memory_padding, cache)
+        for layer, layer_cache in zip(self.layers, caches):
+            x = layer(x, memory, mask, memory_mask, layer_cache)  # batch, tgt, d_model
+        return self.norm(x)  # batch, tgt, d_model
+
+    def forward_with_weights(self, x: Tensor, memory: Tensor | None = None, padding: Tensor | None = None,
+                             memory_padding: Tensor | None = None, cache: KVCache | None = None) -> AttendedLayers:
+        """As :meth:`forward`: an AttendedLayers with each layer's self-attention weights (batch, head, tgt,
+        tgt|max_len) and, with cross-attention, its cross-attention weights (batch, head, tgt, src)."""
+        mask, memory_mask, caches = self._layer_inputs(x.shape[1], padding, memory_padding, cache)
+        w_self: list[Tensor] = []
+        w_cross: list[Tensor] = []
+        for layer, layer_cache in zip(self.layers, caches):
+            x, ws, wc = layer.forward_with_weights(x, memory, mask, memory_mask, layer_cache)  # batch, tgt, d_model
+            w_self += ws
+            w_cross += wc
+        return AttendedLayers(self.norm(x), w_self, w_cross)  # batch, tgt, d_model
 
 
 def _init_gpt2(model: nn.Module, n_layers: int) -> None:
@@ -373,30 +371,41 @@ class TransformerLM(nn.Module):
         if cfg.tie_embeddings:
             self.head.weight = self.embed.tokens.weight  # one (vocab, d_model) matrix
 
-    def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None,
-                need_weights: bool = False) -> Tensor | AttendedLayers:
-        """ids (batch, seq) -> logits (batch, seq, vocab).
-
-        With a cache the tokens sit at positions cache.pos .. cache.pos + seq - 1, the keys are the
-        cache's max_len slots and the cache is advanced by seq. ``padding``: (batch, keys), True = real.
-        With ``need_weights`` an AttendedLayers: output = the logits, self_attn = per-layer weights
-        (batch, head, seq, keys); cross_attn is empty.
-        """
+    def _embed(self, ids: Tensor, cache: KVCache | None, padding: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """The checks of a forward pass, then embed(ids) (batch, seq, d_model) at their positions, and the keys'
+        padding (batch, keys) or None."""
         batch, seq = ids.shape
         start = 0 if cache is None else cache.pos
-        _check_positions(start + seq, self.cfg.max_len, start)
+        check_positions(start + seq, self.cfg.max_len, start)
         _check_padding(padding, batch, seq if cache is None else cache.max_len)
         if cache is None:
             positions = torch.arange(seq, device=ids.device)  # seq
         else:
             positions = cache.token_positions(seq)  # seq, or batch, seq with left padding
             padding = combine(padding, cache.key_padding())  # batch, max_len (or None)
-        x = self.embed(ids, positions)  # batch, seq, d_model
-        x = self.decoder(x, None, padding, None, cache, need_weights)  # batch, seq, d_model
-        x, w_self, w_cross = x if need_weights else (x, [], [])
+        return self.embed(ids, positions), padding  # batch, seq, d_model
+
+    def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None) -> Tensor:
+        """ids (batch, seq) -> logits (batch, seq, vocab).
+
+        With a cache the tokens sit at positions cache.pos .. cache.pos + seq - 1, the keys are the
+        cache's max_len slots and the cache is advanced by seq. ``padding``: (batch, keys), True = real.
+        """
+        x, padding = self._embed(ids, cache, padding)  # batch, seq, d_model
+        x = self.decoder(x, None, padding, None, cache)  # batch, seq, d_model
         if cache is not None:
-            cache.advance(seq)
-        return _attended(AttendedLayers(self.head(x), w_self, w_cross), need_weights)  # logits: batch, seq, vocab
+            cache.advance(ids.shape[1])
+        return self.head(x)  # logits: batch, seq, vocab
+
+    def forward_with_weights(self, ids: Tensor, cache: KVCache | None = None,
+                             padding: Tensor | None = None) -> AttendedLayers:
+        """As :meth:`forward`: an AttendedLayers, output = the logits (batch, seq, vocab), self_attn = per-layer
+        weights (batch, head, seq, keys); cross_attn is empty."""
+        x, padding = self._embed(ids, cache, padding)  # batch, seq, d_model
+        layers = self.decoder.forward_with_weights(x, None, padding, None, cache)  # output: batch, seq, d_model
+        if cache is not None:
+            cache.advance(ids.shape[1])
+        return layers._replace(output=self.head(layers.output))  # logits: batch, seq, vocab
 
     def step(self, ids: Tensor, cache: KVCache) -> Tensor:
         """The incremental-decoding step: logits (batch, seq, vocab) for ids (batch, seq) at positions
@@ -411,7 +420,7 @@ class TransformerLM(nn.Module):
     @torch.no_grad()
     def attention_maps(self, ids: Tensor, padding: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention weights (batch, head, seq, seq) for ids (batch, seq), for visualisation."""
-        return self(ids, padding=padding, need_weights=True).self_attn
+        return self.forward_with_weights(ids, padding=padding).self_attn
 
     def new_cache(self, batch: int, device=None, dtype=None) -> KVCache:
         """An empty KV cache for ``batch`` sequences of up to max_len tokens (default: the model's device/dtype)."""
@@ -439,40 +448,50 @@ class EncoderDecoder(nn.Module):
         if cfg.tie_embeddings:
             self.head.weight = self.tgt_embed.tokens.weight
 
-    def encode(self, src: Tensor, src_padding: Tensor | None = None,
-               need_weights: bool = False) -> Tensor | AttendedLayers:
-        """src (batch, src) -> memory (batch, src, d_model); with ``need_weights`` an AttendedLayers with the
-        encoder's per-layer self-attention weights (batch, head, src, src)."""
-        _check_positions(src.shape[1], self.cfg.max_len)
+    def _embed_src(self, src: Tensor, src_padding: Tensor | None) -> Tensor:
+        """The checks of an encoder pass, then embed(src) (batch, src, d_model)."""
+        check_positions(src.shape[1], self.cfg.max_len)
         _check_padding(src_padding, *src.shape)
-        positions = torch.arange(src.shape[1], device=src.device)  # src
-        return self.encoder(self.src_embed(src, positions), src_padding, need_weights)  # batch, src, d_model
+        return self.src_embed(src, torch.arange(src.shape[1], device=src.device))  # batch, src, d_model
 
-    def decode(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_padding: Tensor | None = None,
-        tgt_padding: Tensor | None = None,
-        cache: KVCache | None = None,
-        need_weights: bool = False,
-    ) -> Tensor | AttendedLayers:
-        """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab).
+    def encode(self, src: Tensor, src_padding: Tensor | None = None) -> Tensor:
+        """src (batch, src) -> memory (batch, src, d_model)."""
+        return self.encoder(self._embed_src(src, src_padding), src_padding)  # batch, src, d_model
 
-        The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory).
-        With ``need_weights`` an AttendedLayers with the decoder's per-layer self-attention
-        (batch, head, tgt, tgt|max_len) and cross-attention (batch, head, tgt, src) weights."""
+    def encode_with_weights(self, src: Tensor, src_padding: Tensor | None = None) -> AttendedLayers:
+        """As :meth:`encode`: an AttendedLayers with the memory and the encoder's per-layer self-attention
+        weights (batch, head, src, src)."""
+        return self.encoder.forward_with_weights(self._embed_src(src, src_padding), src_padding)
+
+    def _embed_tgt(self, tgt: Tensor, tgt_padding: Tensor | None, cache: KVCache | None) -> Tensor:
+        """The checks of a decoder pass, then embed(tgt) (batch, tgt, d_model) at its positions."""
         batch, seq = tgt.shape
         start = 0 if cache is None else cache.pos
-        _check_positions(start + seq, self.cfg.max_len, start)
+        check_positions(start + seq, self.cfg.max_len, start)
         _check_padding(tgt_padding, batch, seq if cache is None else cache.max_len)
         positions = torch.arange(seq, device=tgt.device) if cache is None else cache.positions(seq)  # tgt
-        x = self.tgt_embed(tgt, positions)  # batch, tgt, d_model
-        x = self.decoder(x, memory, tgt_padding, src_padding, cache, need_weights)  # batch, tgt, d_model
-        x, w_self, w_cross = x if need_weights else (x, [], [])
+        return self.tgt_embed(tgt, positions)  # batch, tgt, d_model
+
+    def decode(self, tgt: Tensor, memory: Tensor, src_padding: Tensor | None = None,
+               tgt_padding: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
+        """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab).
+
+        The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory)."""
+        x = self._embed_tgt(tgt, tgt_padding, cache)  # batch, tgt, d_model
+        x = self.decoder(x, memory, tgt_padding, src_padding, cache)  # batch, tgt, d_model
         if cache is not None:
-            cache.advance(seq)
-        return _attended(AttendedLayers(self.head(x), w_self, w_cross), need_weights)  # logits: batch, tgt, tgt_vocab
+            cache.advance(tgt.shape[1])
+        return self.head(x)  # logits: batch, tgt, tgt_vocab
+
+    def decode_with_weights(self, tgt: Tensor, memory: Tensor, src_padding: Tensor | None = None,
+                            tgt_padding: Tensor | None = None, cache: KVCache | None = None) -> AttendedLayers:
+        """As :meth:`decode`: an AttendedLayers with the logits, the decoder's per-layer self-attention
+        (batch, head, tgt, tgt|max_len) and cross-attention (batch, head, tgt, src) weights."""
+        x = self._embed_tgt(tgt, tgt_padding, cache)  # batch, tgt, d_model
+        layers = self.decoder.forward_with_weights(x, memory, tgt_padding, src_padding, cache)
+        if cache is not None:
+            cache.advance(tgt.shape[1])
+        return layers._replace(output=self.head(layers.output))  # logits: batch, tgt, tgt_vocab
 
     def forward(
         self,

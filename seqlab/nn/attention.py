@@ -12,8 +12,8 @@ Masks follow :mod:`seqlab.nn.masks` (boolean, True = may attend). A query row wh
 masked yields zeros in the output and the weights, never NaN (also not in the gradients):
 :func:`seqlab.nn.masks.masked_softmax`, the rule additive attention uses too.
 
-``forward`` returns the output (fused SDPA by default), or with ``need_weights=True`` an :class:`Attended`
-(output, weights) computed on the equations path.
+``MultiHeadAttention.forward`` returns the output (fused SDPA by default); ``forward_with_weights`` returns an
+:class:`Attended` (output, weights) computed on the equations path: one return type per method.
 
 Shapes: batch; head; seq_q, seq_k (query and key positions); depth = d_model / n_heads;
 max_len (slots of a KV cache).
@@ -291,8 +291,9 @@ class MultiHeadAttention(nn.Module):
     (``cross=True``) takes Q from x and K, V from a context: ``q`` and packed ``kv`` projections.
     ``causal=True`` makes self-attention causal (the notes' M). ``impl`` ("auto", "fused" = SDPA, or
     "equations" = :func:`attention_equations`; :func:`attention_path` says which path a call takes) is a
-    config choice (``model.impl``) and may be switched, e.g. by :func:`set_attention_impl`. ``forward`` returns the output, or with ``need_weights`` an :class:`Attended`
-    through the equations path (SDPA does not expose the weights).
+    config choice (``model.impl``) and may be switched, e.g. by :func:`set_attention_impl`. ``forward`` returns the
+    output; ``forward_with_weights`` the same output with the weights, an :class:`Attended`, through the equations
+    path (SDPA does not expose the weights).
 
     !!! equation "Transformer › Multi-head attention"
         $Q = X W_Q + b_Q,\ K = X W_K + b_K,\ V = X W_V + b_V$: the queries, keys and values, affine projections of
@@ -358,49 +359,57 @@ class MultiHeadAttention(nn.Module):
             self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # [W^Q; W^K; W^V]
         self.out = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    def _project(self, x: Tensor, context: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-        """Q from x, K and V from the context (cross) or x (self); each (batch, seq, d_model)."""
+    def _heads(self, x: Tensor, context: Tensor | None, mask: Tensor | None, cache: LayerKV | None
+               ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, bool]:
+        """Q from x, K and V from the context (cross) or x (self), split into heads: q (batch, head, seq_q, depth),
+        k and v (batch, head, seq_k, depth), or the cache's max_len slots with ``cache`` (the new keys written,
+        the causal mask built from its positions). Returns q, k, v, the mask and whether attention is still to
+        be made causal."""
         if self.cross != (context is not None):
             raise ValueError("cross-attention needs a context and self-attention takes none")
         if self.cross:
-            return (self.q(x), *self.kv(context).chunk(2, dim=-1))  # batch, seq_q|seq_k, d_model
-        return self.qkv(x).chunk(3, dim=-1)  # batch, seq, d_model each
-
-    def forward(
-        self,
-        x: Tensor,
-        context: Tensor | None = None,
-        mask: Tensor | None = None,
-        cache: LayerKV | None = None,
-        need_weights: bool = False,
-    ) -> Tensor | Attended:
-        """x (batch, seq_q, d_model), context (batch, seq_k, d_model) -> (batch, seq_q, d_model).
-
-        ``mask`` broadcasts to (batch, head, seq_q, seq_k) (True = may attend); with ``cache`` the
-        keys are the cache's max_len slots. With ``need_weights`` it returns Attended(output, weights
-        (batch, head, seq_q, seq_k)), through the equations path (SDPA does not expose the weights).
-        """
-        q, k, v = self._project(x, context)  # batch, seq, d_model
+            q, k, v = self.q(x), *self.kv(context).chunk(2, dim=-1)  # batch, seq_q|seq_k, d_model
+        else:
+            q, k, v = self.qkv(x).chunk(3, dim=-1)  # batch, seq, d_model each
         q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # batch, head, seq, depth
         is_causal = self.causal
         if cache is not None:
             k, v = cache.write(k, v)  # batch, head, max_len, depth
             if self.causal:
                 mask, is_causal = combine(causal_mask_at(cache.positions, k.shape[-2]), mask), False
+        return q, k, v, mask, is_causal
+
+    def forward(self, x: Tensor, context: Tensor | None = None, mask: Tensor | None = None,
+                cache: LayerKV | None = None) -> Tensor:
+        """x (batch, seq_q, d_model), context (batch, seq_k, d_model) -> (batch, seq_q, d_model).
+
+        ``mask`` broadcasts to (batch, head, seq_q, seq_k) (True = may attend); with ``cache`` the keys are the
+        cache's max_len slots. The path is :func:`attention_path`'s choice.
+        """
+        q, k, v, mask, is_causal = self._heads(x, context, mask, cache)  # batch, head, seq, depth
         p = self.dropout if self.training else 0.0
         cached_step = cache is not None and q.shape[-2] == 1  # one query against the cache: a decode step
-        if need_weights or attention_path(self.impl, q, p, cached_step) == "equations":
-            o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
+        if attention_path(self.impl, q, p, cached_step) == "equations":
+            o = attention_equations(q, k, v, mask, p, self.training, is_causal)[0]  # batch, head, seq_q, depth
         else:
-            o, weights = attention_fused(q, k, v, mask, p, self.training, is_causal), None
-        out = self.out(merge_heads(o))  # batch, seq_q, d_model
-        return Attended(out, weights) if need_weights else out
+            o = attention_fused(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
+        return self.out(merge_heads(o))  # batch, seq_q, d_model
+
+    def forward_with_weights(self, x: Tensor, context: Tensor | None = None, mask: Tensor | None = None,
+                             cache: LayerKV | None = None) -> Attended:
+        """As :meth:`forward`, through the equations path (SDPA does not expose the weights): Attended(output
+        (batch, seq_q, d_model), weights (batch, head, seq_q, seq_k))."""
+        q, k, v, mask, is_causal = self._heads(x, context, mask, cache)  # batch, head, seq, depth
+        p = self.dropout if self.training else 0.0
+        o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
+        return Attended(self.out(merge_heads(o)), weights)  # batch, seq_q, d_model
 
 
 def attention_path(impl: str, q: Tensor, dropout: float, cached_step: bool) -> str:
-    """The path one attention call takes: "fused" (SDPA) or "equations" (the weights, when asked for, always come
-    from the equations path: SDPA does not expose them). "fused" and "equations" are taken as given; "auto" (the
-    default) takes the equations path where it measured faster, and SDPA elsewhere:
+    """The path one ``MultiHeadAttention.forward`` call takes: "fused" (SDPA) or "equations"
+    (``forward_with_weights`` always takes the equations path: SDPA does not expose the weights). "fused" and
+    "equations" are taken as given; "auto" (the default) takes the equations path where it measured faster, and
+    SDPA elsewhere:
 
     - a one-query step against a KV cache (decoding): SDPA's per-call overhead exceeds the work;
     - on CPU, dropout in training: its dropout is cheaper than SDPA's (seqlab.nn.dropout, bench/RESULTS.md);

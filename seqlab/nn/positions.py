@@ -4,13 +4,26 @@ Sinusoidal (notes: Transformer › Positional encoding):
     PE(pos, 2i)     = sin(pos / 10000^(2i / d_model))
     PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model))
 Both modules map positions (...,) -> (..., d_model); the model adds the result to the token
-embeddings (notes: Transformer › Embedding: embed(X) = E·X + P).
+embeddings (notes: Transformer › Embedding: embed(X) = E·X + P). :func:`check_positions` is the one rule every
+model with a ``max_len`` applies: a forward pass sees at most max_len positions.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+
+from seqlab.base.errors import SeqlabError
+
+
+def check_positions(n: int, max_len: int, cached: int = 0) -> None:
+    """A forward pass may see at most max_len positions (``cached`` ones of a cache included in ``n``)."""
+    if n > max_len:
+        held = f" ({cached} cached + {n - cached} new)" if cached else ""
+        raise SeqlabError(
+            f"{n} positions{held} exceed max_len={max_len}; feed at most the last {max_len} tokens "
+            f"or raise model.max_len"
+        )
 
 
 def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype | None = None) -> Tensor:

@@ -1,7 +1,9 @@
 """``seqlab serve``: a local web inspector and JSON API for trained runs (the ``serve`` extra: FastAPI, uvicorn,
-plotly). :mod:`.app` has the routes, :mod:`.runs` the discovery of runs and path safety, :mod:`.cache` the
-least-recently-used model cache, :mod:`.operations` the calls into the trained objects, ``static/`` our page,
-script and style sheet (plotly's own ``plotly.min.js`` is served from the installed package)."""
+plotly). :mod:`.app` composes the app: :mod:`.access` (who may call it), :mod:`.served` (what every route reads,
+and the errors as JSON) and :mod:`.routes` (one router per page kind); :mod:`.runs` has the discovery of runs and
+path safety, :mod:`.cache` the least-recently-used model cache, :mod:`.operations` the calls into the trained
+objects, ``static/`` our page, script and style sheet (plotly's own ``plotly.min.js`` is served from the installed
+package)."""
 
 EXTRA = ("fastapi", "uvicorn", "plotly")  # the modules of the serve extra
 

@@ -20,14 +20,14 @@ from seqlab.base.errors import SeqlabError
 TOP_ALTERNATIVES = 5  # the alternatives each streamed token carries
 
 
-def _finite(x):
+def finite(x):
     """JSON has no NaN or infinity: None instead."""
     if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
+        return {k: finite(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
+        return [finite(v) for v in x]
     return x
 
 
@@ -93,7 +93,7 @@ def translate(tr, text: str, beam: int) -> dict:
 def predict(obj, lines: list[str], beam: int | None = None) -> list[dict]:
     """The ``seqlab predict --format json`` objects, one per line."""
     options = {"beam": beam} if beam is not None else {}
-    return _finite(obj.predict(lines, **options))
+    return finite(obj.predict(lines, **options))
 
 
 def tag(tagger, text: str) -> dict:
@@ -119,7 +119,7 @@ def transitions(tagger, run_id: str) -> dict:
                           "model.crf=true (e.g. the ner-bilstm-crf preset)")
     values = {name: getattr(crf, name).detach().cpu().tolist() for name in
               ("transitions", "start", "end", "allowed", "allowed_start", "allowed_end")}  # (labels, labels), (labels,)
-    return _finite({"labels": list(tagger.labels.names), **values})
+    return finite({"labels": list(tagger.labels.names), **values})
 
 
 # ---- forecasting -----------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def forecast(fc, steps: int) -> dict:
     "dates"}`` (the held-out tail is ``values[origin:]``)."""
     values = [float(v) for v in fc.forecast(steps)]
     s = fc.series
-    return _finite({"name": s.name, "values": [float(v) for v in s.values], "origin": s.start("test"),
+    return finite({"name": s.name, "values": [float(v) for v in s.values], "origin": s.start("test"),
                     "forecast": values, "dates": list(s.dates) if s.dates else None})
 
 

@@ -90,8 +90,3 @@ class Trained:
         step = getattr(self, "checkpoint", {}).get("step")
         at = f", step {step}" if step is not None else ""
         return f"<{type(self).__name__} {self.config.task.kind}/{self.config.arch} from {shown(self.run_dir)}{at}>"
-
-
-def is_saved(directory: str | Path) -> bool:
-    """``directory`` was written by :meth:`Trained.save` (it has weights and config, no data splits)."""
-    return (Path(directory) / SAVED_MARK).exists()

@@ -50,7 +50,7 @@ from seqlab.data.streamed import Streamed, chunks
 from seqlab.base.errors import SeqlabError
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
-from seqlab.models.transformer import AttendedLayers, EncoderDecoder, EncoderDecoderConfig
+from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.training.devices import Dist, resolve_device
 from seqlab.tasks.results import TranslationAttention
@@ -381,10 +381,8 @@ class Translator(Trained):
         if isinstance(self.model, Seq2SeqAttention):
             weights = self.model.attention_maps(src, tgt_in)  # 1, tgt, src
         else:
-            # encode and decode return a Tensor, or with need_weights an AttendedLayers
-            memory = cast(Tensor, self.model.encode(src))  # 1, src, d_model
-            layers = cast(AttendedLayers, self.model.decode(tgt_in, memory, need_weights=True))
-            weights = layers.cross_attn[-1][0]  # head, tgt, src
+            memory = self.model.encode(src)  # 1, src, d_model
+            weights = self.model.decode_with_weights(tgt_in, memory).cross_attn[-1][0]  # head, tgt, src
         return TranslationAttention(self._token_strings(self.src_tok, src_ids),
                                     self._token_strings(self.tgt_tok, out_ids), weights.float().cpu())
 

@@ -1,4 +1,5 @@
-"""Where training runs: the device, the processes under ``torchrun`` (and the signals that stop them) and the
+"""Where training runs: the device, the processes under ``torchrun`` (and the signals that stop them:
+:class:`~seqlab.signals.StopSignals`, the training loop's part of the one policy of :mod:`seqlab.signals`) and the
 precision; and the one machine-dependent choice of decoding, made here and passed down as an argument:
 :func:`decode_products` (measured on this CPU once, cached, overridable by ``SEQLAB_DECODE_GEMV``).
 
@@ -16,7 +17,6 @@ import json
 import logging
 import math
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 import torch
 
-from seqlab.base import signals
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import cache_dir, write_json_atomic
+from seqlab.base.signals import StopSignals  # noqa: F401 - the training loop's part of the one policy (signals.py)
 
 log = logging.getLogger("seqlab")
 
@@ -164,33 +164,6 @@ def autocast(precision: str, device: torch.device):
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-class StopSignals:
-    """SIGINT (Ctrl-C) and SIGTERM (what schedulers and ``docker stop`` send) become a flag checked between
-    steps, so the step in flight finishes and is saved; a second signal stops at once."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self.signum: int | None = None
-        self._handling = signals.handling(self._handle, *self.SIGNALS)
-
-    @property
-    def flag(self) -> bool:
-        return self.signum is not None
-
-    def __enter__(self):
-        self._handling.__enter__()
-        return self
-
-    def _handle(self, signum, frame):
-        if self.signum is not None:  # the second signal: stop at once
-            raise KeyboardInterrupt
-        self.signum = signum
-
-    def __exit__(self, *exc):
-        return self._handling.__exit__(*exc)
 
 
 # ---- decoding: how the compiled step multiplies a few rows by the weights -------------------------------------
