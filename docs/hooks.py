@@ -529,8 +529,9 @@ def _modules() -> dict[str, list[str]]:
         if path.stem not in ("__init__", "__main__"):
             groups["core"].append(f"seqlab.{path.stem}")
     for sub in sorted(p for p in pkg.iterdir() if (p / "__init__.py").is_file()):
-        modules = [f"seqlab.{sub.name}.{p.stem}" for p in sorted(sub.rglob("*.py"))
-                   if p.stem != "__init__" and "__pycache__" not in p.parts]
+        modules = [".".join(("seqlab", *p.relative_to(pkg).with_suffix("").parts)).removesuffix(".__init__")
+                   for p in sorted(sub.rglob("*.py")) if p.parent != sub or p.stem != "__init__"]
+        modules = [m for m in modules if "__pycache__" not in m]  # a nested package (serve/routes) by its name
         if modules:
             groups[sub.name] = [f"seqlab.{sub.name}", *modules]
     return groups
