@@ -79,8 +79,8 @@ def test_compiled_decoding_on_cuda_equals_eager_greedy():
     rows = prompts()
     eager = greedy(model, rows)
     compiled = greedy(model, rows, compile=True)
-    assert compiled == eager
-    assert greedy(model, rows[:1], compile=True) == eager[:1]  # batch 1 too (its own compiled shapes)
+    assert compiled == eager  # one batch shape: each new shape compiles again (about 30 s on an H200's host),
+    # and batch 1's compiled shapes are checked on the CPU (tests/test_lm.py)
 
 
 def test_kv_cache_generate_on_cuda_equals_the_cpu_token_for_token():
