@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import math
 import random
 
@@ -11,6 +12,7 @@ import torch
 
 from bounds import chain_bound, gamma
 from seqlab import api, tasks
+from seqlab.training import checkpoint
 from seqlab.base import config
 from seqlab.data.parallel import ParallelCorpus, read_parallel, read_splits, train_tokenizers
 from seqlab.base.errors import SeqlabError
@@ -253,3 +255,16 @@ def test_joint_vocabulary_with_shared_embeddings(corpus, tmp_path, monkeypatch):
     assert model.model.src_embed.tokens.weight is model.model.tgt_embed.tokens.weight
     assert model.src_tok.vocab_size == 4 + len(WORDS) + len(TRANSLATION)
     assert len(model.predict(["red dog"], beam=2)) == 1
+
+
+def test_best_by_bleu_scores_greedy_translations_of_the_validation_split(corpus, tmp_path):
+    """train.best_by = "bleu" (the mt presets' choice): each validation row holds the BLEU of greedy translations
+    of the validation sentences, and best/ is the checkpoint of the highest."""
+    cfg = run_config(corpus, steps=40)
+    cfg = replace(cfg, train=replace(cfg.train, eval_every=10, best_by="bleu"))
+    run = api.train_run(cfg, tmp_path / "run", log=lambda *a, **k: None)
+    valid = [r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["split"] == "valid"]
+    assert [r["step"] for r in valid] == [10, 20, 30, 40] and all(0 <= r["bleu"] <= 100 for r in valid)
+    best = max(valid, key=lambda r: (r["bleu"], -r["step"]))
+    state = checkpoint.load_state(run)
+    assert (state["best_by"], state["best_step"], state["best_value"]) == ("bleu", best["step"], best["bleu"])

@@ -83,6 +83,10 @@ class DataConfig:
         _at_least("data.max_memory_mb", self.max_memory_mb, 1)
 
 
+# The validation metrics a run can be chosen by (train.best_by), and whether a higher value is better.
+METRIC_HIGHER_IS_BETTER = {"loss": False, "f1": True, "accuracy": True, "bleu": True, "mae": False, "rmse": False}
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """The train section. Each task uses a subset of these keys (``TRAIN_KEYS`` of its module in
@@ -115,6 +119,7 @@ class TrainConfig:
     keep_best: bool = True  # keep the best-validation checkpoint in best/ (what readers load unless --last)
     keep_last: int = 2  # checkpoints kept: the newest (run root) and N - 1 earlier in checkpoints/ (resume fallback)
     patience: int = 0  # validations without a new best before training stops early (0 = never stop early)
+    best_by: str = "loss"  # validation metric for best/ and patience: loss, f1, accuracy, bleu, mae or rmse
     progress: bool = True  # progress bar on stderr
 
     def __post_init__(self):
@@ -140,6 +145,7 @@ class TrainConfig:
                               "to turn it off")
         _choice("train.precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
         _choice("train.schedule", self.schedule, ("cosine", "wsd", "wsd-time"))
+        _choice("train.best_by", self.best_by, tuple(METRIC_HIGHER_IS_BETTER))
         if self.schedule == "wsd-time" and not self.max_minutes:
             raise SeqlabError("train.schedule=wsd-time follows the time budget: set train.max_minutes > 0, or use "
                               "train.schedule=wsd")

@@ -64,6 +64,7 @@ from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_voc
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+BEST_BY = ("loss", "accuracy")  # the validation metrics train.best_by may name (sentence accuracy)
 DATASETS = {
     "sst2": ("sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),
     "sst5": ("sst5/trees/train.txt", "sst5/trees/dev.txt", "sst5/trees/test.txt"),

@@ -65,6 +65,7 @@ MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
 # use the Trainer's keys but eval_batches (validation always scores the whole valid part).
 TRAIN_KEYS = {"ar": ("progress",),
               **dict.fromkeys(FORECASTER_CONFIGS, tuple(k for k in TRAINER_KEYS if k != "eval_batches"))}
+BEST_BY = ("loss", "mae", "rmse")  # the validation metrics train.best_by may name (of the recursive forecast)
 SPLITS = ("train", "valid", "test")
 EVAL_BATCH = 1024  # windows per validation forward pass
 

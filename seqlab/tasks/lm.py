@@ -58,6 +58,7 @@ class PretrainedLMConfig:
 
 MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS, "pretrained": PretrainedLMConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+BEST_BY = ("loss",)  # the validation metrics train.best_by may name (the validation loss alone)
 PRETRAINED = "pretrained.json"  # a run started from model.pretrained: the directory and its architecture
 
 

@@ -97,6 +97,10 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
             raise SeqlabError(f'data.{key} is used by task.kind = "{owner_kind}" only ({what}); remove it '
                               f'for task.kind = "{kind}"')
     train = TrainConfig(**{k: getattr(parsed.train, k) for k in used})  # the others keep their defaults
+    metrics = getattr(task_module(kind), "BEST_BY", ("loss",))  # what the task's validation reports
+    if train.best_by not in metrics:
+        raise SeqlabError(f'train.best_by = "{train.best_by}": task.kind = "{kind}" reports '
+                          f'{", ".join(metrics)} on its validation split; use one of them')
     valid = model_keys(cls)
     derived = DERIVED_MODEL_KEYS & set(parsed.model)
     if derived:

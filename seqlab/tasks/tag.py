@@ -83,6 +83,7 @@ from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_voc
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+BEST_BY = ("loss", "f1")  # the validation metrics train.best_by may name (entity F1 as seqeval scores it)
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
 VOCAB = "vocab.json"
 

@@ -61,6 +61,7 @@ from seqlab.vectors.embedding import Side, start_vectors, token_texts
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+BEST_BY = ("loss", "bleu")  # what train.best_by may name (BLEU of greedy translations: computed when chosen)
 MODELS: dict[str, type[Seq2SeqAttention] | type[EncoderDecoder]] = {"seq2seq-attention": Seq2SeqAttention,
                                                                      "transformer": EncoderDecoder}
 SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer.json", "tgt_tokenizer.json"
@@ -188,9 +189,10 @@ class TranslateTask:
     """Plugs translation into :class:`seqlab.training.trainer.Trainer`."""
 
     def __init__(self, model: nn.Module, train: Examples, valid: Examples, tgt_tok: Tokenizer, eval_batch_size: int,
-                 label_smoothing: float = 0.0):
-        self.model, self.train, self.valid = model, train, valid
+                 label_smoothing: float = 0.0, bleu: bool = False):
+        self.model, self.train, self.valid, self.tgt_tok = model, train, valid, tgt_tok
         self.label_smoothing = label_smoothing
+        self.bleu = bleu  # validation also translates (greedy) and scores BLEU: train.best_by = "bleu"
         self.special: dict[str, Any] = dict(sos_id=tgt_tok.sos_id, eos_id=tgt_tok.eos_id, pad_id=tgt_tok.pad_id)
         src_len, tgt_len = lengths_of(train.src), lengths_of(train.tgt)  # pairs
         self.train_tokens = int((tgt_len + 1).sum())  # target tokens (with <eos>) per epoch
@@ -213,8 +215,32 @@ class TranslateTask:
         return nll_sum(logits, tgt_out, tgt_mask, self.label_smoothing)[0]
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
+        """Teacher-forced NLL per target token and perplexity; with ``bleu``, the corpus BLEU of greedy
+        translations of the same sentences (all, or ``max_batches`` batches spread over the split)."""
         total, count = score_examples(model, self.valid, self.special, self.eval_batch_size, device, max_batches)
-        return {"loss": total / count if count else math.nan, "perplexity": perplexity(total, count)}
+        result = {"loss": total / count if count else math.nan, "perplexity": perplexity(total, count)}
+        if self.bleu:
+            result["bleu"] = validation_bleu(model, self.valid, self.tgt_tok, self.eval_batch_size, device,
+                                             max_batches)
+        return result
+
+
+@torch.no_grad()
+def validation_bleu(model: nn.Module, examples: Examples, tgt_tok: Tokenizer, batch_size: int,
+                    device: torch.device, max_batches: int | None = None) -> float:
+    """Corpus BLEU (13a) of greedy translations of ``examples`` (or ``max_batches`` batches of them, spread
+    evenly) against their references decoded from the token ids (the detokenised text the tokenizer gives
+    back: close to, not always equal to, the raw references that ``evaluate`` scores)."""
+    from seqlab.metrics.bleu import corpus_bleu
+
+    chosen = [i for batch in spread_batches(list(range(len(examples))), batch_size, max_batches) for i in batch]
+    if not chosen:
+        return math.nan
+    sos, eos = cast(int, tgt_tok.sos_id), cast(int, tgt_tok.eos_id)
+    hyps = translate_ids(model, [examples.src[i] for i in chosen], sos_id=sos, eos_id=eos, pad_id=tgt_tok.pad_id,
+                         beam=1, batch_size=DECODE_BATCH, device=device)
+    refs = [tgt_tok.decode(examples.tgt[i]) for i in chosen]
+    return corpus_bleu([tgt_tok.decode(h.tokens) for h in hyps], [refs]).score
 
 
 @torch.no_grad()
@@ -244,7 +270,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         f"valid {len(examples['valid']):,}; vocabulary {src_tok.vocab_size:,} source, {tgt_tok.vocab_size:,} target")
     task = TranslateTask(model, examples["train"], examples["valid"], tgt_tok,
                          eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
-                         label_smoothing=cfg.train.label_smoothing)
+                         label_smoothing=cfg.train.label_smoothing, bleu=cfg.train.best_by == "bleu")
     return Trainer(task, cfg.train, run_dir, dist=dist, log=log).run(resume)
 
 

@@ -33,7 +33,7 @@ from torch import nn
 
 from seqlab.training import checkpoint, rundir
 from seqlab.training.callbacks import Callbacks
-from seqlab.base.config import TrainConfig
+from seqlab.base.config import METRIC_HIGHER_IS_BETTER, TrainConfig
 from seqlab.training.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import MetricsLog, versions
@@ -46,7 +46,7 @@ _logger = logging.getLogger("seqlab")
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
                 "schedule", "decay_fraction", "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision",
                 "compile", "device", "threads", "eval_every", "eval_batches", "save_every", "log_every", "keep_best",
-                "keep_last", "patience", "progress")
+                "keep_last", "patience", "best_by", "progress")
 
 
 class TrainTask(Protocol):
@@ -127,7 +127,9 @@ class Trainer:
         self.step = 0
         self.examples_seen = 0
         self.tokens_seen = 0
-        self.best = math.inf  # the best validation loss so far, at step best_step
+        self.higher = METRIC_HIGHER_IS_BETTER[cfg.best_by]  # the direction of train.best_by
+        self.best = -math.inf if self.higher else math.inf  # the best validation value so far, at best_step
+        self.best_loss: float | None = None  # the validation loss at best_step
         self.best_step: int | None = None
         self.evals_since_best = 0  # validations without a new best (for train.patience)
         self.stopped_early = False
@@ -174,7 +176,8 @@ class Trainer:
 
     def state(self) -> dict[str, Any]:
         state = {"step": self.step, "examples_seen": self.examples_seen, "tokens_seen": self.tokens_seen,
-                 "best_valid_loss": None if math.isinf(self.best) else self.best, "best_step": self.best_step,
+                 "best_by": self.cfg.best_by, "best_value": None if math.isinf(self.best) else self.best,
+                 "best_valid_loss": self.best_loss, "best_step": self.best_step,
                  "evals_since_best": self.evals_since_best, "stopped_early": self.stopped_early,
                  "versions": versions("torch"), **self.extra_state}
         if self.kernel:
@@ -227,10 +230,12 @@ class Trainer:
                 torch.manual_seed(self.cfg.seed + self.dist.rank + 7919 * state["step"])
         self.examples_seen = state.get("examples_seen", 0)
         self.tokens_seen = state.get("tokens_seen", 0)
-        best = state.get("best_valid_loss")
-        self.best = math.inf if best is None else best
-        self.best_step = state.get("best_step")
-        self.evals_since_best = state.get("evals_since_best", 0)
+        self.best_loss = state.get("best_valid_loss")
+        best = state.get("best_value", self.best_loss)  # a run from before train.best_by: chosen by the loss
+        if state.get("best_by", "loss") == self.cfg.best_by and best is not None:
+            self.best = best
+            self.best_step = state.get("best_step")
+            self.evals_since_best = state.get("evals_since_best", 0)
         self.stopped_early = state.get("stopped_early", False)
 
     def _kernel_step_of(self, state: dict) -> int:
@@ -456,15 +461,20 @@ class Trainer:
         self.callbacks.call("on_eval", {"step": self.step, "split": "valid", **result})
         line = f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))
         progress.write(line, file=sys.stderr) if self.cfg.progress and self.dist.main else self.log(line)
-        if result["loss"] < self.best:
-            self.best, self.best_step, self.evals_since_best = result["loss"], self.step, 0
+        metric = self.cfg.best_by
+        if metric not in result:
+            raise SeqlabError(f"train.best_by = \"{metric}\": this task's validation reports "
+                              f"{', '.join(k for k in result if isinstance(result[k], float))}; use one of them")
+        value = result[metric]
+        if value > self.best if self.higher else value < self.best:  # NaN is never a new best
+            self.best, self.best_loss, self.best_step, self.evals_since_best = value, result["loss"], self.step, 0
             if self.cfg.keep_best:
                 self.save(self.run_dir / "best")
         else:
             self.evals_since_best += 1
         if self.cfg.patience and self.evals_since_best >= self.cfg.patience and not self.done():
             self.stopped_early = True
-            self.log(f"early stop at step {self.step}: no new best validation loss in {self.cfg.patience} "
+            self.log(f"early stop at step {self.step}: no new best validation {metric} in {self.cfg.patience} "
                      f"validations (best {self.best:.4f} at step {self.best_step})")
 
 
