@@ -1,6 +1,6 @@
 """Helpers for the executed code blocks of the documentation pages (markdown-exec runs them while mkdocs builds).
 
-    from docs_support import FULL, size, workdir, show, size_note, table
+    from docs_support import FULL, size, workdir, show, size_note, table, show_source
 
 docs/hooks.py puts docs/ on sys.path, so the pages import this module by name. Two sizes exist: the tiny one CI
 builds on every commit (each page's blocks in seconds), and the documented one of the published build
@@ -14,7 +14,9 @@ import atexit
 import base64
 import builtins
 import html
+import inspect
 import numbers
+import re
 import os
 import shutil
 import sys
@@ -23,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FULL", "size", "workdir", "show", "size_note", "table"]
+__all__ = ["FULL", "size", "workdir", "show", "size_note", "table", "show_source"]
 
 FULL: bool = os.environ.get("SEQLAB_DOCS_FULL", "") == "1"  # the published build: the documented sizes
 WORK_ENV = "SEQLAB_DOCS_WORK"  # the build's temporary folder (docs/hooks.py makes one; the docs test names its own)
@@ -107,6 +109,46 @@ def table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
             raise ValueError(f"table: a row has {len(row)} cells for {len(headers)} headers: {row!r}")
         lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
     _print("\n".join(lines) + "\n")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+_EQUATION = re.compile(r'^\s*!!! equation "([^"]+)"', re.M)
+
+
+def show_source(*objects: Any) -> None:
+    """Print the source of each function, method or class, read from the code while the page builds (so it
+    cannot drift from it), in a block of CSS class ``source-beside-equation``: headed by its dotted name, file and
+    lines, and the equation tags (``!!! equation "Topic › Section"``) of its docstring, else of its class's or
+    module's. A numba kernel shows its Python source."""
+    for obj in objects:
+        func = inspect.unwrap(getattr(obj, "py_func", obj))
+        lines, start = inspect.getsourcelines(func)
+        path = Path(inspect.getsourcefile(func) or "").resolve().relative_to(ROOT).as_posix()
+        name = f"{func.__module__}.{func.__qualname__}"
+        tags = _equation_tags(func)
+        head = f"**`{name}`** · `{path}` lines {start}-{start + len(lines) - 1}"
+        if tags:
+            head += " · the notes' " + ", ".join(f"*{t}*" for t in tags)
+        body = "".join(lines).rstrip()
+        _print(f'<div class="source-beside-equation" markdown>\n\n{head}\n\n```python\n{body}\n```\n\n</div>\n')
+
+
+def _equation_tags(func: Any) -> list[str]:
+    """The equation tags of ``func``'s docstring, else of the class that defines it, else of its module."""
+    owners = [func]
+    qualname = getattr(func, "__qualname__", "")
+    module = sys.modules.get(func.__module__)
+    if "." in qualname and module is not None:  # a method: its class
+        owner: Any = module
+        for part in qualname.split(".")[:-1]:
+            owner = getattr(owner, part, None)
+        owners.append(owner)
+    owners.append(module)
+    for owner in owners:
+        tags = _EQUATION.findall(inspect.getdoc(owner) or "") if owner is not None else []
+        if tags:
+            return list(dict.fromkeys(tags))
+    return []
 
 
 def _print(text: str) -> None:

@@ -354,3 +354,45 @@ def test_math_renders_and_plots_load_in_chromium(site, tmp_path, page, math, plo
         assert images, f"{page} shows no plot"
         assert all(i["complete"] and i["width"] > 0 for i in images), f"{page}: a plot did not load: {images}"
     assert shot.stat().st_size > 5_000
+
+
+# the central functions each tutorial shows beside its equations (docs_support.show_source), read from the code
+SOURCE_BESIDE = {
+    "01-time-series-ar": ["seqlab.models.autoregressive.design_matrix", "seqlab.models.autoregressive.AR.fit",
+                          "seqlab.models.autoregressive.FittedAR.forecast"],
+    "02-tokens-and-vocabularies": ["seqlab.text.vocab.Vocab.build", "seqlab.data.batching.pad_batch"],
+    "03-recurrent-networks": ["seqlab.nn.recurrent.gru_step", "seqlab.nn.recurrent.lstm_step"],
+    "04-word-embeddings": ["seqlab.models.word2vec_kernels._sgd_pair", "seqlab.models.glove.GloVe.forward"],
+    "05-seq2seq-attention": ["seqlab.nn.additive.AdditiveAttention.forward", "seqlab.metrics.bleu.compute_bleu"],
+    "06-transformer": ["seqlab.nn.attention.attention_equations", "seqlab.nn.attention.split_heads",
+                       "seqlab.nn.attention.merge_heads", "seqlab.nn.attention.MultiHeadAttention.forward"],
+    "07-pretrained-encoders": ["seqlab.text.wordpiece.WordPieceTokenizer.encode_words",
+                               "seqlab.models.pretrained.mean_pool"],
+}
+
+
+def test_every_tutorial_shows_the_source_of_its_central_functions(site):
+    """Each block names its function, file and lines as the code has them now: the page cannot drift."""
+    import importlib
+    import inspect
+
+    for page, names in SOURCE_BESIDE.items():
+        text = site.html(f"tutorials/{page}/index.html")
+        assert text.count('class="source-beside-equation"') == len(names), page
+        for name in names:
+            module_name, _, rest = name.partition(".")
+            while True:  # the longest importable prefix is the module
+                head, _, tail = rest.partition(".")
+                try:
+                    importlib.import_module(f"{module_name}.{head}")
+                except ModuleNotFoundError:
+                    break
+                module_name, rest = f"{module_name}.{head}", tail
+            obj = importlib.import_module(module_name)
+            for part in rest.split("."):
+                obj = getattr(obj, part)
+            func = getattr(obj, "py_func", obj)
+            lines, start = inspect.getsourcelines(func)
+            path = Path(inspect.getsourcefile(func)).resolve().relative_to(ROOT).as_posix()
+            where = f"<code>{name}</code></strong> · <code>{path}</code> lines {start}-{start + len(lines) - 1}"
+            assert where in text, (page, where)
