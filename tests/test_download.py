@@ -213,6 +213,12 @@ def test_named_series_download_turns_crlf_into_lf(mirror, shared_data):
     assert {r["name"]: r["cached"] for r in list_sources()}["daily-min-temperatures"] is True
 
 
+def test_cli_data_get_prints_the_file_of_a_named_series(mirror, monkeypatch, capsys):
+    assert _cli(["data", "get", "airline-passengers", "--no-progress"], monkeypatch) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "Box & Jenkins" in out[0] and out[-1] == str(download.cache_dir() / "timeseries/airline-passengers.csv")
+
+
 def test_crlf_stream_handles_chunks_and_the_final_newline():
     text = b'"Date","Temp"\r\n"1981-01-01",20.7\r\n"1981-01-02",17.9'
     for size in (1, 2, 5, 7, len(text)):
