@@ -16,7 +16,9 @@ against the tail, in the series' units.
 
 Fit times: AR with order selection, median of ``--repeats`` fits, each side on the same numpy array, with
 numpy's BLAS held to one thread on both sides (threadpoolctl; on a shared 2-core machine OpenBLAS's threads
-swing these fits by 10x); the neural fits are whole ``seqlab.api.train`` runs (one thread, CPU).
+swing these fits by 10x); the neural fits are whole ``seqlab.api.train`` runs (one thread, CPU). One-step
+forecasts: the time of ``ONE_STEP`` calls of ``predict_next`` on the loaded neural forecaster (its history growing by
+one value a call, over the series' last ``ONE_STEP`` values; computed in memory, no file per call).
 
     .venv/bin/python bench/forecast.py [--seeds 3] [--repeats 5]
 
@@ -47,6 +49,7 @@ SERIES = {  # name: (file, transform, held-out tail, max_p)
     "airline (log-diff)": ("airline-passengers.csv", "logdiff", 24, 24),
 }
 NEURAL = {"LSTM": "forecast-lstm", "Transformer": "forecast-transformer"}
+ONE_STEP = 365  # one-step forecasts timed per neural forecaster (a year of daily values)
 
 
 def prepare(folder: Path, name: str) -> tuple[Path, np.ndarray, int, int]:
@@ -74,6 +77,15 @@ def timed(fn, repeats: int) -> tuple[object, float]:
         result = fn()
         times.append(time.perf_counter() - t)
     return result, median(times)
+
+
+def one_step_seconds(forecaster, values: np.ndarray) -> float:
+    """Seconds for ``ONE_STEP`` one-step forecasts, each from all the values before it."""
+    start = max(1, len(values) - ONE_STEP)
+    t = time.perf_counter()
+    for i in range(start, len(values)):
+        forecaster.predict_next(values[:i])
+    return time.perf_counter() - t
 
 
 def rmse(f, y) -> float:
@@ -113,8 +125,10 @@ def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
             t = time.perf_counter()
             run = api.train_run(preset, folder / preset, overrides=[*base, f"train.seed={seed}"], force=True, log=quiet)
             times.append(time.perf_counter() - t)
-            scores.append(api.load(run, device="cpu").evaluate("test")["rmse"])
+            forecaster = api.load(run, device="cpu")
+            scores.append(forecaster.evaluate("test")["rmse"])
         key = label.lower()
+        row[f"{key}_one_step_s"] = one_step_seconds(forecaster, values)  # the last seed's forecaster
         row[f"rmse_{key}"], row[f"rmse_{key}_range"] = median(scores), (min(scores), max(scores))
         row[f"{key}_fit_s"] = median(times)
     return row
@@ -134,6 +148,8 @@ def table(rows: list[dict], seeds: int) -> str:
     names = {"ar": "AR(p*) (seqlab and statsmodels alike)", "lstm": "LSTM", "transformer": "Transformer",
              "mean": "the mean"}
     best = "; ".join(f"{r['series']}: {names[min(names, key=lambda k: r[f'rmse_{k}'])]}" for r in rows)
+    one_step = "; ".join(f"{r['series']}: LSTM {r['lstm_one_step_s']:.2f} s, Transformer "
+                         f"{r['transformer_one_step_s']:.2f} s" for r in rows)
     return ("Held-out-tail RMSE (series units; the airline series is log-differenced) of recursive forecasts from "
             "the end of train + valid, then the fit time. AR: p* chosen by AIC up to max_p (30, 30, 24), "
             "fit = order selection + least squares, median of repeated fits, BLAS on one thread on both sides. "
@@ -141,7 +157,9 @@ def table(rows: list[dict], seeds: int) -> str:
             f"`forecast-lstm` / `forecast-transformer` presets, median (min-max) over {seeds} seeds, fit = a whole "
             "`seqlab.api.train` run on one CPU thread. `mean` forecasts the history's mean.\n\n"
             + "\n".join(lines) + f"\n\nseqlab's AR forecasts equal statsmodels' to max |diff| {diffs:.1e}. "
-            f"Lowest RMSE per series: {best}. One tail per series, so differences of a few percent are noise.\n")
+            f"Lowest RMSE per series: {best}. One tail per series, so differences of a few percent are noise.\n\n"
+            f"{ONE_STEP} one-step forecasts (`predict_next`, each from every value before it, in memory): "
+            f"{one_step}.\n")
 
 
 def main():
@@ -163,6 +181,8 @@ def main():
     print(json.dumps({"bench": "forecast", "machine": machine(),
                       "peer_best": "statsmodels ar_select_order(ic='aic') + AutoReg(trend='c'), BLAS at 1 thread",
                       "ratio": ratio, "rmse": rmses,
+                      "one_step_s": {r["series"]: {k: r[f"{k}_one_step_s"] for k in ("lstm", "transformer")}
+                                     for r in rows},
                       "forecast_max_abs_diff": max(r["forecast_max_abs_diff"] for r in rows)}))
 
 

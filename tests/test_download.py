@@ -1,5 +1,6 @@
 """The download path, end to end, against a local HTTP server that serves ../shared/data under the
-upstream GitHub paths (gzipping the multi30k files on the fly, as upstream stores them)."""
+upstream GitHub paths (gzipping the multi30k files on the fly, and serving the time series with CRLF line endings
+and no final newline, as upstream stores them)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class Mirror:
     """raw.githubusercontent.com on 127.0.0.1: URL path -> bytes of the shared data file."""
 
     def __init__(self, shared: Path):
-        self.files = {f.url_path: (shared / f.path, f.gzip) for d in download.DATASETS.values() for f in d.files}
+        self.files = {f.url_path: (shared / f.path, f.gzip, f.crlf) for d in download.DATASETS.values() for f in d.files}
         self.requests: list[str] = []
         self.corrupt: set[str] = set()  # local paths (RemoteFile.path) served with one byte flipped
         mirror = self
@@ -32,8 +33,10 @@ class Mirror:
                 if self.path not in mirror.files:
                     self.send_error(404)
                     return
-                path, gz = mirror.files[self.path]
+                path, gz, crlf = mirror.files[self.path]
                 body = path.read_bytes()
+                if crlf:
+                    body = body.removesuffix(b"\n").replace(b"\n", b"\r\n")
                 if any(path.as_posix().endswith(c) for c in mirror.corrupt):
                     body = body[:100] + bytes([body[100] ^ 0x01]) + body[101:]
                 if gz:
@@ -198,3 +201,29 @@ def test_gunzip_stream_handles_chunks_members_and_corruption():
         cut.finish()
     with pytest.raises(SeqlabError, match="not valid gzip"):
         download._Gunzip("u").feed(b"this is not gzip at all")
+
+
+def test_named_series_download_turns_crlf_into_lf(mirror, shared_data):
+    for name in ("daily-min-temperatures", "airline-passengers", "daily-total-female-births"):
+        path = download.main_file(name)
+        assert path == download.cache_dir() / "timeseries" / f"{name}.csv"
+        assert path.read_bytes() == (shared_data / "timeseries" / f"{name}.csv").read_bytes()
+    assert len(mirror.requests) == 3 and all("/jbrownlee/Datasets/" in r for r in mirror.requests)
+    assert "Time Series Data Library" in download.dataset("airline-passengers").terms
+    assert {r["name"]: r["cached"] for r in list_sources()}["daily-min-temperatures"] is True
+
+
+def test_cli_data_get_prints_the_file_of_a_named_series(mirror, monkeypatch, capsys):
+    assert _cli(["data", "get", "airline-passengers", "--no-progress"], monkeypatch) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "Box & Jenkins" in out[0] and out[-1] == str(download.cache_dir() / "timeseries/airline-passengers.csv")
+
+
+def test_crlf_stream_handles_chunks_and_the_final_newline():
+    text = b'"Date","Temp"\r\n"1981-01-01",20.7\r\n"1981-01-02",17.9'
+    for size in (1, 2, 5, 7, len(text)):
+        t = download._ToLF()
+        out = b"".join(t.feed(text[i:i + size]) for i in range(0, len(text), size)) + t.finish()
+        assert out == b'"Date","Temp"\n"1981-01-01",20.7\n"1981-01-02",17.9\n', size
+    t = download._ToLF()
+    assert t.feed(b"a\nb\n") + t.finish() == b"a\nb\n"  # LF already: unchanged

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import tempfile
 
 import numpy as np
 import pytest
@@ -262,3 +263,105 @@ def test_valid_and_test_files_are_refused(births_csv, tmp_path):
     with pytest.raises(SeqlabError, match="data.horizon"):
         api.train_run("ar", tmp_path / "run", overrides=[f"data.train={births_csv}", f"data.test={births_csv}"],
                   log=lambda *a, **k: None)
+
+
+# ------------------------------------------------------------------------------------------------------
+# forecasting like the other tasks: in memory, after the end, a Figure, predict_next, named series
+
+
+@pytest.fixture(scope="module")
+def lstm_run(sine_csv, tmp_path_factory):
+    """A small LSTM forecaster on the sine (a few steps: the verbs are checked, not the fit)."""
+    return api.train_run("forecast-lstm", tmp_path_factory.mktemp("lstm") / "run", log=lambda *a, **k: None,
+                         overrides=[f"data.source={sine_csv}", SINE_SPLIT, "model.max_len=20", "model.hidden_size=8",
+                                    "train.max_steps=5", "train.eval_every=0", "train.save_every=0", *FAST])
+
+
+def _listing(folder) -> dict:
+    """Every file under ``folder`` with its size and modification time."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["lstm", "ar"])
+def test_history_forecast_is_in_memory_and_equals_the_file_based_one(name, lstm_run, ar_run, tmp_path,
+                                                                     monkeypatch):
+    from seqlab.data.in_memory import VALUE_COLUMN
+    from seqlab.data.series import read_column
+    from seqlab.tasks.splits import spooled
+
+    fc = api.load(lstm_run if name == "lstm" else ar_run, device="cpu")
+    history = fc.series.values[:-7] * 1.5 + 0.25
+    with spooled("forecast", history, "series.csv", what="history") as path:  # how forecast(history=) read it
+        expected = fc._continue(read_column(path, column=VALUE_COLUMN).values, 6, "history")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where a temporary file would go
+    (tmp_path / "tmp").mkdir()
+    run_before, tmp_before = _listing(fc.run_dir), _listing(tmp_path)
+    for given in (history, list(history), [int(v) if v.is_integer() else v for v in history]):
+        np.testing.assert_array_equal(fc.forecast(6, history=given), expected)
+    pd = pytest.importorskip("pandas")
+    np.testing.assert_array_equal(fc.forecast(6, history=pd.Series(history)), expected)
+    assert _listing(fc.run_dir) == run_before and _listing(tmp_path) == tmp_before
+    with pytest.raises(SeqlabError, match=r"^history item 2: .*inf.* is not a finite number"):
+        fc.forecast(2, history=np.array([1.0, 2.0, np.inf, 3.0]))
+    with pytest.raises(SeqlabError, match=r"^history is empty"):
+        fc.forecast(2, history=np.array([]))
+
+
+@pytest.mark.parametrize("name", ["lstm", "ar"])
+def test_forecast_continues_after_the_end_and_split_test_is_the_old_start(name, lstm_run, ar_run):
+    fc = api.load(lstm_run if name == "lstm" else ar_run, device="cpu")
+    s = fc.series
+    assert s.n_test > 0
+    np.testing.assert_array_equal(fc.forecast(5), fc.forecast(5, history=s.values))  # after the last value
+    old = fc.forecast(5, history=s.values[:s.start("test")])  # where forecast(5) started before
+    np.testing.assert_array_equal(fc.forecast(5, split="test"), old)
+    assert fc.predict(steps=5) == old.tolist()
+    if name == "ar":  # (the sine's period is its tail's length: the LSTM reads the same window at both ends)
+        assert not np.array_equal(fc.forecast(5), old)
+        fitted = dataclasses.replace(fc.model, last=s.values[-fc.model.p:].copy())
+        assert np.array_equal(fc.forecast(5), fitted.forecast(5))
+        assert np.array_equal(fc.forecast(5, split="test"), fc.model.forecast(5))  # the fit's own forecast
+    with pytest.raises(SeqlabError, match="^unknown split 'end'"):
+        fc.forecast(2, split="end")
+
+
+def test_plot_returns_a_figure_and_writes_only_when_asked(ar_run, tmp_path):
+    from matplotlib.figure import Figure
+
+    fc = api.load(ar_run)
+    before = _listing(ar_run)
+    fig = fc.plot()
+    assert isinstance(fig, Figure) and fig.axes and _listing(ar_run) == before
+    assert fc._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n" and _listing(ar_run) == before
+    out = tmp_path / "plots" / "fc.png"
+    assert isinstance(fc.plot(out), Figure)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and _listing(ar_run) == before
+
+
+def test_predict_next_is_the_ar_formula_and_one_neural_forecast(lstm_run, ar_run):
+    ar = api.load(ar_run)
+    x = ar.series.values[:200]
+    b, w = ar.model.params[0], ar.model.params[1:]  # x_hat = b + w_1 x_t + ... + w_p x_{t-p+1}
+    assert ar.predict_next(x) == pytest.approx(b + sum(w[i] * x[-1 - i] for i in range(ar.model.p)), rel=1e-12)
+    assert ar.predict_next(list(x)) == float(ar.forecast(1, history=x)[0])
+    lstm = api.load(lstm_run, device="cpu")
+    h = lstm.series.values[:100]
+    assert isinstance(lstm.predict_next(h), float) and lstm.predict_next(h) == float(lstm.forecast(1, history=h)[0])
+    with pytest.raises(SeqlabError, match=r"AR\(8\) needs 8 values before history, which has 2"):
+        ar.predict_next([1.0, 2.0])
+
+
+def test_named_series_resolve_as_data_sources(births_csv, shared_data, tmp_path, monkeypatch):
+    from seqlab.data.download import DATASETS, link_cache
+
+    monkeypatch.setenv("SEQLAB_CACHE", str(link_cache(shared_data, tmp_path / "cache")))  # offline: shared copies
+    for name in ("daily-min-temperatures", "airline-passengers", "daily-total-female-births"):
+        assert DATASETS[name].main == f"timeseries/{name}.csv" and "licence" in DATASETS[name].terms
+    named = api.train_run("ar", tmp_path / "named", overrides=["data.source=daily-total-female-births", "model.max_p=0",
+                          "model.p=3"], log=lambda *a, **k: None)
+    path = api.train_run("ar", tmp_path / "path", overrides=[f"data.source={births_csv}", "model.max_p=0", "model.p=3"],
+                         log=lambda *a, **k: None)
+    assert np.array_equal(api.load(named).forecast(4), api.load(path).forecast(4))
+    with pytest.raises(SeqlabError, match="nor a named series.*daily-min-temperatures"):
+        api.train_run("ar", tmp_path / "bad", overrides=["data.source=daily-max-temperatures"],
+                      log=lambda *a, **k: None)

@@ -247,7 +247,7 @@ def ar_run(serve_runs, tmp_path_factory):
 def test_neural_forecast_continues_a_new_history_in_the_runs_standardisation(serve_runs):
     fc = _load(serve_runs, "forecast")
     s = fc.series
-    assert np.array_equal(fc.forecast(5, history=s.values[:s.start("test")]), fc.forecast(5))
+    assert np.array_equal(fc.forecast(5, history=s.values[:s.start("test")]), fc.forecast(5, split="test"))
     history = 3.0 + 2.0 * np.cos(np.arange(30) / 3.0)  # another level and scale than the training series
     z = torch.from_numpy(((history - s.mean) / s.std).astype(np.float32))
     with torch.no_grad():

@@ -45,6 +45,8 @@ print(german if isinstance(german, str) else german[0])
 forecaster = seqlab.load("runs/forecast")
 assert isinstance(forecaster, seqlab.Forecaster)
 future: np.ndarray = forecaster.forecast(5, history=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+from_test: np.ndarray = forecaster.forecast(5, split="test")
+tomorrow: float = forecaster.predict_next(np.arange(8.0))
 
 vectors = seqlab.load("runs/w2v")
 assert isinstance(vectors, seqlab.Embeddings)

@@ -118,10 +118,13 @@ series = np.sin(np.arange(300) / 5.0) + 0.05 * rng.standard_normal(300)
 forecaster = seqlab.train("forecast-lstm", out="runs/tour-fc", force=True, train_data=series,
                           config={"model": {"max_len": 16, "hidden_size": 16},
                                   "train": {"max_steps": 30, "batch_size": 16, "eval_every": 10, **quiet}})
-print(forecaster.forecast(5))
+print(forecaster.forecast(5))  # after the end of the series
+print(forecaster.forecast(5, split="test"))  # after train + valid: the held-out tail's forecast
 print(forecaster.forecast(5, history=series[:100]))
 ar = seqlab.train("ar", out="runs/tour-ar", force=True, train_data=series, config={"train": {"progress": False}})
 print(ar.forecast(5), ar.evaluate("test"))
+print(forecaster.predict_next(series[:100]), ar.predict_next(series[:100]))  # one verb for both
+fig = ar.plot()  # a matplotlib Figure (a notebook shows `ar` itself as this plot)
 
 # %% [markdown]
 # ## Callbacks: watch training, or stop it (returning False saves a checkpoint; `resume=True` continues)

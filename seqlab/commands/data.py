@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         ds = download.dataset(args.name)
         print(f"terms of use: {ds.terms}")
         path = download.get(ds.name, force=args.force, progress=not args.no_progress)
-        print(path)
+        print(path if path.is_dir() else download.cache_dir() / ds.main)  # a dataset in a shared folder: its file
         return 0
     if args.action == "prepare":
         import sys

@@ -2,7 +2,8 @@
 
 Each dataset's files come from a public GitHub repository pinned at one commit (the sources
 listed in the project's shared data README), through ``raw.githubusercontent.com``. ``get(name)``
-downloads the files that are missing from the cache, gunzips those stored compressed upstream,
+downloads the files that are missing from the cache, gunzips those stored compressed upstream
+(and turns CRLF line endings into LF for those stored so upstream),
 checks the SHA-256 of each *resulting* file against the value recorded here, and only then
 moves the files into the cache (all files of one call are staged in a temporary folder inside
 the cache and renamed into place after every one of them verified). A failed or corrupt download
@@ -40,6 +41,7 @@ class RemoteFile:
     url_path: str  # "/OWNER/REPO/COMMIT/PATH" under raw.githubusercontent.com (or $SEQLAB_MIRROR)
     sha256: str  # SHA-256 of the file after decompression
     gzip: bool = False  # stored gzip-compressed upstream: gunzip while downloading
+    crlf: bool = False  # stored with CRLF line endings upstream: LF (and a final newline) while downloading
 
     def url(self) -> str:
         mirror = os.environ.get("SEQLAB_MIRROR", "").rstrip("/")
@@ -55,9 +57,11 @@ class Dataset:
     files: tuple[RemoteFile, ...]  # everything `get` fetches
 
 
-def _github(repo: str, commit: str, files: dict[str, tuple[str, str]], gzip: bool = False) -> tuple[RemoteFile, ...]:
+def _github(repo: str, commit: str, files: dict[str, tuple[str, str]], gzip: bool = False,
+            crlf: bool = False) -> tuple[RemoteFile, ...]:
     """``files``: local path -> (path in the repository, sha256)."""
-    return tuple(RemoteFile(local, f"/{repo}/{commit}/{remote}", sha, gzip) for local, (remote, sha) in files.items())
+    return tuple(RemoteFile(local, f"/{repo}/{commit}/{remote}", sha, gzip, crlf)
+                 for local, (remote, sha) in files.items())
 
 
 _CHAR_RNN = "6f9487a6fe5b420b7ca9afb0d7c078e37c1d1b4e"
@@ -78,6 +82,20 @@ def _gensim_eval_set(name: str, file: str, sha: str, description: str, source: s
                                  {f"embeddings/{file}": (f"gensim/test/test_data/{file}", sha)}))
 
 _RESEARCH_ONLY = "Use for research and tests only; do not redistribute as a product."
+_BROWNLEE = "d20fcb6402ae34e653d4513b00f39257bb37ed7f"
+
+
+def _series(name: str, sha: str, description: str, source: str) -> "Dataset":
+    """A univariate series of jbrownlee/Datasets (CSV: a quoted header, quoted dates, one value a row), a
+    forecasting ``data.source``; upstream has CRLF line endings and no final newline, converted while
+    downloading (the values are unchanged)."""
+    return Dataset(name=name, description=description,
+                   terms="jbrownlee/Datasets states no licence; its .names file credits the Time Series Data Library "
+                   f"(R. Hyndman), which cites {source}. " + _RESEARCH_ONLY,
+                   main=f"timeseries/{name}.csv",
+                   files=_github("jbrownlee/Datasets", _BROWNLEE, {f"timeseries/{name}.csv": (f"{name}.csv", sha)},
+                                 crlf=True))
+
 
 DATASETS: dict[str, Dataset] = {
     d.name: d
@@ -277,6 +295,14 @@ DATASETS: dict[str, Dataset] = {
                          "d5e0501971478a511430ee880bd0121e94ac701ba86d90544d83e6d2ba3db05d",
                          "SimLex-999 word-pair similarity (Hill et al. 2015)",
                          "Original site: Cambridge."),
+        _series("daily-min-temperatures", "a31a6961536b0e48a1f8c886d91eb4de50e6747ea5cd5d2d45a8a5039068e406",
+                "daily minimum temperatures in Melbourne (deg C), 3,650 days 1981-1990 (forecasting)",
+                "the Australian Bureau of Meteorology"),
+        _series("airline-passengers", "b9592eb55781ef29ed40a7e4aa36abf425e9fca9c2ee3de440fd25f746ea92b6",
+                "monthly international airline passengers (thousands), 144 months 1949-1960 (forecasting)",
+                "Box & Jenkins (1976)"),
+        _series("daily-total-female-births", "cceeef905000b06554c2eaa9d93970b55ae76ab919e2115e83b33f65d1874c72",
+                "daily total female births in California, 365 days of 1959 (forecasting)", "Newton (1988)"),
     ]
 }
 
@@ -301,6 +327,13 @@ def dataset(name: str) -> Dataset:
         return DATASETS[name]
     except KeyError:
         raise SeqlabError(f"unknown dataset {name!r}; downloadable datasets are: {', '.join(DATASETS)}") from None
+
+
+def main_file(name: str) -> Path:
+    """The main file of dataset ``name`` in the cache (what ``data.source = NAME`` reads), downloaded when
+    missing."""
+    get(name)
+    return cache_dir() / dataset(name).main
 
 
 def is_cached(name: str) -> bool:
@@ -349,6 +382,7 @@ def _fetch(f: RemoteFile, dest: Path, progress: bool) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     gunzip = _Gunzip(url) if f.gzip else None
+    to_lf = _ToLF() if f.crlf else None
     try:
         with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
             total = response.headers.get("Content-Length")
@@ -364,8 +398,13 @@ def _fetch(f: RemoteFile, dest: Path, progress: bool) -> None:
                 while chunk := response.read(CHUNK):
                     bar.update(len(chunk))
                     data = gunzip.feed(chunk) if gunzip else chunk
+                    data = to_lf.feed(data) if to_lf else data
                     digest.update(data)
                     out.write(data)
+            if to_lf:
+                data = to_lf.finish()
+                digest.update(data)
+                out.write(data)
         if gunzip:
             gunzip.finish()
     except (urllib.error.URLError, OSError) as e:  # HTTPError, timeouts and connection errors included
@@ -384,6 +423,27 @@ def _fetch(f: RemoteFile, dest: Path, progress: bool) -> None:
             f"checksum mismatch for {f.path} from {url}: expected sha256 {f.sha256}, got {actual}; "
             "the download is corrupt or the source changed, nothing was cached: run `seqlab data get` again"
         )
+
+
+class _ToLF:
+    """Streaming CRLF -> LF, with a final newline added where the text has none (a CR at the end of one chunk
+    waits for the next to see whether an LF follows it)."""
+
+    def __init__(self) -> None:
+        self._cr = False  # the last chunk ended with a CR, held back
+        self._last = b""  # the last byte given out
+
+    def feed(self, chunk: bytes) -> bytes:
+        chunk = (b"\r" if self._cr else b"") + chunk
+        self._cr = chunk.endswith(b"\r")
+        out = (chunk[:-1] if self._cr else chunk).replace(b"\r\n", b"\n")
+        self._last = out[-1:] or self._last
+        return out
+
+    def finish(self) -> bytes:
+        out = b"\r" if self._cr else b""
+        last = out or self._last
+        return out + (b"\n" if last and last != b"\n" else b"")
 
 
 class _Gunzip:

@@ -42,6 +42,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from seqlab.data.conll import DOCSTART, TAG
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import atomic_path, naming
@@ -264,13 +266,38 @@ def _translate_row(item: Any, where: str, bad) -> tuple[str, str]:
 # forecast: a series of numbers, with the dates of a pandas Series' date index
 
 
-def _series_rows(data: Any, what: str) -> tuple[tuple[str, ...], Iterator[tuple[str, ...]]]:
+def _series_items(data: Any, what: str) -> Iterator[tuple[int, Any]]:
+    """The (index, value) items of a series in memory, refusing what is not one 1-D series."""
     if type(data).__name__ == "DataFrame":
         raise SeqlabError(f"{what} is a DataFrame; give one column of it, e.g. df[\"sales\"]")
     shape = getattr(data, "shape", None)
     if shape is not None and len(shape) != 1:
         raise SeqlabError(f"{what} has shape {tuple(shape)}; give a 1-D series of numbers (one value a step)")
-    items = _items(data, what, "forecast")
+    return _items(data, what, "forecast")
+
+
+def series_values(data: Any, what: str) -> np.ndarray:
+    """A series in memory (a 1-D sequence, numpy array or pandas Series) as float64 values (n,), without a file:
+    the values and the errors are those of :func:`spool` followed by :func:`seqlab.data.series.read_column` (each
+    value must be a finite real number; ``what`` names the argument), so a forecast's ``history`` costs no file.
+    A numeric array (numpy, or a pandas Series' values) is converted in one step, its values exactly."""
+    array = getattr(data, "values", data) if type(data).__name__ == "Series" else data
+    if isinstance(array, np.ndarray) and array.ndim == 1 and array.dtype.kind in "fiu" and len(array):
+        values = array.astype(np.float64)  # every int64 and float value converts as float() does
+        bad = ~np.isfinite(values)
+        if not bad.any():
+            return values
+        i = int(bad.argmax())
+        _number(array[i], f"{what} item {i}")  # raises, naming the item as spool does
+    values = np.fromiter((float(_number(value, f"{what} item {i}")) for i, value in _series_items(data, what)),
+                         dtype=np.float64)
+    if not len(values):
+        raise SeqlabError(f"{what} is empty (no items); give at least one")
+    return values
+
+
+def _series_rows(data: Any, what: str) -> tuple[tuple[str, ...], Iterator[tuple[str, ...]]]:
+    items = _series_items(data, what)
     dates = _dates(data, what) if has_date_index(data) else None
 
     def rows() -> Iterator[tuple[str, ...]]:

@@ -23,6 +23,17 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.base.errors import SeqlabError
+from seqlab.data import download
+
+# the named series (data.source = NAME, read_series(NAME)): the downloadable datasets whose file is a series
+SERIES_DATASETS = tuple(name for name, d in download.DATASETS.items() if d.main.startswith("timeseries/"))
+
+
+def series_file(source: str | os.PathLike) -> Path:
+    """The CSV file of ``source``: a named series (:data:`SERIES_DATASETS`, downloaded into the cache when
+    missing) or a path."""
+    name = os.fspath(source)
+    return download.main_file(name) if name in SERIES_DATASETS else Path(name)
 
 
 def _number(cell: str) -> float | None:
@@ -74,7 +85,8 @@ def read_series(
     column: int | str | None = None,
     date_column: int | str | None = None,
 ) -> tuple[np.ndarray, list[str] | None]:
-    """Read one numeric column of a CSV file.
+    """Read one numeric column of a CSV file, or of a named series (``"daily-min-temperatures"``,
+    ``"airline-passengers"``, ``"daily-total-female-births"``: :func:`series_file`).
 
     Returns ``(values, dates)``: values as float64 of shape (n,), in file order; dates as the
     strings of ``date_column`` (None when no date column is asked for).
@@ -98,7 +110,7 @@ def read_column(
     date_column: int | str | None = None,
 ) -> SeriesColumn:
     """:func:`read_series`, also naming the column it read (for plots and logs)."""
-    path = Path(path)
+    path = series_file(path)
     rows = _read_rows(path)
     if not rows:
         raise SeqlabError(f"{path}: the file has no rows; pass a CSV with a column of numbers")

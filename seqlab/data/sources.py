@@ -144,8 +144,7 @@ def source_file(source: str | os.PathLike) -> Path | str:
     if name in _EMBEDDED_TEXT:
         return _EMBEDDED_TEXT[name]()
     if name in download.DATASETS:
-        download.get(name)
-        return check_text_path(download.cache_dir() / download.DATASETS[name].main)
+        return check_text_path(download.main_file(name))
     if not os.path.exists(_expand(name)) and not _looks_like_path(name):  # os.path: False for a name too long
         raise SeqlabError(
             f"unknown corpus {name!r}: not a corpus name and no such file; use one of "

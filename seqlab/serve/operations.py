@@ -127,7 +127,7 @@ def transitions(tagger, run_id: str) -> dict:
 def forecast(fc, steps: int) -> dict:
     """The series and ``steps`` forecasts after train + valid: ``{"name", "values", "origin", "forecast",
     "dates"}`` (the held-out tail is ``values[origin:]``)."""
-    values = [float(v) for v in fc.forecast(steps)]
+    values = [float(v) for v in fc.forecast(steps, split="test")]
     s = fc.series
     return finite({"name": s.name, "values": [float(v) for v in s.values], "origin": s.start("test"),
                     "forecast": values, "dates": list(s.dates) if s.dates else None})

@@ -1,6 +1,8 @@
 """Forecasting (notes: Time series): AR(p) fitted in closed form, or a neural forecaster trained on the same windows.
 
-Data. One univariate series from a CSV file (``data.source``, or ``data.train``), read by
+Data. One univariate series from a CSV file (``data.source``, or ``data.train``) or a named series
+(``data.source = daily-min-temperatures``, ``airline-passengers`` or ``daily-total-female-births``: datasets
+downloaded into the cache as the others are, ``seqlab data list``), read by
 :func:`seqlab.data.series.read_column`: the values column ``data.column`` (a header name or a 0-based index;
 empty = the last column whose first data row is a number) and, optionally, the labels of ``data.date_column``
 (used on the plot). The series is cut into contiguous parts, in time order: train, valid, and the held-out
@@ -23,14 +25,16 @@ Models (``model.arch``):
   recursive forecast of the valid part from the end of train (``rmse``, original units).
   ``train.precision = "auto"`` means fp32 here: a bf16 forecast carries only ~3 significant digits.
 
-Forecasts are recursive. ``forecast(N)`` (and ``predict(steps=N)``) forecasts the N values after train + valid
-(the first of them cover the held-out tail); ``forecast(N, history=series)`` continues a new series (the neural
-forecasters read it standardised with the run's train statistics). ``evaluate("test")`` compares the forecast
+Forecasts are recursive and computed in memory. ``forecast(N)`` forecasts the N values after the end of the
+series; ``forecast(N, split="test")`` (and ``predict(steps=N)``) the N values after train + valid (the first of
+them cover the held-out tail); ``forecast(N, history=series)`` continues a new series (the neural forecasters read
+it standardised with the run's train statistics; no file is written) and ``predict_next(history)`` is its one
+value, for AR and neural forecasters alike. ``evaluate("test")`` compares the forecast
 from the end of train + valid with the tail, ``evaluate("valid")`` the forecast from the end of train with valid
 (for AR in-sample: its coefficients saw valid), ``evaluate(data=series)`` the forecast of a series' last values
 (as many as the tail has) from the values before them: ``{"rmse": sqrt(mean (f - x)^2), "mae": mean |f - x|}``
-in the series' units. Training ends by writing ``RUN/plots/forecast.png``: the history, the forecast of the
-tail and the tail itself. The series and its parts: :mod:`seqlab.tasks.series_parts`.
+in the series' units. ``plot()`` draws the history, the forecast of the tail and the tail itself as a matplotlib
+Figure; training ends by writing it to ``RUN/plots/forecast.png``. The series and its parts: :mod:`seqlab.tasks.series_parts`.
 """
 
 from __future__ import annotations
@@ -47,8 +51,7 @@ from torch import nn
 
 from seqlab.training import checkpoint
 from seqlab.base.config import RunConfig
-from seqlab.data.in_memory import VALUE_COLUMN
-from seqlab.data.series import read_column
+from seqlab.data.in_memory import series_values
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import versions
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
@@ -57,7 +60,6 @@ from seqlab.models.forecaster import FORECASTER_CONFIGS, RecurrentForecaster, Tr
 from seqlab.training.devices import Dist, resolve_device
 from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
 from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
-from seqlab.tasks.splits import spooled
 from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
@@ -198,7 +200,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     else:
         state = _train_neural(cfg, run_dir, series, resume, dist, log)
     if dist.main and not state.get("interrupted"):
-        load(run_dir, cfg, device="cpu").plot()
+        load(run_dir, cfg, device="cpu").plot(run_dir / "plots" / "forecast.png")
     return state
 
 
@@ -234,43 +236,54 @@ def _check_steps(steps: object, name: str) -> None:
         raise SeqlabError(f"{name} must be a whole number >= 1, got {steps!r}; ask for 1 or more forecasts")
 
 
-def read_series(values: Iterable[float], what: str) -> np.ndarray:
-    """A series in memory (a 1-D sequence, numpy array or pandas Series) as float64 values (n,): written as a
-    series file (:func:`seqlab.data.in_memory.spool`) and read back by the run's reader, so the checks and the
-    values are a file's (``what`` names it in messages)."""
-    with spooled("forecast", values, "series.csv", what=what) as path:
-        return read_column(path, column=VALUE_COLUMN).values
-
-
 class Forecaster(Trained):
-    """A trained forecaster loaded from a run directory: ``forecast``, ``predict``, ``evaluate``, ``plot``.
+    """A trained forecaster loaded from a run directory: ``forecast``, ``predict_next``, ``predict``, ``evaluate``,
+    ``plot`` (Jupyter shows it as that plot).
 
-    ``model`` is the :class:`~seqlab.models.autoregressive.FittedAR` (arch ``ar``) or the neural forecaster.
+    ``model`` is the :class:`~seqlab.models.autoregressive.FittedAR` (arch ``ar``) or the neural forecaster (an
+    ``nn.Module``); :meth:`predict_next` and :meth:`forecast` work alike for both.
     """
 
     def __init__(self, run_dir: Path, cfg: RunConfig, series: Series, model: FittedAR | nn.Module,
                  device: torch.device):
         self.run_dir, self.config, self.series, self.model, self.device = run_dir, cfg, series, model, device
 
-    def forecast(self, steps: int, history: Iterable[float] | None = None, split: str = "test") -> np.ndarray:
-        """Recursive forecasts (steps,) of the ``steps`` values after a history, in the series' units: by
-        default everything before ``split`` of the run's series (test: after train + valid); or ``history``, a
-        new series to continue (a 1-D sequence, numpy array or pandas Series; written and read back as a
-        series file is, so a value that is not a finite number is an error naming it). The neural forecasters
-        read it standardised with the run's train statistics and the forecasts are put back in its units;
-        AR(p) continues its last p values."""
+    def forecast(self, steps: int, history: Iterable[float] | None = None, split: str | None = None) -> np.ndarray:
+        """Recursive forecasts (steps,) of the ``steps`` values after a history, in the series' units, computed in
+        memory (no file is written or read):
+
+        - by default after the end of the run's series (all of it: train, valid and the held-out tail);
+        - with ``split`` (train, valid or test) after everything before that split of the run's series
+          (``split="test"``: after train + valid, the first forecasts covering the held-out tail, as
+          ``seqlab predict --steps N`` and :meth:`evaluate` forecast);
+        - with ``history``, a new series to continue (a 1-D sequence, numpy array or pandas Series; a value that
+          is not a finite number is an error naming it).
+
+        The neural forecasters read the history standardised with the run's train statistics and the forecasts
+        are put back in its units; AR(p) continues its last p values."""
         _check_steps(steps, "steps")
         if history is None:
+            if split is None:
+                return self._continue(self.series.values, int(steps), "the series")
             if split not in SPLITS:
-                raise SeqlabError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+                raise SeqlabError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)} (or none: after the "
+                                  "end of the series)")
             return self._continue(self.series.values[:self.series.start(split)], int(steps), f"the {split} part")
         if isinstance(history, str):
             raise SeqlabError(f"history is the series to continue (numbers), got the str {history!r}; to forecast "
                               "from the start of a split of the run's series, pass split=...")
-        if split != "test":
+        if split is not None:
             raise SeqlabError(f"give history (a series to continue) or split={split!r} (where to start in the run's "
                               "series), not both")
-        return self._continue(read_series(history, "history"), int(steps), "history")
+        return self._continue(series_values(history, "history"), int(steps), "history")
+
+    def predict_next(self, history: Iterable[float]) -> float:
+        """The one value after ``history`` (as :meth:`forecast`'s ``history``), for AR and neural forecasters
+        alike: ``forecast(1, history=history)[0]``; for AR(p) ``b + w_1 x_t + ... + w_p x_{t-p+1}``."""
+        if history is None:
+            raise SeqlabError("predict_next needs the history to continue (numbers); for the value after the run's "
+                              "series use forecast(1)")
+        return float(self.forecast(1, history=history)[0])
 
     def _continue(self, history: np.ndarray, steps: int, where: str) -> np.ndarray:
         """The forecasts after ``history``; ``where`` names it in messages."""
@@ -288,14 +301,14 @@ class Forecaster(Trained):
 
     def predict(self, lines: list[str] | None = None, steps: int | None = None, beam: int | None = None) -> list[float]:
         """``seqlab predict --steps N``'s results: the ``steps`` forecasts after the end of train + valid (the
-        first ones cover the held-out tail)."""
+        first ones cover the held-out tail; ``forecast(steps, split="test")``)."""
         if beam is not None:
             raise SeqlabError("--beam is for translation; a forecast takes --steps N only")
         if lines is not None or steps is None:
             raise SeqlabError("forecasting reads no input lines; give the number of values to forecast: "
                               "`seqlab predict RUN --steps N`")
         _check_steps(steps, "--steps")
-        return [float(v) for v in self.forecast(steps)]
+        return [float(v) for v in self.forecast(steps, split="test")]
 
     def format_prediction(self, value: float) -> str:
         return repr(float(value))  # round-trips exactly
@@ -305,7 +318,7 @@ class Forecaster(Trained):
         series in memory (as ``history`` of :meth:`forecast`) instead: its last values, as many as the run's
         held-out tail has, are forecast from the values before them and compared with them."""
         if data is not None:
-            values = read_series(data, "data")
+            values = series_values(data, "data")
             n = self.series.n_test
             if not n:
                 raise SeqlabError(f"{self.run_dir} has no held-out tail, so no horizon to score data with; forecast "
@@ -322,24 +335,34 @@ class Forecaster(Trained):
                               "(the held-out tail) or a non-zero fraction for it in data.split")
         return errors(self.forecast(len(truth), split=split), truth)
 
-    def plot(self, out: str | Path | None = None) -> Path:
-        """History, the forecast from the end of train + valid, and the held-out tail (default
-        ``RUN/plots/forecast.png``); without a tail, a forecast of a tenth of the series' length."""
+    def plot(self, out: str | Path | None = None):
+        """History, the forecast from the end of train + valid, and the held-out tail (without a tail, a forecast
+        of a tenth of the series' length): a matplotlib Figure, also written to ``out`` when it is given (training
+        writes ``RUN/plots/forecast.png``)."""
+        from seqlab.views.viz import save_figure
+
         s = self.series
-        origin = s.start("test")
         steps = s.n_test or max(1, len(s.values) // 10)
-        forecast = self.forecast(steps)
+        forecast = self.forecast(steps, split="test")
         title = f"{self.config.arch}: forecast of {steps} values"
         if s.n_test:
             m = errors(forecast, s.part("test"))
             title += f" (held-out RMSE {m['rmse']:.4g}, MAE {m['mae']:.4g})"
-        return plot_forecast(s, forecast, title, Path(out) if out else self.run_dir / "plots" / "forecast.png",
-                             origin)
+        fig = forecast_figure(s, forecast, title, s.start("test"))
+        if out is not None:
+            save_figure(fig, out)
+        return fig
+
+    def _repr_png_(self) -> bytes:
+        from seqlab.views.viz import figure_png
+
+        return figure_png(self.plot())
 
 
-def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, origin: int) -> Path:
-    """The series up to ``origin`` (train and valid shaded apart), the forecast after it, and the truth."""
-    from seqlab.views.viz import new_figure, save_figure
+def forecast_figure(series: Series, forecast: np.ndarray, title: str, origin: int):
+    """The series up to ``origin`` (train and valid shaded apart), the forecast after it, and the truth: a
+    matplotlib Figure."""
+    from seqlab.views.viz import new_figure
 
     fig = new_figure((9, 4))
     ax = fig.subplots()
@@ -361,7 +384,7 @@ def plot_forecast(series: Series, forecast: np.ndarray, title: str, out: Path, o
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return save_figure(fig, out)
+    return fig
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Forecaster:

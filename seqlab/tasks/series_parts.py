@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.base.config import RunConfig
-from seqlab.data.series import read_column
+from seqlab.data.series import SERIES_DATASETS, read_column, series_file
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import read_json, write_text_atomic
 
@@ -79,9 +79,10 @@ def read_splits(cfg: RunConfig) -> Series:
         raise SeqlabError("data.valid / data.test are not used for forecasting: valid and the held-out tail are "
                           "cut from the end of the one series; set data.horizon=N (and data.split) instead")
     path = d.train or d.source
-    if not path or not Path(path).is_file():
-        raise SeqlabError(f"data.source {path!r} is not a CSV file; forecasting reads a series: "
-                          "--set data.source=PATH.csv (one column of numbers, optionally a header and dates)")
+    if not path or not series_file(path).is_file():
+        raise SeqlabError(f"data.source {path!r} is not a CSV file nor a named series; forecasting reads a series: "
+                          "--set data.source=PATH.csv (one column of numbers, optionally a header and dates) or "
+                          f"one of {', '.join(SERIES_DATASETS)}")
     column, date_column, horizon = _data_options(cfg)
     col = read_column(path, column=column, date_column=date_column)
     values, dates = col.values, col.dates

@@ -140,7 +140,7 @@ def scratch_run_dir() -> Iterator[Path]:
 
 @contextlib.contextmanager
 def spooled(kind: str, data: Any, name: str, what: str = "data") -> Iterator[Path]:
-    """In-memory examples (``evaluate(data=...)``, a forecast's ``history``) written to a temporary file ``name``
+    """In-memory examples (``evaluate(data=...)``) written to a temporary file ``name``
     in task ``kind``'s file format (:func:`seqlab.data.in_memory.spool`; errors name the argument ``what``), for
     the task's own reader: one code path for files and memory. Yields the path (translate: its files' prefix)."""
     from seqlab.data.in_memory import spool
