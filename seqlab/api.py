@@ -108,6 +108,10 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
             old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
             changed = [k for k in config_differences(old, cfg.to_dict())
                        if k not in RESUMABLE_CHANGES and not _unused_train_key(k, cfg)]
+            spooled = _in_memory_splits(old, changed, run_dir)
+            if spooled:
+                raise SeqlabError(f"cannot resume {run_dir}: it was trained on in-memory data; pass the same "
+                                  f"{' and '.join(f'{split}_data' for split in spooled)} to resume")
             if changed:
                 raise SeqlabError(f"cannot resume {run_dir}: {', '.join(changed)} differ from the run's config.toml; "
                                   "on resume only train.max_steps and train.epochs may change")
@@ -123,6 +127,16 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
         journal = {**cast("dict[str, Any]", journal), "replaced": str(aside)}  # not None: a replaced run is not resumed
     run_dir.mkdir(parents=True, exist_ok=True)
     return rundir.RunLock.acquire(run_dir, journal)
+
+
+def _in_memory_splits(old: dict, changed: list[str], run_dir: Path) -> list[str]:
+    """The splits among the ``changed`` keys that the run read from in-memory data (a ``data.train`` / ``valid`` /
+    ``test`` of its config.toml naming a file in ``RUN/input/``): a resume without ``train_data`` and the like."""
+    inputs = (run_dir / INPUT_DIR).resolve()
+    recorded = old.get("data", {})
+    return [split for split in ("train", "valid", "test")
+            if f"data.{split}" in changed and recorded.get(split)
+            and (run_dir / recorded[split]).resolve().parent == inputs]
 
 
 def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
@@ -200,6 +214,40 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
+def resume_wanted(resume: bool | str, run_dir: Path) -> bool:
+    """Whether to continue ``run_dir``: ``resume`` is True, False or ``"auto"`` (continue a run that exists, start
+    one that does not: for requeue scripts). True on a path that does not exist is an error (a typo in ``out``
+    would silently start over); an existing run directory without a checkpoint yet starts from step 0."""
+    if resume == "auto":
+        return run_dir.exists()
+    if not isinstance(resume, bool):
+        raise SeqlabError(f'resume must be True, False or "auto", got {resume!r}')
+    if resume and not run_dir.exists():
+        raise SeqlabError(f"cannot resume {run_dir}: no such run directory; check the path, or start it without "
+                          'resume (resume="auto", --resume auto, starts it when it does not exist)')
+    return resume
+
+
+def _check_resume_length(cfg: RunConfig, run_dir: Path) -> None:
+    """A resumed run must not end before the steps it has done: ``train.max_steps`` (``train.epochs`` for word2vec
+    and GloVe, which count epochs) below them is an error naming both; equal is "nothing to do"."""
+    try:
+        state = checkpoint.load_state(run_dir) if checkpoint.exists(run_dir) else None
+    except checkpoint.DamagedCheckpoint:
+        return  # the Trainer falls back to an intact earlier checkpoint and reports it
+    if state is None:
+        return
+    if cfg.task.kind == "embed":
+        done, key, wanted = state.get("step", 0) / state.get("steps_per_epoch", 1), "train.epochs", cfg.train.epochs
+    elif cfg.train_keys is None or "max_steps" in cfg.train_keys:
+        done, key, wanted = state.get("step", 0), "train.max_steps", cfg.train.max_steps
+    else:
+        return
+    if done > wanted:
+        raise SeqlabError(f"cannot resume {run_dir}: it has already trained {done:g} {key.partition('.')[2]} "
+                          f"({key} = {wanted:g} asks for fewer); set {key} to {done:g} or more")
+
+
 def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
     """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
     ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
@@ -209,7 +257,7 @@ def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> Run
 
 
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
-              resume: bool = False, force: bool = False, log: Callable[..., Any] | None = None,
+              resume: bool | str = False, force: bool = False, log: Callable[..., Any] | None = None,
               callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
     """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory:
     what ``seqlab train`` runs (:func:`train` is the notebook form, returning the trained object).
@@ -219,11 +267,15 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     writes a run (``lock.json``); a second one is refused. ``inputs``: a folder of files staged outside the
     run, each moved into ``RUN/input/`` once the run directory is locked (in-memory data, which ``cfg``'s
     data keys already name there). The caller's random state, thread counts and environment are as they were
-    afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only."""
+    afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only.
+    ``resume``: True, False or ``"auto"`` (:func:`resume_wanted`)."""
     log = log or _info
     name = cfg if isinstance(cfg, str) else None
     cfg = _run_config(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
+    resume = resume_wanted(resume, run_dir)
+    if resume:
+        _check_resume_length(cfg, run_dir)
     with _caller_state_kept(cfg.train.device):  # the Trainer seeds torch and sets train.threads inside
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
 
@@ -274,7 +326,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
 
 def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, train_data: Any = None,
           valid_data: Any = None, test_data: Any = None, config: dict[str, dict[str, Any]] | None = None,
-          overrides: list[str] | None = None, resume: bool = False, force: bool = False,
+          overrides: list[str] | None = None, resume: bool | str = False, force: bool = False,
           callbacks: Iterable[Any] = (), device: str | None = None,
           log: Callable[..., Any] | None = None) -> Trained:
     """Train and return the trained object (what :func:`load` returns for the run: a LanguageModel,
@@ -294,13 +346,15 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     progress bar). ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
     ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
     Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
-    continues. Under ``torchrun`` every process returns the object."""
+    continues (an error when ``out`` does not exist: nothing is created), ``resume="auto"`` continues a run that
+    exists and starts one that does not. Under ``torchrun`` every process returns the object."""
     from seqlab.training import callbacks as callback_hooks
 
     cfg = registry.from_sections(preset_or_config, config, overrides)
     callbacks = callback_hooks.check(callbacks)
     name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
     run_dir = Path(out) if out is not None else fresh_run_dir(name)
+    resume = resume_wanted(resume, run_dir)  # before anything is written: a missing run to resume creates nothing
     given = {split: data for split, data in (("train", train_data), ("valid", valid_data), ("test", test_data))
              if data is not None}
     if given and "train" not in given:

@@ -145,6 +145,39 @@ def test_callbacks_see_steps_evaluations_checkpoints_and_false_stops_with_a_chec
         seqlab.train("lm-char", out="run", train_data=text + "more", config=lm_config(steps=12), resume=True)
 
 
+def test_resume_never_silently_restarts_and_auto_starts_a_missing_run(in_tmp, seqlab_cli):
+    """resume=True (--resume) on a missing path is an error that creates nothing; an existing folder without a
+    checkpoint starts at step 0; max_steps below the steps done is an error naming both, equal is nothing to do;
+    resume="auto" (--resume auto) starts a missing run and continues an existing one; a resume without the
+    run's in-memory data asks for the same train_data."""
+    text = "the cat sees a dog. " * 80
+    with pytest.raises(SeqlabError, match="cannot resume typo: no such run directory.*auto"):
+        seqlab.train("lm-char", out="typo", train_data=text, config=lm_config(), resume=True)
+    code, _, err = seqlab_cli("train", "lm-char", "--out", "typo", "--resume")
+    assert code == 2 and err.count("\n") == 1 and "no such run directory" in err, err
+    code, _, err = seqlab_cli("train", "lm-char", "--out", "typo", "--resume", "again")
+    assert code == 2 and "'auto'" in err, err
+    with pytest.raises(SeqlabError, match="resume must be"):
+        seqlab.train("lm-char", out="typo", train_data=text, config=lm_config(), resume="yes")
+    assert sorted(p.name for p in in_tmp.iterdir()) == []
+    (in_tmp / "empty").mkdir()
+    assert seqlab.train("lm-char", out="empty", train_data=text, config=lm_config(steps=3),
+                        resume=True).checkpoint["step"] == 3
+    lm = seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=3), resume="auto")
+    assert lm.metrics[0]["step"] == 1 and lm.checkpoint["step"] == 3
+    with pytest.raises(SeqlabError, match="already trained 3 max_steps .*train.max_steps = 2.*to 3 or more"):
+        seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=2), resume=True)
+    assert seqlab.load("auto", last=True).config.train.max_steps == 3  # the refused resume wrote nothing
+    logged = []
+    seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=3), resume="auto",
+                 log=logged.append)
+    assert any("nothing to do" in line for line in logged), logged
+    lm = seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=5), resume="auto")
+    assert seqlab.load(lm.run_dir, last=True).checkpoint["step"] == 5
+    with pytest.raises(SeqlabError, match="in-memory data; pass the same train_data to resume"):
+        seqlab.train("lm-char", out="auto", config=lm_config(steps=6), resume=True)
+
+
 def test_interrupt_checkpoints_and_resume_continues_to_the_same_weights(in_tmp):
     text = "the cat sees a dog. " * 80
 
