@@ -214,6 +214,15 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
+def check_out(out: object) -> None:
+    """``out`` is a folder path (a str or a Path) or None: ``seqlab.train("lm-char", {...})`` passes config
+    sections where the run directory goes, an error saying where they belong."""
+    if out is None or isinstance(out, (str, os.PathLike)):
+        return
+    hint = "; config sections go in config={...}" if isinstance(out, dict) else ""
+    raise SeqlabError(f"out must be a folder path (a str or a Path), got a {type(out).__name__}{hint}")
+
+
 def resume_wanted(resume: bool | str, run_dir: Path) -> bool:
     """Whether to continue ``run_dir``: ``resume`` is True, False or ``"auto"`` (continue a run that exists, start
     one that does not: for requeue scripts). True on a path that does not exist is an error (a typo in ``out``
@@ -270,6 +279,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only.
     ``resume``: True, False or ``"auto"`` (:func:`resume_wanted`)."""
     log = log or _info
+    check_out(out)
     name = cfg if isinstance(cfg, str) else None
     cfg = _run_config(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
@@ -350,6 +360,7 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     exists and starts one that does not. Under ``torchrun`` every process returns the object."""
     from seqlab.training import callbacks as callback_hooks
 
+    check_out(out)
     cfg = registry.from_sections(preset_or_config, config, overrides)
     callbacks = callback_hooks.check(callbacks)
     name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
@@ -476,9 +487,13 @@ def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
 
 def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> Trained:
     """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``; with
-    the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). Its
+    the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). ``device``:
+    None or "auto" (CUDA when present), "cpu", "cuda" or "cuda:N"; anything else is an error naming these. Its
     ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...).
     Building the model draws its (then replaced) initial weights inside :func:`_caller_state_kept`."""
+    from seqlab.training.devices import inference_device
+
+    inference_device(device)  # a device that is no device is refused before anything is read
     run_dir = Path(run_dir)
     cfg = read_run_config(run_dir)
     weights = checkpoint_dir(run_dir, last)

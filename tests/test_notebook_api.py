@@ -178,6 +178,42 @@ def test_resume_never_silently_restarts_and_auto_starts_a_missing_run(in_tmp, se
         seqlab.train("lm-char", out="auto", config=lm_config(steps=6), resume=True)
 
 
+def test_argument_mistakes_are_one_line_errors_that_create_nothing(in_tmp):
+    """A dict where out goes, sampling arguments of the wrong type or range, a device that is none, a verb given
+    a number: each a one-line SeqlabError naming the argument, not a TypeError or a torch error."""
+    with pytest.raises(SeqlabError, match="out must be a folder path.*got a dict; config sections go in config="):
+        seqlab.train("lm-char", {"train": {"max_steps": 3}})
+    assert list(in_tmp.iterdir()) == []
+    text = "the cat sees a dog. " * 80
+    lm = seqlab.train("lm-char", out="run", train_data=text, config=lm_config(steps=2))
+    mistakes = [(dict(temperature="0.8"), "temperature .* must be a number, got '0.8' \\(str\\)"),
+                (dict(temperature=-1.0), "temperature .* must be >= 0"),
+                (dict(top_k=-2), "top_k .* must be >= 0"), (dict(top_k=2.5), "top_k .* must be an integer"),
+                (dict(top_p=0.0), "top_p .* must be in \\(0, 1\\]"), (dict(top_p=1.5), "top_p .* must be in"),
+                (dict(max_new_tokens="5"), "max_new_tokens .* must be an integer"),
+                (dict(seed=1.5), "seed .* must be an integer")]
+    for kwargs, message in mistakes:
+        with pytest.raises(SeqlabError, match=message) as raised:
+            lm.generate("the ", **kwargs)
+        assert "\n" not in str(raised.value)
+    with pytest.raises(SeqlabError, match="prompt 2 is a int"):
+        lm.generate(["the ", 5], max_new_tokens=2)
+    with pytest.raises(SeqlabError, match="got a int; give a text as a str"):
+        lm.score(5)
+    for device in ("gpu", 3):
+        with pytest.raises(SeqlabError, match='device must be "auto", "cpu", "cuda" or "cuda:N"'):
+            seqlab.load("run", device=device)
+    assert seqlab.load("run", device="cpu").device.type == "cpu"
+    tagged = [[(w, "O") for w in s.split()] + [("Paris", "B-LOC")] for s in sentences(20)]
+    tagger = seqlab.train("ner-bilstm", out="ner", train_data=tagged, config=sections(
+        data={"min_freq": 1}, model={"n_layers": 1, "d_model": 8, "hidden_size": 8},
+        train={"max_steps": 1, "batch_size": 4, "eval_every": 1, "save_every": 1, "warmup_steps": 1}))
+    with pytest.raises(SeqlabError, match="got a int; give a sentence as a str"):
+        tagger.tag(5)
+    with pytest.raises(SeqlabError, match="sentence 2 is a int"):
+        tagger.entities(["the cat", 5])
+
+
 def test_interrupt_checkpoints_and_resume_continues_to_the_same_weights(in_tmp):
     text = "the cat sees a dog. " * 80
 
