@@ -442,6 +442,24 @@ def _take_inputs(run_dir: Path, staged: Path) -> None:
         replace_atomic(file, kept)  # a rename: the staging folder is beside the run (_staging_dir)
 
 
+def presets() -> list[str]:
+    """The names of the presets :func:`train` takes, sorted (``seqlab presets`` lists them with a line each)."""
+    from seqlab.base.config import preset_names
+
+    return preset_names()
+
+
+def preset_config(name: str) -> dict[str, dict[str, Any]]:
+    """A preset's resolved config, ``{section: {key: value}}``: every key a run of it records in
+    ``config.toml``, the preset's own values over the defaults (``preset_config("ner-bilstm-crf")["train"]
+    ["max_steps"]`` is 8000). Change keys with ``train(name, config={...})``."""
+    from seqlab.base.config import preset_names
+
+    if not isinstance(name, str) or name not in preset_names():
+        raise SeqlabError(f"unknown preset {name!r}; valid presets: {', '.join(preset_names())}")
+    return registry.resolve(name).to_dict()
+
+
 def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,
             progress: bool = True) -> dict:
     """Prepare a config's data once into the folder ``out`` (``seqlab data prepare``), for runs to reuse with

@@ -280,3 +280,20 @@ def test_every_torchrun_process_returns_the_trained_object(tmp_path):
     lines = sorted(line for line in run.stdout.splitlines() if line.startswith("rank"))
     assert lines == ["rank 0 LanguageModel 4 4", "rank 1 LanguageModel 4 4"], run.stdout
     assert sorted(p.name for p in (tmp_path / "run" / "input").iterdir()) == ["train.txt"]
+
+
+def test_presets_and_their_configs_from_python_and_dir_lists_public_names_only():
+    names = seqlab.presets()
+    assert names == sorted(names) and {"lm-char", "ner-bilstm-crf"} <= set(names)
+    cfg = seqlab.preset_config("ner-bilstm-crf")
+    assert cfg["train"]["max_steps"] == 8000 and cfg["task"]["kind"] == "tag" and cfg["data"]["source"] == "conll2003"
+    assert set(cfg) == {"task", "data", "model", "train"} and cfg["model"]["arch"] == "lstm"
+    with pytest.raises(SeqlabError, match="unknown preset 'ner-bilstm-crff'; valid presets: .*ner-bilstm-crf"):
+        seqlab.preset_config("ner-bilstm-crff")
+    listed = dir(seqlab)
+    assert not {"TYPE_CHECKING", "annotations", "importlib", "sys"} & set(listed)
+    assert all(not name.startswith("_") or name == "__version__" for name in listed), listed
+    assert {"presets", "preset_config", "train", "load", "SeqlabError", "__version__"} <= set(listed)
+    namespace: dict = {}
+    exec(f"from seqlab import {', '.join(seqlab.__all__)}", namespace)  # every public name imports
+    assert namespace["presets"] is seqlab.presets
