@@ -352,8 +352,10 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     the run's ``data.train`` / ``valid`` / ``test`` then name (so ``config.toml``, resume, ``seqlab eval`` and
     ``seqlab serve`` work as for files). Without ``valid_data`` / ``test_data``, ``data.split`` cuts them.
 
-    ``out``: the run directory; None writes a fresh ``runs/<preset>-<timestamp>`` (logged, and shown on the
-    progress bar). ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
+    ``out``: the run directory; None writes a fresh ``runs/<preset>-<timestamp>``, named in an INFO record on the
+    ``seqlab`` logger (shown once logging shows INFO, e.g. ``logging.basicConfig(level=logging.INFO)``) and in
+    the returned object's ``run_dir``. Progress: a tqdm bar on a terminal or in a notebook (``train.progress``);
+    elsewhere, and with ``progress=False``, one summary line per evaluation on the ``seqlab`` logger. ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
     ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
     Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
     continues (an error when ``out`` does not exist: nothing is created), ``resume="auto"`` continues a run that

@@ -297,3 +297,31 @@ def test_presets_and_their_configs_from_python_and_dir_lists_public_names_only()
     namespace: dict = {}
     exec(f"from seqlab import {', '.join(seqlab.__all__)}", namespace)  # every public name imports
     assert namespace["presets"] is seqlab.presets
+
+
+def test_progress_is_a_bar_only_on_a_terminal_or_in_a_notebook_and_else_one_log_line_per_evaluation(
+        in_tmp, capsys, caplog, monkeypatch):
+    """stderr captured (not a terminal) and no notebook: no tqdm stream, one summary line per evaluation on the
+    seqlab logger, with train.progress on or off; a notebook is told by IPython's kernel, never imported for it."""
+    import logging
+    import sys
+    import types
+
+    from seqlab.base.console import bars_shown
+
+    text = "the cat sees a dog. " * 80
+    for progress in (True, False):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="seqlab"):
+            seqlab.train("lm-char", out=f"run-{progress}", train_data=text, config=lm_config(progress=progress))
+        assert "\r" not in capsys.readouterr().err
+        evaluations = [r.getMessage() for r in caplog.records if ": valid loss" in r.getMessage()]
+        assert [line.partition(":")[0] for line in evaluations] == ["step 3/6", "step 6/6"], evaluations
+        assert all("; train loss" in line and "tok/s" in line for line in evaluations), evaluations
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    assert not bars_shown() and "IPython" not in sys.modules
+    kernel = types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: kernel))
+    assert bars_shown()
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))  # IPython, no kernel
+    assert not bars_shown()
