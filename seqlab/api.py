@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from seqlab.training import checkpoint, rundir
 from seqlab.base import signals
-from seqlab.base.config import DataConfig, RunConfig
+from seqlab.base.config import DataConfig, RunConfig, dumps_toml
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
 from seqlab.tasks import registry
@@ -49,7 +49,7 @@ class Interrupted(Exception):
 
 
 logger = logging.getLogger("seqlab")
-INPUT_DIR = Path("input")  # in-memory data given to train(), spooled in the task's file format (data/ is derived)
+INPUT_DIR = rundir.INPUT_DIR
 
 RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress", "train.keep_last"}
 
@@ -90,7 +90,8 @@ def read_run_config(run_dir: str | Path) -> RunConfig:
     if not path.exists():
         raise SeqlabError(f"{run_dir} is not a run directory (no config.toml); give the folder `seqlab train` wrote")
     # a run written by an earlier version records every train key: those its task does not use are dropped
-    return registry.from_dict(tomllib.loads(path.read_text(encoding="utf-8")), drop_unused=True)
+    raw = rundir.located(tomllib.loads(path.read_text(encoding="utf-8")), run_dir)  # in-run inputs found where it is
+    return registry.from_dict(raw, drop_unused=True)
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log=_info) -> rundir.RunLock:
@@ -106,9 +107,12 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
     if has_content and resume:
         if (run_dir / "config.toml").exists():
             old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
-            changed = [k for k in config_differences(old, cfg.to_dict())
+            old = rundir.inside_relative(old, run_dir)  # as this version records it
+            changed = [k for k in config_differences(old, rundir.recorded_config(cfg, run_dir))
                        if k not in RESUMABLE_CHANGES and not _unused_train_key(k, cfg)]
-            spooled = _in_memory_splits(old, changed, run_dir)
+            spooled = rundir.in_memory_splits(old, changed, run_dir)
+            if rundir.in_memory_splits(old, ["data.train"], run_dir):  # in-memory data: data.source is not read
+                changed = [k for k in changed if k != "data.source"]
             if spooled:
                 raise SeqlabError(f"cannot resume {run_dir}: it was trained on in-memory data; pass the same "
                                   f"{' and '.join(f'{split}_data' for split in spooled)} to resume")
@@ -127,16 +131,6 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
         journal = {**cast("dict[str, Any]", journal), "replaced": str(aside)}  # not None: a replaced run is not resumed
     run_dir.mkdir(parents=True, exist_ok=True)
     return rundir.RunLock.acquire(run_dir, journal)
-
-
-def _in_memory_splits(old: dict, changed: list[str], run_dir: Path) -> list[str]:
-    """The splits among the ``changed`` keys that the run read from in-memory data (a ``data.train`` / ``valid`` /
-    ``test`` of its config.toml naming a file in ``RUN/input/``): a resume without ``train_data`` and the like."""
-    inputs = (run_dir / INPUT_DIR).resolve()
-    recorded = old.get("data", {})
-    return [split for split in ("train", "valid", "test")
-            if f"data.{split}" in changed and recorded.get(split)
-            and (run_dir / recorded[split]).resolve().parent == inputs]
 
 
 def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
@@ -223,40 +217,6 @@ def check_out(out: object) -> None:
     raise SeqlabError(f"out must be a folder path (a str or a Path), got a {type(out).__name__}{hint}")
 
 
-def resume_wanted(resume: bool | str, run_dir: Path) -> bool:
-    """Whether to continue ``run_dir``: ``resume`` is True, False or ``"auto"`` (continue a run that exists, start
-    one that does not: for requeue scripts). True on a path that does not exist is an error (a typo in ``out``
-    would silently start over); an existing run directory without a checkpoint yet starts from step 0."""
-    if resume == "auto":
-        return run_dir.exists()
-    if not isinstance(resume, bool):
-        raise SeqlabError(f'resume must be True, False or "auto", got {resume!r}')
-    if resume and not run_dir.exists():
-        raise SeqlabError(f"cannot resume {run_dir}: no such run directory; check the path, or start it without "
-                          'resume (resume="auto", --resume auto, starts it when it does not exist)')
-    return resume
-
-
-def _check_resume_length(cfg: RunConfig, run_dir: Path) -> None:
-    """A resumed run must not end before the steps it has done: ``train.max_steps`` (``train.epochs`` for word2vec
-    and GloVe, which count epochs) below them is an error naming both; equal is "nothing to do"."""
-    try:
-        state = checkpoint.load_state(run_dir) if checkpoint.exists(run_dir) else None
-    except checkpoint.DamagedCheckpoint:
-        return  # the Trainer falls back to an intact earlier checkpoint and reports it
-    if state is None:
-        return
-    if cfg.task.kind == "embed":
-        done, key, wanted = state.get("step", 0) / state.get("steps_per_epoch", 1), "train.epochs", cfg.train.epochs
-    elif cfg.train_keys is None or "max_steps" in cfg.train_keys:
-        done, key, wanted = state.get("step", 0), "train.max_steps", cfg.train.max_steps
-    else:
-        return
-    if done > wanted:
-        raise SeqlabError(f"cannot resume {run_dir}: it has already trained {done:g} {key.partition('.')[2]} "
-                          f"({key} = {wanted:g} asks for fewer); set {key} to {done:g} or more")
-
-
 def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
     """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
     ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
@@ -283,9 +243,9 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     name = cfg if isinstance(cfg, str) else None
     cfg = _run_config(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
-    resume = resume_wanted(resume, run_dir)
+    resume = rundir.resume_wanted(resume, run_dir)
     if resume:
-        _check_resume_length(cfg, run_dir)
+        rundir.check_resume_length(cfg, run_dir)
     with _caller_state_kept(cfg.train.device):  # the Trainer seeds torch and sets train.threads inside
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
 
@@ -306,7 +266,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
                 _take_inputs(run_dir, inputs)
             dist.barrier()
             if dist.main:
-                write_text_atomic(run_dir / "config.toml", cfg.to_toml())
+                write_text_atomic(run_dir / "config.toml", dumps_toml(rundir.recorded_config(cfg, run_dir)))
             with calling(callbacks):
                 state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
                                                          log=log if dist.main else (lambda *a, **k: None))
@@ -355,7 +315,8 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     ``out``: the run directory; None writes a fresh ``runs/<preset>-<timestamp>``, named in an INFO record on the
     ``seqlab`` logger (shown once logging shows INFO, e.g. ``logging.basicConfig(level=logging.INFO)``) and in
     the returned object's ``run_dir``. Progress: a tqdm bar on a terminal or in a notebook (``train.progress``);
-    elsewhere, and with ``progress=False``, one summary line per evaluation on the ``seqlab`` logger. ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
+    elsewhere, and with ``progress=False``, one summary line per evaluation on the ``seqlab`` logger.
+    ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
     ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
     Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
     continues (an error when ``out`` does not exist: nothing is created), ``resume="auto"`` continues a run that
@@ -367,7 +328,7 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     callbacks = callback_hooks.check(callbacks)
     name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
     run_dir = Path(out) if out is not None else fresh_run_dir(name)
-    resume = resume_wanted(resume, run_dir)  # before anything is written: a missing run to resume creates nothing
+    resume = rundir.resume_wanted(resume, run_dir)  # before any write: a missing run to resume creates nothing
     given = {split: data for split, data in (("train", train_data), ("valid", valid_data), ("test", test_data))
              if data is not None}
     if given and "train" not in given:
@@ -398,6 +359,7 @@ def _spooled(cfg: RunConfig, given: dict[str, Any], staged: Path, folder: Path) 
         spool(kind, items, staged / file, what=f"{split}_data", tokenizer=data.tokenizer if kind == "embed" else None,
               src=src, tgt=tgt)
         keys[split] = str(folder / file)
+    keys["source"] = ""  # data.train names the data: no dataset (a preset's conll2003) was read
     if kind == "translate":
         keys.update(src=src, tgt=tgt)
     if kind == "forecast" and has_date_index(given["train"]) and not data.date_column:

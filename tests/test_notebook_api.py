@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,7 +50,8 @@ def test_lm_from_a_string_returns_the_object_with_metrics_and_a_fresh_run_dir(in
     assert isinstance(lm, seqlab.LanguageModel) and lm.run_dir.parent.name == "runs"
     assert lm.run_dir.name.startswith("lm-char-")
     assert (lm.run_dir / "input" / "train.txt").read_text(encoding="utf-8") == text
-    assert lm.config.data.train == str((lm.run_dir / "input" / "train.txt").resolve())
+    assert 'train = "input/train.txt"' in (lm.run_dir / "config.toml").read_text(encoding="utf-8")  # in the run
+    assert Path(lm.config.data.train).samefile(lm.run_dir / "input" / "train.txt")
     splits = {r["split"] for r in lm.metrics}
     assert splits == {"train", "valid"} and lm.metrics[-1]["step"] == 6
     assert list(lm.metrics_frame().columns)[:2] == ["step", "split"]
@@ -325,3 +328,26 @@ def test_progress_is_a_bar_only_on_a_terminal_or_in_a_notebook_and_else_one_log_
     assert bars_shown()
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))  # IPython, no kernel
     assert not bars_shown()
+
+
+def test_a_moved_run_evaluates_its_in_memory_data_recorded_relative_to_the_run(in_tmp, seqlab_cli):
+    tagged = [[(w, "O") for w in s.split()] + [("Paris", "B-LOC")] for s in sentences(24, seed=5)]
+    tagger = seqlab.train("ner-bilstm", out="ner", train_data=tagged[:20], test_data=tagged[20:], config=sections(
+        data={"min_freq": 1}, model={"n_layers": 1, "d_model": 8, "hidden_size": 8},
+        train={"max_steps": 2, "batch_size": 4, "eval_every": 2, "save_every": 2, "warmup_steps": 1}))
+    recorded = (tagger.run_dir / "config.toml").read_text(encoding="utf-8")
+    assert 'train = "input/train.conll"' in recorded and 'test = "input/test.conll"' in recorded, recorded
+    assert 'source = ""' in recorded and str(in_tmp) not in recorded  # no preset dataset, no absolute path
+    before = tagger.evaluate("test")
+    (in_tmp / "elsewhere").mkdir()
+    moved = shutil.move(str(tagger.run_dir), str(in_tmp / "elsewhere" / "ner-moved"))
+    again = seqlab.load(moved)
+    assert Path(again.config.data.test).samefile(Path(moved) / "input" / "test.conll")
+    assert again.evaluate("test") == before
+    code, out, err = seqlab_cli("eval", moved, "--split", "test")
+    assert code == 0 and '"f1"' in out, err
+    resumed = seqlab.train("ner-bilstm", out=moved, train_data=tagged[:20], test_data=tagged[20:], resume=True,
+                           config=sections(data={"min_freq": 1}, model={"n_layers": 1, "d_model": 8, "hidden_size": 8},
+                                           train={"max_steps": 3, "batch_size": 4, "eval_every": 2, "save_every": 2,
+                                                  "warmup_steps": 1}))
+    assert seqlab.load(resumed.run_dir, last=True).checkpoint["step"] == 3  # the moved run resumes in place

@@ -35,7 +35,8 @@ def texts_given(texts: Any, what: str = "text") -> tuple[bool, list[str]]:
     try:
         items = list(texts)
     except TypeError:
-        raise SeqlabError(f"got a {type(texts).__name__}; give a {what} as a str, or several as a list of str") from None
+        raise SeqlabError(f"got a {type(texts).__name__}; give a {what} as a str, or several as a list of "
+                          "str") from None
     for i, item in enumerate(items):
         if not isinstance(item, str):
             raise SeqlabError(f"{what} {i + 1} is a {type(item).__name__}, not a str; give {what}s as strings")
