@@ -179,6 +179,14 @@ def test_resume_never_silently_restarts_and_auto_starts_a_missing_run(in_tmp, se
     assert seqlab.load(lm.run_dir, last=True).checkpoint["step"] == 5
     with pytest.raises(SeqlabError, match="in-memory data; pass the same train_data to resume"):
         seqlab.train("lm-char", out="auto", config=lm_config(steps=6), resume=True)
+    (in_tmp / "text.txt").write_text(text, encoding="utf-8")
+    tiny = [f"--set={section}.{key}={str(value).lower()}" for section, keys in lm_config(steps=2).items()
+            for key, value in keys.items()]
+    for _ in range(2):  # --resume auto: starts the missing run, then finds it finished
+        code, out, err = seqlab_cli("train", "lm-char", "--out", "cli", "--resume", "auto",
+                                    "--set=data.source=text.txt", *tiny)
+        assert code == 0 and out.strip() == "cli", err
+    assert "nothing to do" in err and seqlab.load("cli", last=True).checkpoint["step"] == 2
 
 
 def test_argument_mistakes_are_one_line_errors_that_create_nothing(in_tmp):
