@@ -20,7 +20,7 @@ import shutil
 import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from seqlab.training import checkpoint, rundir
 from seqlab.base import signals
@@ -226,7 +226,7 @@ def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> Run
 
 
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
-              resume: bool | str = False, force: bool = False, log: Callable[..., Any] | None = None,
+              resume: bool | Literal["auto"] = False, force: bool = False, log: Callable[..., Any] | None = None,
               callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
     """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory:
     what ``seqlab train`` runs (:func:`train` is the notebook form, returning the trained object).
@@ -237,7 +237,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     run, each moved into ``RUN/input/`` once the run directory is locked (in-memory data, which ``cfg``'s
     data keys already name there). The caller's random state, thread counts and environment are as they were
     afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only.
-    ``resume``: True, False or ``"auto"`` (:func:`resume_wanted`)."""
+    ``resume``: True, False or ``"auto"`` (:func:`seqlab.training.rundir.resume_wanted`)."""
     log = log or _info
     check_out(out)
     name = cfg if isinstance(cfg, str) else None
@@ -296,7 +296,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
 
 def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, train_data: Any = None,
           valid_data: Any = None, test_data: Any = None, config: dict[str, dict[str, Any]] | None = None,
-          overrides: list[str] | None = None, resume: bool | str = False, force: bool = False,
+          overrides: list[str] | None = None, resume: bool | Literal["auto"] = False, force: bool = False,
           callbacks: Iterable[Any] = (), device: str | None = None,
           log: Callable[..., Any] | None = None) -> Trained:
     """Train and return the trained object (what :func:`load` returns for the run: a LanguageModel,

@@ -30,7 +30,7 @@ import shutil
 import socket
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from seqlab.training import checkpoint
 from seqlab.base.config import RunConfig
@@ -315,7 +315,7 @@ def in_memory_splits(old: dict, changed: list[str], run_dir: Path) -> list[str]:
             and (run_dir / recorded[split]).resolve().parent == inputs]
 
 
-def resume_wanted(resume: bool | str, run_dir: Path) -> bool:
+def resume_wanted(resume: bool | Literal["auto"], run_dir: Path) -> bool:
     """Whether to continue ``run_dir``: ``resume`` is True, False or ``"auto"`` (continue a run that exists, start
     one that does not: for requeue scripts). True on a path that does not exist is an error (a typo in ``out``
     would silently start over); an existing run directory without a checkpoint yet starts from step 0."""
@@ -339,11 +339,12 @@ def check_resume_length(cfg: RunConfig, run_dir: Path) -> None:
     if state is None:
         return
     if cfg.task.kind == "embed":
-        done, key, wanted = state.get("step", 0) / state.get("steps_per_epoch", 1), "train.epochs", cfg.train.epochs
+        done, unit, key, wanted = (state.get("step", 0) / state.get("steps_per_epoch", 1), "epochs", "train.epochs",
+                                   cfg.train.epochs)
     elif cfg.train_keys is None or "max_steps" in cfg.train_keys:
-        done, key, wanted = state.get("step", 0), "train.max_steps", cfg.train.max_steps
+        done, unit, key, wanted = state.get("step", 0), "steps", "train.max_steps", cfg.train.max_steps
     else:
         return
     if done > wanted:
-        raise SeqlabError(f"cannot resume {run_dir}: it has already trained {done:g} {key.partition('.')[2]} "
-                          f"({key} = {wanted:g} asks for fewer); set {key} to {done:g} or more")
+        raise SeqlabError(f"cannot resume {run_dir}: it has already trained {done:g} {unit}, more than "
+                          f"{key} = {wanted:g}; set {key} to {done:g} (nothing to do) or more")
