@@ -35,6 +35,7 @@ import ast
 import contextlib
 import dataclasses
 import gc
+import importlib
 import io
 import json
 import logging
@@ -490,8 +491,6 @@ def _toml(value) -> str:
 
 
 def presets_markdown() -> str:
-    from importlib import resources
-
     from seqlab.base import config
 
     names = config.preset_names()
@@ -502,7 +501,7 @@ def presets_markdown() -> str:
            "| preset | task.kind | model.arch | data.source | what it is |", "|---|---|---|---|---|"]
     texts = {}
     for name in names:
-        text = resources.files("seqlab.presets").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+        text = config.preset_text(name)
         texts[name] = text
         raw = tomllib.loads(text)
         cells = [raw.get("task", {}).get("kind", "lm"), raw.get("model", {}).get("arch", "transformer"),
@@ -575,8 +574,8 @@ def api_index_markdown() -> str:
            "people building their own models from the blocks.", "",
            "::: seqlab", "    options:", "      members: false", "      show_source: false", "",
            "## The public names", ""]
-    for name in seqlab._EXPORTS:
-        obj = getattr(seqlab, name)
+    for name, module in seqlab._EXPORTS.items():
+        obj = getattr(importlib.import_module(module), name)  # not seqlab.presets, the package of that name
         path = f"{obj.__module__}.{obj.__qualname__}"
         kind = "class" if isinstance(obj, type) else "function"
         doc = (obj.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")

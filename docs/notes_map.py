@@ -391,12 +391,9 @@ def _field_default(cls: type, key: str) -> Any:
 
 
 def _presets() -> dict[str, dict]:
-    from importlib import resources
-
     from seqlab.base import config
 
-    return {name: tomllib.loads(resources.files("seqlab.presets").joinpath(f"{name}.toml").read_text("utf-8"))
-            for name in config.preset_names()}
+    return {name: tomllib.loads(config.preset_text(name)) for name in config.preset_names()}
 
 
 def _configs(decl: Declaration, where: str) -> dict[str, type]:

@@ -9,13 +9,11 @@ benchmarks import ``seqlab.devices.decode_products``); ``import seqlab.devices``
 ...`` give the same module object, imported on first use (:class:`_Alias`).
 """
 
-from __future__ import annotations
-
-import importlib
-import importlib.abc
-import importlib.util
-import sys
-from typing import TYPE_CHECKING
+import importlib as _importlib
+import importlib.abc as _importlib_abc
+import importlib.util as _importlib_util
+import sys as _sys
+import typing as _typing
 
 from seqlab.base.version import __version__
 
@@ -23,21 +21,21 @@ from seqlab.base.version import __version__
 _ALIASES: dict[str, str] = {"seqlab.devices": "seqlab.training.devices"}
 
 
-class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _Alias(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
     """Imports an alias of ``_ALIASES`` as the module it names (the same object in ``sys.modules``)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        return importlib.util.spec_from_loader(fullname, self) if fullname in _ALIASES else None
+        return _importlib_util.spec_from_loader(fullname, self) if fullname in _ALIASES else None
 
     def create_module(self, spec):
-        return importlib.import_module(_ALIASES[spec.name])
+        return _importlib.import_module(_ALIASES[spec.name])
 
     def exec_module(self, module):
         pass  # the named module ran when it was imported
 
 
-if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _Alias())  # first: it answers for the alias names only
+if not any(isinstance(finder, _Alias) for finder in _sys.meta_path):
+    _sys.meta_path.insert(0, _Alias())  # first: it answers for the alias names only
 
 # public name -> module that defines it (imported on first attribute access)
 _EXPORTS: dict[str, str] = {
@@ -47,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "train_run": "seqlab.api",
     "load": "seqlab.api",
     "prepare": "seqlab.api",
+    "presets": "seqlab.api",
+    "preset_config": "seqlab.api",
     "open_encoder": "seqlab.api",
     "open_vectors": "seqlab.api",
     "Interrupted": "seqlab.api",
@@ -104,9 +104,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-if TYPE_CHECKING:  # the real names for type checkers; at run time __getattr__ imports each on first use
+if _typing.TYPE_CHECKING:  # the real names for type checkers; at run time __getattr__ imports each on first use
     from seqlab.api import (Interrupted as Interrupted, load as load, open_encoder as open_encoder,
-                            open_vectors as open_vectors, prepare as prepare, train as train, train_run as train_run)
+                            open_vectors as open_vectors, prepare as prepare, preset_config as preset_config,
+                            presets as presets, train as train, train_run as train_run)
     from seqlab.base.config import DataConfig as DataConfig, RunConfig as RunConfig, TrainConfig as TrainConfig
     from seqlab.data.series import read_series as read_series
     from seqlab.data.sources import read_text as read_text
@@ -147,13 +148,14 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'seqlab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
-def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
-
-
 __all__ = ["__version__", *_EXPORTS]
+
+
+def __dir__():
+    """The public names only (``__all__``): what the module imports for itself keeps a leading underscore."""
+    return sorted(__all__)

@@ -20,11 +20,11 @@ import shutil
 import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from seqlab.training import checkpoint, rundir
 from seqlab.base import signals
-from seqlab.base.config import DataConfig, RunConfig
+from seqlab.base.config import DataConfig, RunConfig, dumps_toml
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
 from seqlab.tasks import registry
@@ -49,7 +49,7 @@ class Interrupted(Exception):
 
 
 logger = logging.getLogger("seqlab")
-INPUT_DIR = Path("input")  # in-memory data given to train(), spooled in the task's file format (data/ is derived)
+INPUT_DIR = rundir.INPUT_DIR
 
 RESUMABLE_CHANGES = {"train.max_steps", "train.epochs", "train.max_minutes", "train.progress", "train.keep_last"}
 
@@ -90,7 +90,8 @@ def read_run_config(run_dir: str | Path) -> RunConfig:
     if not path.exists():
         raise SeqlabError(f"{run_dir} is not a run directory (no config.toml); give the folder `seqlab train` wrote")
     # a run written by an earlier version records every train key: those its task does not use are dropped
-    return registry.from_dict(tomllib.loads(path.read_text(encoding="utf-8")), drop_unused=True)
+    raw = rundir.located(tomllib.loads(path.read_text(encoding="utf-8")), run_dir)  # in-run inputs found where it is
+    return registry.from_dict(raw, drop_unused=True)
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log=_info) -> rundir.RunLock:
@@ -106,8 +107,15 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
     if has_content and resume:
         if (run_dir / "config.toml").exists():
             old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
-            changed = [k for k in config_differences(old, cfg.to_dict())
+            old = rundir.inside_relative(old, run_dir)  # as this version records it
+            changed = [k for k in config_differences(old, rundir.recorded_config(cfg, run_dir))
                        if k not in RESUMABLE_CHANGES and not _unused_train_key(k, cfg)]
+            spooled = rundir.in_memory_splits(old, changed, run_dir)
+            if rundir.in_memory_splits(old, ["data.train"], run_dir):  # in-memory data: data.source is not read
+                changed = [k for k in changed if k != "data.source"]
+            if spooled:
+                raise SeqlabError(f"cannot resume {run_dir}: it was trained on in-memory data; pass the same "
+                                  f"{' and '.join(f'{split}_data' for split in spooled)} to resume")
             if changed:
                 raise SeqlabError(f"cannot resume {run_dir}: {', '.join(changed)} differ from the run's config.toml; "
                                   "on resume only train.max_steps and train.epochs may change")
@@ -200,6 +208,15 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
+def check_out(out: object) -> None:
+    """``out`` is a folder path (a str or a Path) or None: ``seqlab.train("lm-char", {...})`` passes config
+    sections where the run directory goes, an error saying where they belong."""
+    if out is None or isinstance(out, (str, os.PathLike)):
+        return
+    hint = "; config sections go in config={...}" if isinstance(out, dict) else ""
+    raise SeqlabError(f"out must be a folder path (a str or a Path), got a {type(out).__name__}{hint}")
+
+
 def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
     """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
     ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
@@ -209,7 +226,7 @@ def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> Run
 
 
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
-              resume: bool = False, force: bool = False, log: Callable[..., Any] | None = None,
+              resume: bool | Literal["auto"] = False, force: bool = False, log: Callable[..., Any] | None = None,
               callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
     """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory:
     what ``seqlab train`` runs (:func:`train` is the notebook form, returning the trained object).
@@ -219,11 +236,16 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     writes a run (``lock.json``); a second one is refused. ``inputs``: a folder of files staged outside the
     run, each moved into ``RUN/input/`` once the run directory is locked (in-memory data, which ``cfg``'s
     data keys already name there). The caller's random state, thread counts and environment are as they were
-    afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only."""
+    afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only.
+    ``resume``: True, False or ``"auto"`` (:func:`seqlab.training.rundir.resume_wanted`)."""
     log = log or _info
+    check_out(out)
     name = cfg if isinstance(cfg, str) else None
     cfg = _run_config(cfg, overrides)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
+    resume = rundir.resume_wanted(resume, run_dir)
+    if resume:
+        rundir.check_resume_length(cfg, run_dir)
     with _caller_state_kept(cfg.train.device):  # the Trainer seeds torch and sets train.threads inside
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
 
@@ -244,7 +266,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
                 _take_inputs(run_dir, inputs)
             dist.barrier()
             if dist.main:
-                write_text_atomic(run_dir / "config.toml", cfg.to_toml())
+                write_text_atomic(run_dir / "config.toml", dumps_toml(rundir.recorded_config(cfg, run_dir)))
             with calling(callbacks):
                 state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
                                                          log=log if dist.main else (lambda *a, **k: None))
@@ -274,7 +296,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
 
 def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, train_data: Any = None,
           valid_data: Any = None, test_data: Any = None, config: dict[str, dict[str, Any]] | None = None,
-          overrides: list[str] | None = None, resume: bool = False, force: bool = False,
+          overrides: list[str] | None = None, resume: bool | Literal["auto"] = False, force: bool = False,
           callbacks: Iterable[Any] = (), device: str | None = None,
           log: Callable[..., Any] | None = None) -> Trained:
     """Train and return the trained object (what :func:`load` returns for the run: a LanguageModel,
@@ -290,17 +312,23 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     the run's ``data.train`` / ``valid`` / ``test`` then name (so ``config.toml``, resume, ``seqlab eval`` and
     ``seqlab serve`` work as for files). Without ``valid_data`` / ``test_data``, ``data.split`` cuts them.
 
-    ``out``: the run directory; None writes a fresh ``runs/<preset>-<timestamp>`` (logged, and shown on the
-    progress bar). ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
+    ``out``: the run directory; None writes a fresh ``runs/<preset>-<timestamp>``, named in an INFO record on the
+    ``seqlab`` logger (shown once logging shows INFO, e.g. ``logging.basicConfig(level=logging.INFO)``) and in
+    the returned object's ``run_dir``. Progress: a tqdm bar on a terminal or in a notebook (``train.progress``);
+    elsewhere, and with ``progress=False``, one summary line per evaluation on the ``seqlab`` logger.
+    ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
     ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
     Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
-    continues. Under ``torchrun`` every process returns the object."""
+    continues (an error when ``out`` does not exist: nothing is created), ``resume="auto"`` continues a run that
+    exists and starts one that does not. Under ``torchrun`` every process returns the object."""
     from seqlab.training import callbacks as callback_hooks
 
+    check_out(out)
     cfg = registry.from_sections(preset_or_config, config, overrides)
     callbacks = callback_hooks.check(callbacks)
     name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
     run_dir = Path(out) if out is not None else fresh_run_dir(name)
+    resume = rundir.resume_wanted(resume, run_dir)  # before any write: a missing run to resume creates nothing
     given = {split: data for split, data in (("train", train_data), ("valid", valid_data), ("test", test_data))
              if data is not None}
     if given and "train" not in given:
@@ -331,6 +359,7 @@ def _spooled(cfg: RunConfig, given: dict[str, Any], staged: Path, folder: Path) 
         spool(kind, items, staged / file, what=f"{split}_data", tokenizer=data.tokenizer if kind == "embed" else None,
               src=src, tgt=tgt)
         keys[split] = str(folder / file)
+    keys["source"] = ""  # data.train names the data: no dataset (a preset's conll2003) was read
     if kind == "translate":
         keys.update(src=src, tgt=tgt)
     if kind == "forecast" and has_date_index(given["train"]) and not data.date_column:
@@ -375,6 +404,24 @@ def _take_inputs(run_dir: Path, staged: Path) -> None:
             continue
         folder.mkdir(parents=True, exist_ok=True)
         replace_atomic(file, kept)  # a rename: the staging folder is beside the run (_staging_dir)
+
+
+def presets() -> list[str]:
+    """The names of the presets :func:`train` takes, sorted (``seqlab presets`` lists them with a line each)."""
+    from seqlab.base.config import preset_names
+
+    return preset_names()
+
+
+def preset_config(name: str) -> dict[str, dict[str, Any]]:
+    """A preset's resolved config, ``{section: {key: value}}``: every key a run of it records in
+    ``config.toml``, the preset's own values over the defaults (``preset_config("ner-bilstm-crf")["train"]
+    ["max_steps"]`` is 8000). Change keys with ``train(name, config={...})``."""
+    from seqlab.base.config import preset_names
+
+    if not isinstance(name, str) or name not in preset_names():
+        raise SeqlabError(f"unknown preset {name!r}; valid presets: {', '.join(preset_names())}")
+    return registry.resolve(name).to_dict()
 
 
 def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,
@@ -422,9 +469,13 @@ def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
 
 def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> Trained:
     """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``; with
-    the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). Its
+    the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). ``device``:
+    None or "auto" (CUDA when present), "cpu", "cuda" or "cuda:N"; anything else is an error naming these. Its
     ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...).
     Building the model draws its (then replaced) initial weights inside :func:`_caller_state_kept`."""
+    from seqlab.training.devices import inference_device
+
+    inference_device(device)  # a device that is no device is refused before anything is read
     run_dir = Path(run_dir)
     cfg = read_run_config(run_dir)
     weights = checkpoint_dir(run_dir, last)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,7 +50,8 @@ def test_lm_from_a_string_returns_the_object_with_metrics_and_a_fresh_run_dir(in
     assert isinstance(lm, seqlab.LanguageModel) and lm.run_dir.parent.name == "runs"
     assert lm.run_dir.name.startswith("lm-char-")
     assert (lm.run_dir / "input" / "train.txt").read_text(encoding="utf-8") == text
-    assert lm.config.data.train == str((lm.run_dir / "input" / "train.txt").resolve())
+    assert 'train = "input/train.txt"' in (lm.run_dir / "config.toml").read_text(encoding="utf-8")  # in the run
+    assert Path(lm.config.data.train).samefile(lm.run_dir / "input" / "train.txt")
     splits = {r["split"] for r in lm.metrics}
     assert splits == {"train", "valid"} and lm.metrics[-1]["step"] == 6
     assert list(lm.metrics_frame().columns)[:2] == ["step", "split"]
@@ -145,6 +148,83 @@ def test_callbacks_see_steps_evaluations_checkpoints_and_false_stops_with_a_chec
         seqlab.train("lm-char", out="run", train_data=text + "more", config=lm_config(steps=12), resume=True)
 
 
+def test_resume_never_silently_restarts_and_auto_starts_a_missing_run(in_tmp, seqlab_cli):
+    """resume=True (--resume) on a missing path is an error that creates nothing; an existing folder without a
+    checkpoint starts at step 0; max_steps below the steps done is an error naming both, equal is nothing to do;
+    resume="auto" (--resume auto) starts a missing run and continues an existing one; a resume without the
+    run's in-memory data asks for the same train_data."""
+    text = "the cat sees a dog. " * 80
+    with pytest.raises(SeqlabError, match="cannot resume typo: no such run directory.*auto"):
+        seqlab.train("lm-char", out="typo", train_data=text, config=lm_config(), resume=True)
+    code, _, err = seqlab_cli("train", "lm-char", "--out", "typo", "--resume")
+    assert code == 2 and err.count("\n") == 1 and "no such run directory" in err, err
+    code, _, err = seqlab_cli("train", "lm-char", "--out", "typo", "--resume", "again")
+    assert code == 2 and "'auto'" in err, err
+    with pytest.raises(SeqlabError, match="resume must be"):
+        seqlab.train("lm-char", out="typo", train_data=text, config=lm_config(), resume="yes")
+    assert sorted(p.name for p in in_tmp.iterdir()) == []
+    (in_tmp / "empty").mkdir()
+    assert seqlab.train("lm-char", out="empty", train_data=text, config=lm_config(steps=3),
+                        resume=True).checkpoint["step"] == 3
+    lm = seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=3), resume="auto")
+    assert lm.metrics[0]["step"] == 1 and lm.checkpoint["step"] == 3
+    with pytest.raises(SeqlabError, match="already trained 3 steps, more than train.max_steps = 2; set train.max_steps to 3"):
+        seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=2), resume=True)
+    assert seqlab.load("auto", last=True).config.train.max_steps == 3  # the refused resume wrote nothing
+    logged = []
+    seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=3), resume="auto",
+                 log=logged.append)
+    assert any("nothing to do" in line for line in logged), logged
+    lm = seqlab.train("lm-char", out="auto", train_data=text, config=lm_config(steps=5), resume="auto")
+    assert seqlab.load(lm.run_dir, last=True).checkpoint["step"] == 5
+    with pytest.raises(SeqlabError, match="in-memory data; pass the same train_data to resume"):
+        seqlab.train("lm-char", out="auto", config=lm_config(steps=6), resume=True)
+    (in_tmp / "text.txt").write_text(text, encoding="utf-8")
+    tiny = [f"--set={section}.{key}={str(value).lower()}" for section, keys in lm_config(steps=2).items()
+            for key, value in keys.items()]
+    for _ in range(2):  # --resume auto: starts the missing run, then finds it finished
+        code, out, err = seqlab_cli("train", "lm-char", "--out", "cli", "--resume", "auto",
+                                    "--set=data.source=text.txt", *tiny)
+        assert code == 0 and out.strip() == "cli", err
+    assert "nothing to do" in err and seqlab.load("cli", last=True).checkpoint["step"] == 2
+
+
+def test_argument_mistakes_are_one_line_errors_that_create_nothing(in_tmp):
+    """A dict where out goes, sampling arguments of the wrong type or range, a device that is none, a verb given
+    a number: each a one-line SeqlabError naming the argument, not a TypeError or a torch error."""
+    with pytest.raises(SeqlabError, match="out must be a folder path.*got a dict; config sections go in config="):
+        seqlab.train("lm-char", {"train": {"max_steps": 3}})
+    assert list(in_tmp.iterdir()) == []
+    text = "the cat sees a dog. " * 80
+    lm = seqlab.train("lm-char", out="run", train_data=text, config=lm_config(steps=2))
+    mistakes = [(dict(temperature="0.8"), "temperature .* must be a number, got '0.8' \\(str\\)"),
+                (dict(temperature=-1.0), "temperature .* must be >= 0"),
+                (dict(top_k=-2), "top_k .* must be >= 0"), (dict(top_k=2.5), "top_k .* must be an integer"),
+                (dict(top_p=0.0), "top_p .* must be in \\(0, 1\\]"), (dict(top_p=1.5), "top_p .* must be in"),
+                (dict(max_new_tokens="5"), "max_new_tokens .* must be an integer"),
+                (dict(seed=1.5), "seed .* must be an integer")]
+    for kwargs, message in mistakes:
+        with pytest.raises(SeqlabError, match=message) as raised:
+            lm.generate("the ", **kwargs)
+        assert "\n" not in str(raised.value)
+    with pytest.raises(SeqlabError, match="prompt 2 is a int"):
+        lm.generate(["the ", 5], max_new_tokens=2)
+    with pytest.raises(SeqlabError, match="got a int; give a text as a str"):
+        lm.score(5)
+    for device in ("gpu", 3):
+        with pytest.raises(SeqlabError, match='device must be "auto", "cpu", "cuda" or "cuda:N"'):
+            seqlab.load("run", device=device)
+    assert seqlab.load("run", device="cpu").device.type == "cpu"
+    tagged = [[(w, "O") for w in s.split()] + [("Paris", "B-LOC")] for s in sentences(20)]
+    tagger = seqlab.train("ner-bilstm", out="ner", train_data=tagged, config=sections(
+        data={"min_freq": 1}, model={"n_layers": 1, "d_model": 8, "hidden_size": 8},
+        train={"max_steps": 1, "batch_size": 4, "eval_every": 1, "save_every": 1, "warmup_steps": 1}))
+    with pytest.raises(SeqlabError, match="got a int; give a sentence as a str"):
+        tagger.tag(5)
+    with pytest.raises(SeqlabError, match="sentence 2 is a int"):
+        tagger.entities(["the cat", 5])
+
+
 def test_interrupt_checkpoints_and_resume_continues_to_the_same_weights(in_tmp):
     text = "the cat sees a dog. " * 80
 
@@ -211,3 +291,71 @@ def test_every_torchrun_process_returns_the_trained_object(tmp_path):
     lines = sorted(line for line in run.stdout.splitlines() if line.startswith("rank"))
     assert lines == ["rank 0 LanguageModel 4 4", "rank 1 LanguageModel 4 4"], run.stdout
     assert sorted(p.name for p in (tmp_path / "run" / "input").iterdir()) == ["train.txt"]
+
+
+def test_presets_and_their_configs_from_python_and_dir_lists_public_names_only():
+    names = seqlab.presets()
+    assert names == sorted(names) and {"lm-char", "ner-bilstm-crf"} <= set(names)
+    cfg = seqlab.preset_config("ner-bilstm-crf")
+    assert cfg["train"]["max_steps"] == 8000 and cfg["task"]["kind"] == "tag" and cfg["data"]["source"] == "conll2003"
+    assert set(cfg) == {"task", "data", "model", "train"} and cfg["model"]["arch"] == "lstm"
+    with pytest.raises(SeqlabError, match="unknown preset 'ner-bilstm-crff'; valid presets: .*ner-bilstm-crf"):
+        seqlab.preset_config("ner-bilstm-crff")
+    listed = dir(seqlab)
+    assert not {"TYPE_CHECKING", "annotations", "importlib", "sys"} & set(listed)
+    assert all(not name.startswith("_") or name == "__version__" for name in listed), listed
+    assert {"presets", "preset_config", "train", "load", "SeqlabError", "__version__"} <= set(listed)
+    namespace: dict = {}
+    exec(f"from seqlab import {', '.join(seqlab.__all__)}", namespace)  # every public name imports
+    assert namespace["presets"] is seqlab.presets
+
+
+def test_progress_is_a_bar_only_on_a_terminal_or_in_a_notebook_and_else_one_log_line_per_evaluation(
+        in_tmp, capsys, caplog, monkeypatch):
+    """stderr captured (not a terminal) and no notebook: no tqdm stream, one summary line per evaluation on the
+    seqlab logger, with train.progress on or off; a notebook is told by IPython's kernel, never imported for it."""
+    import logging
+    import sys
+    import types
+
+    from seqlab.base.console import bars_shown
+
+    text = "the cat sees a dog. " * 80
+    for progress in (True, False):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="seqlab"):
+            seqlab.train("lm-char", out=f"run-{progress}", train_data=text, config=lm_config(progress=progress))
+        assert "\r" not in capsys.readouterr().err
+        evaluations = [r.getMessage() for r in caplog.records if ": valid loss" in r.getMessage()]
+        assert [line.partition(":")[0] for line in evaluations] == ["step 3/6", "step 6/6"], evaluations
+        assert all("; train loss" in line and "tok/s" in line for line in evaluations), evaluations
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    assert not bars_shown() and "IPython" not in sys.modules
+    kernel = types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: kernel))
+    assert bars_shown()
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))  # IPython, no kernel
+    assert not bars_shown()
+
+
+def test_a_moved_run_evaluates_its_in_memory_data_recorded_relative_to_the_run(in_tmp, seqlab_cli):
+    tagged = [[(w, "O") for w in s.split()] + [("Paris", "B-LOC")] for s in sentences(24, seed=5)]
+    tagger = seqlab.train("ner-bilstm", out="ner", train_data=tagged[:20], test_data=tagged[20:], config=sections(
+        data={"min_freq": 1}, model={"n_layers": 1, "d_model": 8, "hidden_size": 8},
+        train={"max_steps": 2, "batch_size": 4, "eval_every": 2, "save_every": 2, "warmup_steps": 1}))
+    recorded = (tagger.run_dir / "config.toml").read_text(encoding="utf-8")
+    assert 'train = "input/train.conll"' in recorded and 'test = "input/test.conll"' in recorded, recorded
+    assert 'source = ""' in recorded and str(in_tmp) not in recorded  # no preset dataset, no absolute path
+    before = tagger.evaluate("test")
+    (in_tmp / "elsewhere").mkdir()
+    moved = shutil.move(str(tagger.run_dir), str(in_tmp / "elsewhere" / "ner-moved"))
+    again = seqlab.load(moved)
+    assert Path(again.config.data.test).samefile(Path(moved) / "input" / "test.conll")
+    assert again.evaluate("test") == before
+    code, out, err = seqlab_cli("eval", moved, "--split", "test")
+    assert code == 0 and '"f1"' in out, err
+    resumed = seqlab.train("ner-bilstm", out=moved, train_data=tagged[:20], test_data=tagged[20:], resume=True,
+                           config=sections(data={"min_freq": 1}, model={"n_layers": 1, "d_model": 8, "hidden_size": 8},
+                                           train={"max_steps": 3, "batch_size": 4, "eval_every": 2, "save_every": 2,
+                                                  "warmup_steps": 1}))
+    assert seqlab.load(resumed.run_dir, last=True).checkpoint["step"] == 3  # the moved run resumes in place

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import replace
-from importlib import resources
 
 import pytest
 import torch
 
+from seqlab.base import config
 from seqlab.decoding.decode import Sampling, generate
 from seqlab.base.errors import SeqlabError
 from seqlab.models.recurrent import (
@@ -162,7 +162,7 @@ def test_build_lm_refuses_other_configs():
 
 
 def test_lm_lstm_preset_builds():
-    text = resources.files("seqlab.presets").joinpath("lm-lstm.toml").read_text(encoding="utf-8")
+    text = config.preset_text("lm-lstm")
     assert text.startswith("# ")  # the one-line description `seqlab presets` shows
     raw = tomllib.loads(text)
     assert raw["task"]["kind"] == "lm" and set(raw) == {"task", "data", "model", "train"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -263,7 +264,8 @@ def test_patience_stops_early_keeps_the_best_and_resume_does_nothing(tmp_path):
     assert state["best_valid_loss"] == 0.5
     assert [line for line in lines if not line.startswith("step ")] == [
         "early stop at step 8: no new best validation loss in 2 validations (best 0.5000 at step 4)"]
-    assert lines[0] == "step 2: valid loss 1.0000"  # with the progress bar off, validations go to the log
+    # with the progress bar off, each validation is one line in the log, with where training is and how fast
+    assert re.fullmatch(r"step 2/100: valid loss 1\.0000; train loss \S+  [\d,]+ tok/s", lines[0]), lines[0]
     assert checkpoint.load_state(tmp_path / "best")["step"] == 4 and checkpoint.load_state(tmp_path)["step"] == 8
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r["split"] == "valid"] == [2, 4, 6, 8]  # no second validation at the end

@@ -25,6 +25,10 @@ held_out: dict[str, float] = lm.evaluate(data=["the dog sat on the mat"])
 saved: Path = lm.save("my-lm", force=True)
 steps: list[int] = [row["step"] for row in lm.metrics]
 again: seqlab.Trained = seqlab.load(saved)
+names: list[str] = seqlab.presets()
+defaults: dict[str, dict[str, object]] = seqlab.preset_config("ner-bilstm-crf")
+requeued: seqlab.Trained = seqlab.train("lm-char", "runs/requeued", train_data="The cat. " * 100, config=FAST,
+                                        resume="auto")
 
 tagger = seqlab.load("runs/ner")
 assert isinstance(tagger, seqlab.SequenceTagger)

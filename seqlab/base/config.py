@@ -246,13 +246,24 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise SeqlabError(f"{shown(path)} is not valid TOML ({e}); fix the file") from None
 
 
+def _presets_folder():
+    """The presets' folder, package data read without importing ``seqlab.presets`` (which would replace the
+    function :func:`seqlab.presets` with the package of the same name)."""
+    return resources.files("seqlab").joinpath("presets")
+
+
+def preset_text(name: str) -> str:
+    """The TOML text of preset ``name``."""
+    return _presets_folder().joinpath(f"{name}.toml").read_text(encoding="utf-8")
+
+
 def preset_names() -> list[str]:
-    return sorted(p.name[:-5] for p in resources.files("seqlab.presets").iterdir() if p.name.endswith(".toml"))
+    return sorted(p.name[:-5] for p in _presets_folder().iterdir() if p.name.endswith(".toml"))
 
 
 def preset_summary(name: str) -> str:
     """The first comment line of a preset file (its one-line description)."""
-    text = resources.files("seqlab.presets").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    text = preset_text(name)
     for line in text.splitlines():
         if line.startswith("#"):
             return line.lstrip("# ").strip()
@@ -262,8 +273,7 @@ def preset_summary(name: str) -> str:
 def load_preset_or_file(name_or_path: str) -> dict[str, Any]:
     """A preset name (``lm-char``) or the path of a TOML file with the same shape."""
     if name_or_path in preset_names():
-        text = resources.files("seqlab.presets").joinpath(f"{name_or_path}.toml").read_text(encoding="utf-8")
-        return tomllib.loads(text)
+        return tomllib.loads(preset_text(name_or_path))
     if name_or_path.endswith(".toml") or os.path.exists(name_or_path):
         return load_toml(name_or_path)
     raise SeqlabError(f"unknown preset {name_or_path!r}; valid presets: {', '.join(preset_names())} "

@@ -1,4 +1,4 @@
-"""`seqlab train PRESET|FILE.toml [--set section.key=value ...] [--out DIR] [--resume] [--force]`."""
+"""`seqlab train PRESET|FILE.toml [--set section.key=value ...] [--out DIR] [--resume [auto]] [--force]`."""
 
 from seqlab.commands import add_parser
 
@@ -12,9 +12,19 @@ def add(sub):
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one config key (repeatable), e.g. --set train.lr=3e-4")
     p.add_argument("--out", metavar="DIR", help="run directory (default: runs/PRESET)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume, metavar="auto",
+                   help="continue the run in --out from its last checkpoint (an error when --out does not exist); "
+                        "--resume auto continues it when it exists and starts it otherwise (requeue scripts)")
     p.add_argument("--force", action="store_true", help="replace an existing run directory")
     p.set_defaults(run=run)
+
+
+def _resume(value: str) -> str:
+    import argparse
+
+    if value != "auto":
+        raise argparse.ArgumentTypeError(f"takes no value or 'auto', got {value!r}")
+    return value
 
 
 def run(args) -> int:

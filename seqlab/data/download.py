@@ -378,6 +378,8 @@ def _fetch(f: RemoteFile, dest: Path, progress: bool) -> None:
 
     from tqdm.auto import tqdm
 
+    from seqlab.base.console import bars_shown
+
     url = f.url()
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
@@ -392,7 +394,7 @@ def _fetch(f: RemoteFile, dest: Path, progress: bool) -> None:
                 unit_scale=True,
                 unit_divisor=1024,
                 desc=f.path,
-                disable=not progress,
+                disable=not (progress and bars_shown()),  # a terminal or a notebook: elsewhere no \r stream
                 leave=False,
             ) as bar:
                 while chunk := response.read(CHUNK):

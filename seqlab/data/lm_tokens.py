@@ -58,10 +58,14 @@ class Ranks(Protocol):
 
 
 def progress_bar(desc: str, total: int, enabled: bool):
-    """A tqdm bar in bytes on stderr (its rate reads in MB/s)."""
+    """A tqdm bar in bytes on stderr (its rate reads in MB/s); drawn on a terminal or in a notebook only
+    (:func:`seqlab.base.console.bars_shown`)."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1000, disable=not enabled,
+    from seqlab.base.console import bars_shown
+
+    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1000,
+                disable=not (enabled and bars_shown()),
                 dynamic_ncols=True, leave=False)
 
 

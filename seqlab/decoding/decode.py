@@ -42,12 +42,34 @@ class Sampling:
     top_p: float = 1.0  # 1 = off
 
     def __post_init__(self):
-        if self.temperature < 0:
-            raise SeqlabError(f"--temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        check_number("temperature", self.temperature)
+        check_number("top_k", self.top_k, integer=True)
+        check_number("top_p", self.top_p)
+        if not self.temperature >= 0:
+            raise SeqlabError(f"temperature (--temperature) must be >= 0 (0 = greedy), got {self.temperature}")
         if self.top_k < 0:
-            raise SeqlabError(f"--top-k must be >= 0 (0 = off), got {self.top_k}")
+            raise SeqlabError(f"top_k (--top-k) must be >= 0 (0 = off), got {self.top_k}")
         if not 0 < self.top_p <= 1:
-            raise SeqlabError(f"--top-p must be in (0, 1], got {self.top_p}")
+            raise SeqlabError(f"top_p (--top-p) must be in (0, 1] (1 = off), got {self.top_p}")
+
+
+def check_number(name: str, value: object, integer: bool = False) -> None:
+    """A decoding argument given from Python is a number (an int where ``integer``), not a str or a bool:
+    ``generate(temperature="0.8")`` is an error naming the argument, not a TypeError from the arithmetic."""
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        what = "an integer" if integer else "a number"
+        raise SeqlabError(f"{name} (--{name.replace('_', '-')}) must be {what}, got {value!r} "
+                          f"({type(value).__name__}); e.g. {name}={1 if integer else 0.8}")
+
+
+def check_length(max_new_tokens: int, seed: int | None) -> None:
+    """``max_new_tokens`` an integer >= 0 and ``seed`` an integer or None (:func:`generate`, :func:`stream`)."""
+    check_number("max_new_tokens", max_new_tokens, integer=True)
+    if seed is not None:
+        check_number("seed", seed, integer=True)
+    if max_new_tokens < 0:
+        raise SeqlabError(f"max_new_tokens (--max-new-tokens) must be >= 0, got {max_new_tokens}")
 
 
 def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
@@ -161,8 +183,7 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
         previous tokens, a window that slides in generation; its word vectors come from word2vec and GloVe,
         the models the notes turn to next.
     """
-    if max_new_tokens < 0:
-        raise SeqlabError(f"--max-new-tokens must be >= 0, got {max_new_tokens}")
+    check_length(max_new_tokens, seed)
     if any(len(p) == 0 for p in prompts):
         raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
     device = device or next(model.parameters()).device
@@ -246,8 +267,7 @@ def stream(model, prompt: list[int], max_new_tokens: int, sampling: Sampling = S
     The tokens are those of :func:`generate` for the same prompt, sampling and seed (the same cached steps, the
     same window once it slides, the same random stream), so a page that streams shows what ``seqlab generate``
     prints."""
-    if max_new_tokens < 0:
-        raise SeqlabError(f"--max-new-tokens must be >= 0, got {max_new_tokens}")
+    check_length(max_new_tokens, seed)
     if not prompt:
         raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
     device = device or next(model.parameters()).device

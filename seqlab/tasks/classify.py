@@ -54,6 +54,7 @@ from seqlab.models.finetune import PretrainedClassifierConfig, SequenceClassifie
 from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
     first_labels, labelling_model, load_labeller, start_embedding
+from seqlab.tasks.trained import texts_given
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
@@ -313,11 +314,7 @@ class SentenceClassifier(Labeller):
         """Each text's class probabilities, ``{label: p}`` in the label vocabulary's order (labels spelled as in
         the training data): one dict for a str, a list of dicts for a list. An empty text is an error naming
         it."""
-        single = isinstance(texts, str)
-        items: list[str] = [texts] if isinstance(texts, str) else list(texts)
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise SeqlabError(f"text {i + 1} is a {type(text).__name__}, not a str; give texts as strings")
+        single, items = texts_given(texts)
         out = [self._distribution(p) for p in self.probabilities(items, lambda i: f"text {i + 1}")]
         return out[0] if single else out
 

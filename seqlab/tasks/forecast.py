@@ -57,7 +57,7 @@ from seqlab.base.io import versions
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, RecurrentForecaster, TransformerForecaster, build_forecaster, \
     recursive_forecast, window_matrix
-from seqlab.training.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, inference_device
 from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
 from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
 from seqlab.tasks.trained import Trained
@@ -392,7 +392,7 @@ def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None
     series = load_series(run_dir)
     if cfg.arch == "ar":
         return Forecaster(run_dir, cfg, series, load_ar(run_dir), torch.device("cpu"))
-    device = resolve_device("auto") if device is None else torch.device(device)
+    device = inference_device(device)
     model = build_forecaster(cfg.model)
     checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
     model.to(device).eval()

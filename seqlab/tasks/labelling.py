@@ -32,7 +32,7 @@ from seqlab.training import checkpoint
 from seqlab.base.config import RunConfig
 from seqlab.data.batching import sample_batch
 from seqlab.data.indexed import IndexedArrays
-from seqlab.training.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, inference_device
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import read_json, write_json_atomic
 from seqlab.models import finetune
@@ -230,7 +230,7 @@ def load_labeller(cls: type[L], run_dir: Path, cfg: RunConfig, device: str | tor
 def load_weights(model: nn.Module, weights: Path, device: str | torch.device | None) -> torch.device:
     """Load the checkpoint in ``weights`` (the run directory or its best/) into ``model`` and move it, in eval
     mode, to ``device`` (None: CUDA when available, else the CPU); returns that device."""
-    device = resolve_device("auto") if device is None else torch.device(device)
+    device = inference_device(device)
     checkpoint.load_model(model, weights / "model.safetensors")
     model.to(device).eval()
     return device

@@ -33,7 +33,7 @@ from seqlab.nn.weight_only import to_weight_only
 from seqlab.tasks.results import LMAttention, TokenScores
 from seqlab.text.tokenizers import Tokenizer
 from seqlab.tasks.splits import spooled
-from seqlab.tasks.trained import Trained
+from seqlab.tasks.trained import Trained, texts_given
 
 LMModel = TransformerLM | RecurrentLM  # what model.arch builds for an lm run (:func:`seqlab.tasks.lm.build_model`)
 
@@ -59,7 +59,7 @@ class LanguageModel(Trained):
                  compile: bool = False) -> str | list[str]:
         """The continuation of each prompt (text); a str for a str prompt, a list for a list. ``compile``: the
         decode step through torch.compile, its products chosen for this machine (seqlab.training.devices.decode_products)."""
-        prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+        prompts = texts_given(prompt, "prompt")[1]
         ids = [self.tokenizer.encode(p) for p in prompts]
         products = decode_products(self.device) if compile else "blas"
         new = generate(self.model, ids, max_new_tokens, Sampling(temperature, top_k, top_p), seed=seed,
@@ -94,11 +94,7 @@ class LanguageModel(Trained):
             seqlab: the chain rule through a language model, $P(S) = \prod_t p(x_t \mid x_{<t})$, which gives a
             sentence never seen a probability above 0 (the count gives 0); ``score`` returns the terms for every
             token but the first, which has no context."""
-        single = isinstance(texts, str)
-        items: list[str] = [texts] if isinstance(texts, str) else list(texts)
-        if not single and any(not isinstance(t, str) for t in items):
-            bad = next(i for i, t in enumerate(items) if not isinstance(t, str))
-            raise SeqlabError(f"text {bad + 1} is a {type(items[bad]).__name__}, not a str; give texts as strings")
+        single, items = texts_given(texts)
         scores = []
         for number, text in enumerate(items, start=1):
             ids = self.tokenizer.encode(text)

@@ -27,7 +27,7 @@ from seqlab.base.config import DataConfig, RunConfig
 from seqlab.data import lm_tokens
 from seqlab.data.batching import random_lm_batch
 from seqlab.data.lm_tokens import SPLITS, open_prepared
-from seqlab.training.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, inference_device
 from seqlab.base.errors import SeqlabError, shown
 from seqlab.base.io import read_json, write_json_atomic
 from seqlab.metrics.lm import nll_sum, perplexity, score_stream
@@ -214,7 +214,7 @@ def prepare(cfg: RunConfig, out: Path, *, force: bool = False, progress: bool = 
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> LanguageModel:
-    device = resolve_device("auto") if device is None else torch.device(device)
+    device = inference_device(device)
     tokenizer = load_tokenizer(run_dir / "tokenizer.json")
     model = build_model(cfg, tokenizer.vocab_size, run_dir)
     checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")

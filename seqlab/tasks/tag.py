@@ -341,6 +341,9 @@ def token_lists(sentences: Sentences) -> tuple[bool, list[list[str]]]:
     the same way) or a list of token strings. One tokenised sentence goes in a list of its own: ``[tokens]``."""
     if isinstance(sentences, str):
         return True, [sentences.split()]
+    if not isinstance(sentences, Iterable):
+        raise SeqlabError(f"got a {type(sentences).__name__}; give a sentence as a str (or a list of token "
+                          "strings in a list of its own), or several as a list")
     out = []
     for i, s in enumerate(sentences):
         if isinstance(s, str):

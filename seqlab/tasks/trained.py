@@ -27,6 +27,22 @@ SAVED_MARK = "saved.json"  # what a saved directory records of where it came fro
 _NOT_COPIED = {*checkpoint.FILES, rundir.LOCK, SAVED_MARK}
 
 
+def texts_given(texts: Any, what: str = "text") -> tuple[bool, list[str]]:
+    """(whether one text was given, the texts): a verb's input, a str or an iterable of str; anything else (a
+    number, a list holding a number) is an error naming what was given, not a TypeError from deep inside."""
+    if isinstance(texts, str):
+        return True, [texts]
+    try:
+        items = list(texts)
+    except TypeError:
+        raise SeqlabError(f"got a {type(texts).__name__}; give a {what} as a str, or several as a list of "
+                          "str") from None
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise SeqlabError(f"{what} {i + 1} is a {type(item).__name__}, not a str; give {what}s as strings")
+    return False, items
+
+
 class Trained:
     """Mixin of the task objects: ``run_dir``, ``config``, ``checkpoint`` (the state.json of the weights in
     use), ``metrics``, ``metrics_frame()``, ``save(directory)``."""

@@ -52,11 +52,11 @@ from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
-from seqlab.training.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, inference_device
 from seqlab.tasks.results import TranslationAttention
 from seqlab.tasks.splits import scratch_run_dir, split_stores, spooled
 from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
-from seqlab.tasks.trained import Trained
+from seqlab.tasks.trained import Trained, texts_given
 from seqlab.vectors.embedding import Side, start_vectors, token_texts
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
@@ -323,8 +323,7 @@ class Translator(Trained):
         """The translation of each sentence (beam search, GNMT length penalty ``alpha``; ``beam=1`` is greedy):
         a str for a str, a list for a list; an empty sentence translates to "". :meth:`hypotheses` gives the
         ids and scores."""
-        single = isinstance(sentences, str)
-        lines: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
+        single, lines = texts_given(sentences, "sentence")
         texts = [self.tgt_tok.decode(h.tokens) for h in self.hypotheses(lines, beam, alpha, where="sentence")]
         return texts[0] if single else texts
 
@@ -414,7 +413,7 @@ class Translator(Trained):
 
 
 def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None, weights: Path | None = None) -> Translator:
-    device = resolve_device("auto") if device is None else torch.device(device)
+    device = inference_device(device)
     src_tok, tgt_tok = load_tokenizers(run_dir)
     model = build_model(cfg, src_tok, tgt_tok)
     checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")

@@ -80,6 +80,23 @@ def resolve_device(name: str, local_rank: int = 0) -> torch.device:
     return torch.device("cpu")
 
 
+def inference_device(device: str | torch.device | None) -> torch.device:
+    """The device a loaded model runs on (``seqlab.load(..., device=)``): None or "auto" is CUDA when present,
+    else the CPU; "cpu", "cuda" and "cuda:N" (or a torch.device of those) as named. Anything else is an error
+    naming the accepted values, not torch's own."""
+    if device is None or device == "auto":
+        return resolve_device("auto")
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        chosen = None
+    if chosen is None or chosen.type not in ("cpu", "cuda"):
+        raise SeqlabError(f'device must be "auto", "cpu", "cuda" or "cuda:N", got {device!r}')
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise SeqlabError(f'device={str(device)!r} but no CUDA device is available; use device="cpu" (or "auto")')
+    return chosen
+
+
 # oneDNN ISA levels (ONEDNN_MAX_CPU_ISA, the cap on what oneDNN dispatches to) at which it has bf16 instructions
 # (AVX512_CORE_BF16, AMX, AVX10) or not; CPU bf16 matrix products run through oneDNN.
 _ONEDNN_BF16_ISAS = ("AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16",

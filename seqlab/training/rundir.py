@@ -14,10 +14,15 @@ existing folder, the ``config.toml`` it replaced, the old run ``--force`` moved 
 never touched. When the process was killed instead, the next writer finds the journal in the stale lock and
 undoes it (:func:`settle`). At the first checkpoint the journal is dropped (:func:`committed`) and the run
 replaced with ``--force`` is deleted.
+
+What a start checks and records (the end of this module): ``resume`` (True on a missing run directory is an
+error, ``"auto"`` starts it; a ``train.max_steps`` below the steps done is an error) and the run's config with the
+inputs spooled into ``RUN/input/`` relative to the run, so that a moved run still finds them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -25,13 +30,15 @@ import shutil
 import socket
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from seqlab.training import checkpoint
+from seqlab.base.config import RunConfig
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import create_exclusive, remove_temporaries, replace_atomic, write_bytes_atomic, write_text_atomic
 
 LOCK = "lock.json"
+INPUT_DIR = Path("input")  # in-memory data given to seqlab.train(), in the task's file format (data/ is derived)
 
 
 def _proc_start(pid: int) -> int | None:
@@ -260,3 +267,84 @@ def _undo(run_dir: Path, journal: dict[str, Any]) -> None:
                     entry.unlink(missing_ok=True)
         if journal.get("config") is not None:
             write_text_atomic(run_dir / "config.toml", journal["config"])
+
+
+# ------------------------------------------------------------------------------------------------------
+# what a start checks and records: resume, and the run's inputs relative to it
+
+
+DATA_FILES = ("train", "valid", "test")  # the data keys that name files (or, for translate, path prefixes)
+
+
+def recorded_config(cfg: RunConfig, run_dir: Path) -> dict[str, dict[str, Any]]:
+    """``cfg`` as the run's ``config.toml`` records it: a data file inside the run directory (in-memory data
+    spooled into ``RUN/input/``) relative to the run, so that a moved run still finds it (:func:`located`)."""
+    return inside_relative(cfg.to_dict(), run_dir)
+
+
+def inside_relative(doc: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """``doc`` (config sections) with its absolute data files inside ``run_dir`` made relative to it (what
+    earlier versions recorded, compared on resume as this version records it)."""
+    data, inside = dict(doc.get("data", {})), run_dir.resolve()
+    for key in DATA_FILES:
+        value = data.get(key)
+        if isinstance(value, str) and value and Path(value).is_absolute():
+            with contextlib.suppress(ValueError):  # a file outside the run stays as given
+                data[key] = Path(value).resolve().relative_to(inside).as_posix()
+    return {**doc, "data": data} if "data" in doc else doc
+
+
+def located(raw: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The config.toml ``raw`` with its data files inside the run (recorded relative to it, under ``input/``)
+    located from where the run directory is now."""
+    data = dict(raw.get("data", {}))
+    for key in DATA_FILES:
+        value = data.get(key)
+        if isinstance(value, str) and value and Path(value).parts[0] == INPUT_DIR.name:
+            data[key] = str(run_dir.absolute() / value)
+    return {**raw, "data": data} if "data" in raw else raw
+
+
+def in_memory_splits(old: dict, changed: list[str], run_dir: Path) -> list[str]:
+    """The splits among the ``changed`` keys that the run read from in-memory data (a ``data.train`` / ``valid`` /
+    ``test`` of its config.toml naming a file in ``RUN/input/``): a resume without ``train_data`` and the like."""
+    inputs = (run_dir / INPUT_DIR).resolve()
+    recorded = old.get("data", {})
+    return [split for split in DATA_FILES
+            if f"data.{split}" in changed and recorded.get(split)
+            and (run_dir / recorded[split]).resolve().parent == inputs]
+
+
+def resume_wanted(resume: bool | Literal["auto"], run_dir: Path) -> bool:
+    """Whether to continue ``run_dir``: ``resume`` is True, False or ``"auto"`` (continue a run that exists, start
+    one that does not: for requeue scripts). True on a path that does not exist is an error (a typo in ``out``
+    would silently start over); an existing run directory without a checkpoint yet starts from step 0."""
+    if resume == "auto":
+        return run_dir.exists()
+    if not isinstance(resume, bool):
+        raise SeqlabError(f'resume must be True, False or "auto", got {resume!r}')
+    if resume and not run_dir.exists():
+        raise SeqlabError(f"cannot resume {run_dir}: no such run directory; check the path, or start it without "
+                          'resume (resume="auto", --resume auto, starts it when it does not exist)')
+    return resume
+
+
+def check_resume_length(cfg: RunConfig, run_dir: Path) -> None:
+    """A resumed run must not end before the steps it has done: ``train.max_steps`` (``train.epochs`` for word2vec
+    and GloVe, which count epochs) below them is an error naming both; equal is "nothing to do"."""
+    try:
+        state = checkpoint.load_state(run_dir) if checkpoint.exists(run_dir) else None
+    except checkpoint.DamagedCheckpoint:
+        return  # the Trainer falls back to an intact earlier checkpoint and reports it
+    if state is None:
+        return
+    if cfg.task.kind == "embed":
+        done, unit, key, wanted = (state.get("step", 0) / state.get("steps_per_epoch", 1), "epochs", "train.epochs",
+                                   cfg.train.epochs)
+    elif cfg.train_keys is None or "max_steps" in cfg.train_keys:
+        done, unit, key, wanted = state.get("step", 0), "steps", "train.max_steps", cfg.train.max_steps
+    else:
+        return
+    if done > wanted:
+        raise SeqlabError(f"cannot resume {run_dir}: it has already trained {done:g} {unit}, more than "
+                          f"{key} = {wanted:g}; set {key} to {done:g} (nothing to do) or more")

@@ -34,6 +34,7 @@ from torch import nn
 from seqlab.training import checkpoint, rundir
 from seqlab.training.callbacks import Callbacks
 from seqlab.base.config import METRIC_HIGHER_IS_BETTER, TrainConfig
+from seqlab.base.console import bars_shown
 from seqlab.training.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import MetricsLog, versions
@@ -134,6 +135,9 @@ class Trainer:
         self.evals_since_best = 0  # validations without a new best (for train.patience)
         self.stopped_early = False
         self.committed = False  # whether this Trainer has committed a checkpoint of the run
+        # a tqdm bar on a terminal or in a notebook (train.progress); elsewhere one line per evaluation in the log
+        self.bar = self.dist.main and cfg.progress and bars_shown()
+        self.last_train = ""  # the latest step's loss and rate, for the evaluation line when there is no bar
         self.started = time.perf_counter()
         # train.schedule = "wsd-time" (a task's kernel schedule never is): the schedule's position, the larger of
         # the step and the time clock, and where the clock started in this invocation
@@ -339,10 +343,7 @@ class Trainer:
                        f"raw_{unit}s": t["raw_words"], "terms": t["terms"], "seconds": t["seconds"]})
         line = (f"epoch {epoch}/{int(self.cfg.epochs)}: loss {loss:.4f}, {rate:,.0f} effective {unit}s/s "
                 f"({raw_rate:,.0f} raw)")
-        if self.cfg.progress:
-            progress.write(line, file=sys.stderr)
-        else:
-            self.log(line)
+        self._show(progress, line)
         self.epoch_totals = _zero_totals()
         self.save()
 
@@ -399,7 +400,7 @@ class Trainer:
         metrics.truncate_after(self.step)
         self.model.train()
         length = None if self.clocked else self.total_steps  # the time may end a clocked run before max_steps
-        progress = _progress(length, self.step, enabled=self.dist.main and cfg.progress)
+        progress = _progress(length, self.step, enabled=self.bar)
         unit = self.task.unit if kernel else "tok"
         take_step = self.kernel_step if kernel else self.train_step
         validates = hasattr(self.task, "validate")
@@ -422,7 +423,8 @@ class Trainer:
                 elapsed = time.perf_counter() - t0
                 rate = tok0 / elapsed if elapsed > 0 else 0.0
                 progress.update(1)
-                progress.set_postfix_str(f"loss {loss:.4f}  {rate:,.0f} {unit}/s")
+                self.last_train = f"loss {loss:.4f}  {rate:,.0f} {unit}/s"
+                progress.set_postfix_str(self.last_train)
                 if kernel:
                     row = {"step": self.step, "split": "train", "loss": loss, f"{unit}s_per_s": rate}
                     if self.step % self.task.steps_per_epoch == 0:
@@ -455,12 +457,23 @@ class Trainer:
         return {**self.state(), "interrupted": interrupted, "signal": interrupt.signum,
                 "stopped_by_callback": self.callbacks.stop_requested}
 
+    def _show(self, progress, line: str) -> None:
+        """A summary line: above the bar where one is drawn, else in the log (the ``seqlab`` logger from Python,
+        stderr from the command line), with ``train.progress`` off too."""
+        if self.bar:
+            progress.write(line, file=sys.stderr)
+        else:
+            self.log(line)
+
     def _evaluate(self, metrics: MetricsLog, progress) -> None:
         result = self.validate(self.cfg.eval_batches)
         metrics.write({"step": self.step, "split": "valid", **result})
         self.callbacks.call("on_eval", {"step": self.step, "split": "valid", **result})
-        line = f"step {self.step}: valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))
-        progress.write(line, file=sys.stderr) if self.cfg.progress and self.dist.main else self.log(line)
+        line = "valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))
+        if self.bar or not self.last_train:
+            self._show(progress, f"step {self.step}: {line}")
+        else:  # the line stands for the bar: where training is, and how fast
+            self._show(progress, f"step {self.step}/{self.total_steps}: {line}; train {self.last_train}")
         metric = self.cfg.best_by
         if metric not in result:
             raise SeqlabError(f"train.best_by = \"{metric}\": this task's validation reports "
