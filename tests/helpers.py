@@ -116,3 +116,31 @@ def train_serve_runs(root, data) -> dict:
     label = root.resolve().name
     return {kind: f"{label}/{name}" for kind, name in (("lm", "lm"), ("tag", "ner"), ("classify", "sentiment"),
                                                         ("translate", "mt"), ("embed", "w2v"), ("forecast", "forecast"))}
+
+
+class PoisonedTask:
+    """A linear regression whose loss turns NaN at a chosen step."""
+
+    def __init__(self, poison_at: int):
+        torch.manual_seed(0)
+        self.model = torch.nn.Linear(4, 1)
+        self.train_tokens = 1000
+        self.poison_at, self.calls = poison_at, 0
+
+    def train_batch(self, generator, n):
+        x = torch.randn(n, 4, generator=generator)
+        return x, x.sum(-1, keepdim=True)
+
+    def shard(self, batch, rank, world):
+        return batch
+
+    def count(self, batch):
+        return batch[0].size(0)
+
+    def loss_sum(self, model, batch, device):
+        self.calls += 1
+        loss = ((model(batch[0]) - batch[1]) ** 2).sum()
+        return loss * float("nan") if self.calls == self.poison_at else loss
+
+    def validate(self, model, device, max_batches):
+        return {"loss": 0.0}

@@ -8,7 +8,6 @@ import json
 import random
 
 import pytest
-import torch
 
 from seqlab import api, tasks
 from seqlab.base.config import TrainConfig
@@ -17,32 +16,17 @@ from seqlab.tasks import resolve
 from seqlab.training import checkpoint
 from seqlab.training.trainer import Trainer
 
-from helpers import write_conll
+from helpers import PoisonedTask, write_conll
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-class Scripted:
-    """A linear regression whose validations report scripted (loss, f1) pairs."""
+class Scripted(PoisonedTask):
+    """The regression task (never poisoned), whose validations report scripted (loss, f1) pairs."""
 
     def __init__(self, rows: list[tuple[float, float]]):
-        torch.manual_seed(0)
-        self.model = torch.nn.Linear(4, 1)
-        self.train_tokens = 1000
+        super().__init__(poison_at=-1)
         self.rows = iter(rows)
-
-    def train_batch(self, generator, n):
-        x = torch.randn(n, 4, generator=generator)
-        return x, x.sum(-1, keepdim=True)
-
-    def shard(self, batch, rank, world):
-        return batch
-
-    def count(self, batch):
-        return batch[0].size(0)
-
-    def loss_sum(self, model, batch, device):
-        return ((model(batch[0]) - batch[1]) ** 2).sum()
 
     def validate(self, model, device, max_batches):
         loss, f1 = next(self.rows)

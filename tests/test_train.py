@@ -22,6 +22,8 @@ from seqlab.base.errors import SeqlabError
 from seqlab.base.config import TrainConfig
 from seqlab.training.optim import learning_rate
 
+from helpers import PoisonedTask
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY = ["model.n_layers=2", "model.n_heads=2", "model.d_model=32", "model.d_ff=64", "model.max_len=32",
@@ -200,34 +202,6 @@ def test_stop_signals_save_exit_cleanly_and_resume_bit_for_bit(tmp_path, corpus,
         for name in ("model.safetensors", "trainer.safetensors"):
             a, b = load_file(tmp_path / "a" / name), load_file(run / name)
             assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), (signum, name)
-
-
-class PoisonedTask:
-    """A linear regression whose loss turns NaN at a chosen step."""
-
-    def __init__(self, poison_at: int):
-        torch.manual_seed(0)
-        self.model = torch.nn.Linear(4, 1)
-        self.train_tokens = 1000
-        self.poison_at, self.calls = poison_at, 0
-
-    def train_batch(self, generator, n):
-        x = torch.randn(n, 4, generator=generator)
-        return x, x.sum(-1, keepdim=True)
-
-    def shard(self, batch, rank, world):
-        return batch
-
-    def count(self, batch):
-        return batch[0].size(0)
-
-    def loss_sum(self, model, batch, device):
-        self.calls += 1
-        loss = ((model(batch[0]) - batch[1]) ** 2).sum()
-        return loss * float("nan") if self.calls == self.poison_at else loss
-
-    def validate(self, model, device, max_batches):
-        return {"loss": 0.0}
 
 
 def test_non_finite_loss_stops_and_keeps_last_checkpoint(tmp_path):
