@@ -24,7 +24,7 @@ from seqlab.tasks import registry
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = {"log": lambda *a, **k: None}
 EMBED_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_minutes", "save_every", "keep_last",
-              "batch_size", "progress")
+              "batch_size", "report_to", "progress")
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def test_unused_train_keys_are_refused_naming_the_keys_the_task_uses():
         tasks.resolve("w2v-sgns", ["train.warmup_steps=10"])
     assert str(e.value) == ('train.warmup_steps is not used by task.kind = "embed" with model.arch = "sgns"; its '
                             "train keys are: epochs, max_minutes, batch_size, lr, min_lr, seed, device, threads, "
-                            "save_every, keep_last, progress; remove it")
+                            "save_every, keep_last, report_to, progress; remove it")
     with pytest.raises(SeqlabError, match='^train.min_lr is not used by task.kind = "embed" with model.arch = "glove"'):
         tasks.resolve("glove", ["train.min_lr=0.001"])  # AdaGrad at a constant rate
     with pytest.raises(SeqlabError, match=r'^train.max_steps, train.eval_every are not used by task.kind = "embed"'

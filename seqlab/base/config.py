@@ -120,6 +120,7 @@ class TrainConfig:
     keep_last: int = 2  # checkpoints kept: the newest (run root) and N - 1 earlier in checkpoints/ (resume fallback)
     patience: int = 0  # validations without a new best before training stops early (0 = never stop early)
     best_by: str = "loss"  # validation metric for best/ and patience: loss, f1, accuracy, bleu, mae or rmse
+    report_to: tuple[str, ...] = ()  # logs beside metrics.jsonl (HF's name): "tensorboard" (RUN/tensorboard/)
     progress: bool = True  # progress bar on stderr
 
     def __post_init__(self):
@@ -146,6 +147,14 @@ class TrainConfig:
         _choice("train.precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
         _choice("train.schedule", self.schedule, ("cosine", "wsd", "wsd-time"))
         _choice("train.best_by", self.best_by, tuple(METRIC_HIGHER_IS_BETTER))
+        # HF's values: a name or a list of names; "all" = every supported one, "none" = none
+        report_to = (self.report_to,) if isinstance(self.report_to, str) else tuple(self.report_to)
+        report_to = ("tensorboard",) if "all" in report_to else tuple(r for r in report_to if r != "none")
+        unknown = [r for r in report_to if r not in ("tensorboard",)]
+        if unknown:
+            raise SeqlabError(f"train.report_to: {unknown[0]!r} is not supported; supported: \"tensorboard\" "
+                              "(or \"all\", \"none\")")
+        object.__setattr__(self, "report_to", tuple(dict.fromkeys(report_to)))
         if self.schedule == "wsd-time" and not self.max_minutes:
             raise SeqlabError("train.schedule=wsd-time follows the time budget: set train.max_minutes > 0, or use "
                               "train.schedule=wsd")
@@ -367,6 +376,8 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         origin = typing.get_origin(hint)
     if origin is tuple:
         args = typing.get_args(hint)
+        if isinstance(value, str) and args == (str, Ellipsis):  # a list of names may be one name
+            value = [value]
         if not isinstance(value, (list, tuple)):
             raise SeqlabError(f"{key} must be a list like [0.9, 0.05, 0.05], got {value!r}")
         inner = args[0] if args else Any

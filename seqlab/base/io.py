@@ -23,7 +23,7 @@ import mmap
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -242,8 +242,9 @@ def versions(*libraries: str) -> dict[str, str]:
 class MetricsLog:
     """Writes ``metrics.jsonl``: one JSON object per line (training rows and validation rows), appended."""
 
-    def __init__(self, path: Path, enabled: bool = True):
+    def __init__(self, path: Path, enabled: bool = True, sinks: Sequence[Any] = ()):
         self.path, self.enabled = path, enabled
+        self.sinks = list(sinks)  # each also gets every row (``sink.write(row)``): train.report_to's reporters
         self._last: dict[str, int] = {}
 
     def truncate_after(self, step: int) -> None:
@@ -253,6 +254,13 @@ class MetricsLog:
         lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
         kept = [line for line in lines if (row := _rows(line)) and row[0].get("step", 0) <= step]
         write_text_atomic(self.path, "".join(line + "\n" for line in kept))
+
+    def __enter__(self) -> "MetricsLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sink in self.sinks:  # their files flushed and closed, whatever ended the block
+            sink.close()
 
     def last_step(self, split: str) -> int | None:
         """The step of the last row written for ``split`` by this log (None before any)."""
@@ -271,6 +279,8 @@ class MetricsLog:
                 except OSError:
                     f.truncate(start)
                     raise
+            for sink in self.sinks:
+                sink.write(row)
 
 
 def map_array(path: str | os.PathLike, dtype) -> tuple[np.ndarray, mmap.mmap | None]:

@@ -53,7 +53,7 @@ from seqlab.tasks.trained import Trained
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
 # The train.* keys used (batch_size by the PyTorch engine); embeddings train whole epochs, not max_steps.
 _WORD2VEC_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_minutes", "save_every", "keep_last",
-                  "batch_size", "progress")
+                  "batch_size", "report_to", "progress")
 TRAIN_KEYS = {"sgns": _WORD2VEC_KEYS, "hs": _WORD2VEC_KEYS,  # GloVe's AdaGrad keeps lr constant: no min_lr
               "glove": tuple(k for k in _WORD2VEC_KEYS if k != "min_lr")}
 DATA_DIR = "corpus"  # in the run directory while training: the corpus ids on disk, GloVe's count shards

@@ -16,7 +16,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -70,8 +70,9 @@ class LMTask:
     """Plugs language modelling into :class:`seqlab.training.trainer.Trainer`."""
 
     def __init__(self, model: LMModel, splits: dict[str, np.ndarray], eval_batch_size: int,
-                 label_smoothing: float = 0.0):
+                 label_smoothing: float = 0.0, tokenizer: Any = None):
         self.model: nn.Module = model  # TrainTask's type
+        self.tokenizer = tokenizer  # for the sample a reporter shows at each evaluation (train.report_to)
         self.label_smoothing = label_smoothing
         self.train_tokens_array = splits["train"]
         self.valid_tokens = splits["valid"]
@@ -81,6 +82,18 @@ class LMTask:
         if self.train_tokens < self.max_len + 1:
             raise SeqlabError(f"the training split has {self.train_tokens} tokens, fewer than model.max_len + 1 = "
                               f"{self.max_len + 1}; use a larger corpus or a smaller model.max_len")
+
+    def sample(self, model: nn.Module, device: torch.device, new: int = 64) -> str:
+        """The greedy continuation (no random draw: the training streams stay as they are) of the validation
+        split's first tokens (up to half of model.max_len), prompt and continuation decoded."""
+        from seqlab.decoding.decode import Sampling, generate
+
+        source = self.valid_tokens if len(self.valid_tokens) else self.train_tokens_array
+        prompt = [int(t) for t in source[:max(1, self.max_len // 2)]]
+        if self.tokenizer is None or not prompt:
+            return ""
+        out = generate(model, [prompt], min(new, self.max_len - len(prompt)), Sampling(0), device=device)[0]
+        return self.tokenizer.decode(prompt) + " ‖ " + self.tokenizer.decode(out)
 
     def train_batch(self, generator: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         return random_lm_batch(self.train_tokens_array, n, self.max_len, generator)  # (batch, seq) twice
@@ -192,7 +205,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     log(f"model: {model.num_params() / 1e6:.2f}M parameters; tokens: "
         + ", ".join(f"{s} {len(splits[s]):,}" for s in SPLITS) + f"; vocabulary {tokenizer.vocab_size:,}")
     task = LMTask(model, splits, eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
-                  label_smoothing=cfg.train.label_smoothing)
+                  label_smoothing=cfg.train.label_smoothing, tokenizer=tokenizer)
     return Trainer(task, cfg.train, run_dir, dist=dist, log=log).run(resume)
 
 

@@ -39,6 +39,7 @@ from seqlab.training.devices import Dist, StopSignals, autocast, resolve_device,
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import MetricsLog, versions
 from seqlab.training.optim import clock_position, learning_rate, make_optimizer
+from seqlab.training.report import report_sample, reporters
 
 _logger = logging.getLogger("seqlab")
 
@@ -47,7 +48,7 @@ _logger = logging.getLogger("seqlab")
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
                 "schedule", "decay_fraction", "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision",
                 "compile", "device", "threads", "eval_every", "eval_batches", "save_every", "log_every", "keep_best",
-                "keep_last", "patience", "best_by", "progress")
+                "keep_last", "patience", "best_by", "report_to", "progress")
 
 
 class TrainTask(Protocol):
@@ -133,6 +134,7 @@ class Trainer:
         self.best_loss: float | None = None  # the validation loss at best_step
         self.best_step: int | None = None
         self.evals_since_best = 0  # validations without a new best (for train.patience)
+        self.grad_norm: torch.Tensor | None = None  # the last step's gradient norm (train.grad_clip > 0)
         self.stopped_early = False
         self.committed = False  # whether this Trainer has committed a checkpoint of the run
         # a tqdm bar on a terminal or in a notebook (train.progress); elsewhere one line per evaluation in the log
@@ -303,8 +305,8 @@ class Trainer:
             loss_total += loss_sum.detach().double()
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
-        if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+        if cfg.grad_clip:  # the norm before clipping (a tensor: read only where a row is written)
+            self.grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
         if self.scaler:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -395,9 +397,13 @@ class Trainer:
     def fit(self) -> dict[str, Any]:
         """Train until the end (max_steps, epochs or the time budget); returns the final state. SIGINT saves
         and SIGTERM save and stop cleanly at the next step boundary."""
+        sinks = reporters(self.cfg.report_to, self.run_dir, self.step) if self.dist.main else []
+        with MetricsLog(self.run_dir / "metrics.jsonl", enabled=self.dist.main, sinks=sinks) as metrics:
+            metrics.truncate_after(self.step)
+            return self._fit(metrics)
+
+    def _fit(self, metrics: MetricsLog) -> dict[str, Any]:
         cfg, kernel = self.cfg, self.kernel
-        metrics = MetricsLog(self.run_dir / "metrics.jsonl", enabled=self.dist.main)
-        metrics.truncate_after(self.step)
         self.model.train()
         length = None if self.clocked else self.total_steps  # the time may end a clocked run before max_steps
         progress = _progress(length, self.step, enabled=self.bar)
@@ -434,6 +440,8 @@ class Trainer:
                     row = {"step": self.step, "split": "train", "loss": loss,
                            "lr": self.lr, "tokens_per_s": rate, "tokens": self.tokens_seen}
                     if cfg.log_every and self.step % cfg.log_every == 0 or self.step == 1:
+                        if self.grad_norm is not None:
+                            row["grad_norm"] = float(self.grad_norm)
                         metrics.write(row)
                 self.callbacks.call("on_step", row)
                 if self.over_budget():
@@ -468,6 +476,7 @@ class Trainer:
     def _evaluate(self, metrics: MetricsLog, progress) -> None:
         result = self.validate(self.cfg.eval_batches)
         metrics.write({"step": self.step, "split": "valid", **result})
+        report_sample(metrics.sinks, self.task, self.model, self.device, self.step)
         self.callbacks.call("on_eval", {"step": self.step, "split": "valid", **result})
         line = "valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))
         if self.bar or not self.last_train:
