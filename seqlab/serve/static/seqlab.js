@@ -81,19 +81,19 @@ function summaryBlock(r) {
   return el("table", {id: "summary"}, items.map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: v}))));
 }
 
-// The right-hand axis (and its zero line) only while a series drawn on it is shown (a legend click shows one).
-function rightShown(traces) { return traces.some(t => t.yaxis === "y2" && t.visible === true); }
-
 function fitBlock(fit) {
   if (!fit) return null;
   return section("AR fit", "fit-section", el("table", {id: "fit"},
     Object.entries(fit).map(([k, v]) => el("tr", {}, el("th", {text: k}), el("td", {text: fmt(v)})))));
 }
 
+// The right-hand axis (and its zero line) only while a series drawn on it is shown (a legend click shows one).
+function rightShown(traces) { return traces.some(t => t.yaxis === "y2" && t.visible === true); }
+
 function curves() {
   const div = el("div", {id: "curves", style: "height:320px"});
   const note = el("div", {class: "muted"});
-  let rows = [];
+  let rows = [], listening = false;
   function draw() {
     const traces = [];
     const train = rows.filter(r => r.split === "train" && typeof r.loss === "number");
@@ -110,8 +110,8 @@ function curves() {
     Plotly.react(div, traces, {margin: {t: 10, r: 50, b: 40, l: 50}, xaxis: {title: {text: "step"}},
       yaxis: {title: {text: "loss"}}, yaxis2: {overlaying: "y", side: "right", visible: rightShown(traces)},
       legend: {orientation: "h"}}, PLOT);
-    if (!div.listening) div.on("plotly_restyle", () => Plotly.relayout(div, {"yaxis2.visible": rightShown(div.data)}));
-    div.listening = true;
+    if (!listening) div.on("plotly_restyle", () => Plotly.relayout(div, {"yaxis2.visible": rightShown(div.data)}));
+    listening = true;
   }
   async function poll() {
     try {
