@@ -16,7 +16,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SEQLAB_SHARED_DATA", ROOT.parent / "shared" / "data"))
-UNDER_CI = os.environ.get("CI", "").lower() == "true"
+from needs import UNDER_CI  # noqa: E402 - one reading of CI=true for the suite
 
 
 def _importorskip_strict(modname: str, *args, **kwargs):

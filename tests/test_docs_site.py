@@ -29,7 +29,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-UNDER_CI = os.environ.get("CI", "").lower() == "true"
+from needs import UNDER_CI  # noqa: E402 - one reading of CI=true for the suite
 DOCS_MISSING = next((f"needs the docs extra (pip install -e '.[docs]'): {m} is missing"
                      for m in ("mkdocs", "material", "mkdocstrings_handlers.python", "markdown_exec", "pymdownx")
                      if importlib.util.find_spec(m.split(".")[0]) is None
@@ -373,24 +373,14 @@ SOURCE_BESIDE = {
 
 def test_every_tutorial_shows_the_source_of_its_central_functions(site):
     """Each block names its function, file and lines as the code has them now: the page cannot drift."""
-    import importlib
     import inspect
+    import pkgutil
 
     for page, names in SOURCE_BESIDE.items():
         text = site.html(f"tutorials/{page}/index.html")
         assert text.count('class="source-beside-equation"') == len(names), page
         for name in names:
-            module_name, _, rest = name.partition(".")
-            while True:  # the longest importable prefix is the module
-                head, _, tail = rest.partition(".")
-                try:
-                    importlib.import_module(f"{module_name}.{head}")
-                except ModuleNotFoundError:
-                    break
-                module_name, rest = f"{module_name}.{head}", tail
-            obj = importlib.import_module(module_name)
-            for part in rest.split("."):
-                obj = getattr(obj, part)
+            obj = pkgutil.resolve_name(name)  # the module, then attributes
             func = getattr(obj, "py_func", obj)
             lines, start = inspect.getsourcelines(func)
             path = Path(inspect.getsourcefile(func)).resolve().relative_to(ROOT).as_posix()
