@@ -40,6 +40,22 @@ def machine() -> str:
     return f"GPU {gpu_line()}; host {host}" if torch.cuda.is_initialized() else host
 
 
+def init_device(device: str) -> None:
+    """Initialise CUDA where runs of ``train.device = device`` train on it, so that a process writing a section
+    from rows stored by other processes names the GPU in its ``_Recorded`` line (:func:`machine`)."""
+    import torch
+
+    if device in ("auto", "cuda") and torch.cuda.is_available():
+        torch.cuda.init()
+
+
+def device_name() -> str:
+    """What this process trained on: the GPU (:func:`gpu_line`) where it has used one, else the CPU model."""
+    import torch
+
+    return gpu_line() if torch.cuda.is_initialized() else cpu_line().split(",")[0]
+
+
 def gpu_line() -> str:
     """The GPU: its name (torch.cuda.get_device_name), memory and CUDA version."""
     import torch
@@ -48,7 +64,7 @@ def gpu_line() -> str:
     return f"{torch.cuda.get_device_name()} ({props.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda})"
 
 
-ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch can use
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch and numba can use
 
 
 def cpu_line() -> str:

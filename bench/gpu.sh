@@ -4,7 +4,11 @@
 #   1. the tests that need a CUDA device (`pytest -m device tests/test_device.py`),
 #   2. `seqlab demo --minutes 2` (its run directory in /tmp; its printed output in $OUT/demo.txt),
 #   3. bench/lm_throughput.py --device cuda (training step, seqlab vs HF GPT-2: SDPA, bf16, eager and compiled),
-#   4. bench/generate.py --device cuda (greedy decoding, batch 1 and 8, vs HF static cache + CUDA graphs).
+#   4. bench/generate.py --device cuda (greedy decoding, batch 1 and 8, vs HF static cache + CUDA graphs);
+#   5. only when named (GPU_SH_PARTS=quality): bench/quality_rows.sh, the NER and SST-2 ablations of issue #39, nine
+#      rows at once on the GPU, each fitted to GPU_SH_QUALITY_ROW_MIN minutes (default 6), from ./shared/data and
+#      ./shared/vectors (conll2003/eng.*, sst2/; glove-6b-50d-subset.bin, w2v-shakespeare/vectors.txt: put them in
+#      the checkout's shared/, .git/info/exclude it, never commit it); the row logs go to $OUT/quality/.
 #
 # Run from the repository root: `bash bench/gpu.sh`. Writes to $OUT (default: a fresh temporary folder), at most
 # 8 small files, none in a sub-folder: gpu.log (everything printed), RESULTS.gpu.md (the benches' sections, through
@@ -171,6 +175,17 @@ EOF
       "$PY" bench/generate.py --device cuda --rounds 3
   else
     skip "bench/generate.py --device cuda" "transformers or a seqlab dependency is missing"
+  fi
+
+  # 5. the quality ablations (issue #39), only when named
+  if ! want quality; then :
+  elif has "${seqlab_deps[@]}" && [ -d shared/data/conll2003 ]; then
+    part "bench/quality_rows.sh" "${GPU_SH_QUALITY_S:-560}" quality.txt env QUALITY_DATA=shared/data \
+      QUALITY_GLOVE=shared/vectors/glove-6b-50d-subset.bin QUALITY_W2V=shared/vectors/w2v-shakespeare \
+      QUALITY_RUNS="$RUNS/quality" QUALITY_LOGS="$OUT/quality" QUALITY_ROW_MINUTES="${GPU_SH_QUALITY_ROW_MIN:-6}" \
+      QUALITY_DEVICE=cuda PYTHON="$PY" bash bench/quality_rows.sh
+  else
+    skip "bench/quality_rows.sh" "a seqlab dependency or ./shared/data/conll2003 is missing"
   fi
 }
 

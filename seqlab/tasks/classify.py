@@ -5,7 +5,9 @@ and macro-F1 (scikit-learn-identical, :mod:`seqlab.metrics.accuracy`), with a co
 Data: labelled-sentence files in any format :func:`seqlab.data.labelled.read_labelled` detects from the
 content (SST-2 TSV with a header, ``label sentence`` lines, ``__label__N<TAB>sentence``, PTB trees).
 ``data.source = "sst2"`` reads the cached sentence-level SST-2 splits (``sst2/sentence_level/{train,dev,test}.txt``:
-6,920 / 872 / 1,821 sentences, labels 0/1) and ``"sst5"`` the SST-5 trees (``sst5/trees/``, labels 0..4, the
+6,920 / 872 / 1,821 sentences, labels 0/1), ``"sst2-phrases"`` trains on GLUE's 67,349 labelled phrases of the
+training sentences' parse trees (``sst2/train.tsv``, the supervision of Tai et al. 2015) and validates and tests on
+the same sentences, and ``"sst5"`` the SST-5 trees (``sst5/trees/``, labels 0..4, the
 notes' "very offensive" .. "very good"); ``data.train/valid/test`` name files (:mod:`seqlab.tasks.splits`).
 
 Tokens: the run's tokenizer (``data.tokenizer`` word | char | bpe, learned from the training sentences;
@@ -68,6 +70,7 @@ TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Tr
 BEST_BY = ("loss", "accuracy")  # the validation metrics train.best_by may name (sentence accuracy)
 DATASETS = {
     "sst2": ("sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),
+    "sst2-phrases": ("sst2/train.tsv", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),
     "sst5": ("sst5/trees/train.txt", "sst5/trees/dev.txt", "sst5/trees/test.txt"),
 }
 TOKENIZER = "tokenizer.json"

@@ -61,7 +61,8 @@ def read_splits(data: DataConfig, reader: Callable[[str], S], datasets: dict[str
                 task: str, splits: Iterable[str] = SPLITS) -> dict[str, S]:
     """The examples of each split in ``splits``, read with ``reader(path)``.
 
-    ``datasets`` maps the dataset names the task knows to their (train, valid, test) files in the cache.
+    ``datasets`` maps the dataset names the task knows to their (train, valid, test) files in the cache; the
+    first folder of those paths is the downloadable dataset that holds them (``sst2-phrases`` reads ``sst2``).
     """
     splits = tuple(splits)
     named = {s: getattr(data, s) for s in SPLITS}
@@ -69,7 +70,7 @@ def read_splits(data: DataConfig, reader: Callable[[str], S], datasets: dict[str
     if data.train and all(named.values()):
         paths = named
     elif not data.train and data.source in datasets:
-        download.get(data.source)
+        download.get(Path(datasets[data.source][0]).parts[0])
         paths = {s: named[s] or str(download.cache_dir() / f) for s, f in zip(SPLITS, datasets[data.source])}
     else:
         source = data.train or data.source
