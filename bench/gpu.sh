@@ -7,8 +7,11 @@
 #   4. bench/generate.py --device cuda (greedy decoding, batch 1 and 8, vs HF static cache + CUDA graphs);
 #   5. only when named (GPU_SH_PARTS=quality): bench/quality_rows.sh, the NER and SST-2 ablations of issue #39, nine
 #      rows at once on the GPU, each fitted to GPU_SH_QUALITY_ROW_MIN minutes (default 6), from ./shared/data and
-#      ./shared/vectors (conll2003/eng.*, sst2/; glove-6b-50d-subset.bin, w2v-shakespeare/vectors.txt: put them in
-#      the checkout's shared/, .git/info/exclude it, never commit it); the row logs go to $OUT/quality/.
+#      ./shared/vectors, which `bench/device_data.py` fills (the checkout's shared/: .git/info/exclude it, never
+#      commit it); the row logs, metrics.jsonl files and stored rows go to $OUT/quality/. Seen: a 2-core CPU takes
+#      0.49 s a step of ner-bilstm-crf (one thread), so the headline rows' 22,000 steps are for a GPU. Call it as
+#      GPU_SH_PARTS=quality GPU_SH_BUDGET_S=585 GPU_SH_QUALITY_S=575 GPU_SH_QUALITY_ROW_MIN=6.5 bash bench/gpu.sh
+#      and merge with `bench/gpu_merge.py --all` (the file holds only the two ablation sections).
 #
 # Run from the repository root: `bash bench/gpu.sh`. Writes to $OUT (default: a fresh temporary folder), at most
 # 8 small files, none in a sub-folder: gpu.log (everything printed), RESULTS.gpu.md (the benches' sections, through
