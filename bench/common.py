@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import inspect
 import json
 import os
@@ -111,13 +112,23 @@ def write_section(name: str, markdown: str, script: str | None = None) -> None:
     """Replace the section ``name`` of bench/RESULTS.md with ``markdown`` (atomic write).
 
     The start marker names the script that wrote it (``script``, by default the calling bench file), so a
-    reader, and tests/test_results.py, can tell which script owns every figure.
+    reader, and tests/test_results.py, can tell which script owns every figure; the closing ``_Recorded`` line
+    names the date, the machine (CPU model and instruction sets) and :func:`body_hash` of the text above it, so
+    the test can tell that nothing in the section was edited after the script wrote it.
     """
     script = script or _caller_script()
-    block = (f"<!-- {name}:start {script} -->\n{markdown.rstrip()}\n\n"
-             f"_Recorded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}._\n<!-- {name}:end -->")
+    body = markdown.rstrip()
+    block = (f"<!-- {name}:start {script} -->\n{body}\n\n"
+             f"_Recorded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
+             f"body sha256 {body_hash(body)}._\n<!-- {name}:end -->")
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
     write_results(RESULTS, put_block(text, name, block)[0])
+
+
+def body_hash(body: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a section's text (heading to the last line before ``_Recorded``,
+    trailing whitespace stripped), as ``write_section`` records it."""
+    return hashlib.sha256(body.rstrip().encode("utf-8")).hexdigest()[:16]
 
 
 def put_block(text: str, name: str, block: str) -> tuple[str, bool]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -263,7 +264,7 @@ def main() -> int:
     md = "\n".join([
         "## `make demo` scaling: the plan at N steps, chosen on validation, reported on held-out test characters",
         "",
-        f"_{cpu_line()}; 2 threads; one row at a time, each to completion (fixed seed 1337, the clock of steps, no "
+        f"_{cpu_line()}; `train.threads = 0` (every core: {os.cpu_count()}); one row at a time, each to completion (fixed seed 1337, the clock of steps, no "
         f"time budget, no early stop); {spent:.0f} min of rows in all. The wall column is each row's own "
         "time and includes whatever else ran on the machine meanwhile: compare the quality columns across rows, "
         "not the wall times. Rows marked not run were not trained by the invocations that wrote this section._",

@@ -673,18 +673,8 @@ Batched, 8 prompts of {', '.join(map(str, BATCH_LENGTHS))} tokens, left-padded (
 {low_section(low, low_info, rate, agree, v1["seqlab_best"], low_v, bw, args.ppl_run)}
 {target_lines(v1["ratio"], vb["ratio"], fraction, bound_kind, met)}
 {gemv_text}
-What the profile shows (torch.profiler, one eager decode step, and the GEMV table): the 24 weight products
-are three quarters of a step's CPU time, for HF and for seqlab, and they are memory-bound (each reads its
-weight once per token; here {nbytes / 1e6:.0f} MB of them {fits} the {l3_text} L3). MKL's GEMV and oneDNN's
-packed linear read them far below the memory's bandwidth on the AMD EPYC (MKL faster on HF's (in, out) layout
-than on our (out, in) layout: why eager seqlab trails HF), and the compiled step with `freezing` hands exactly
-these products to oneDNN/MKL. Inductor's streaming reduction reads the weights at about the probe's bandwidth,
-so the compiled step uses it (seqlab.nn.gemv; on Intel CPUs the BLAS path stays). Attention over the 272 cached
-slots (1-row bmm, also reductions) is fused into the same few loops. The products' inputs are computed once
-into a buffer of their own (`_computed` in seqlab.nn.gemv): left to itself, inductor inlined each product's
-producer into its loop, so the FFN's second product recomputed GELU's erf for every one of its 384 outputs
-(590k erf per layer and token) and the others the layer norm. Up to 8 rows stream the same way (each row reads
-the weights, from L3 after the first), which beats the BLAS's 8-row GEMM there. On two cores that other jobs
+How the compiled step reads its weights (a streaming reduction instead of the BLAS's GEMV where that is faster,
+the products' inputs computed once): seqlab.nn.gemv's docstring. On two cores that other jobs
 share, each of the ~60 parallel ops per token waits whenever its partner thread is descheduled, so seqlab's
 `decode_threads()` decodes on one thread while the load average exceeds the core count; here both sides are
 held to {threads} thread{'s' * (threads > 1)} instead.

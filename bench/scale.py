@@ -424,7 +424,7 @@ def main() -> None:
                 runs.setdefault(part, {})[size] = timed(cands, corpus, warm, args.rounds, part, size)
                 corpus.unlink()
     load_after = os.getloadavg()
-    lines = [f"## Scale: cost against corpus size, each beside its peer (`bench/scale.py`)", "",
+    lines = ["## Scale: cost against corpus size, each beside its peer (`bench/scale.py`)", "",
              f"{cpu_line()}. " + (f"Load average {load[0]:.1f} at the start, {load_after[0]:.1f} at the end. "
                                   if not args.rows else "") + "enwiki_sample "
              "repeated to each size; wall time of the whole command (start-up included); peak RSS = the peak sum "
@@ -441,8 +441,6 @@ def main() -> None:
         result.update(peer_best=result["lm_peer_best"], ratio=result["lm_ratio"])
     if args.note:
         lines += [args.note, ""]
-    lines.append("_Before streaming (main at 55d7261): `seqlab train lm-bpe` on 100 MB peaked at 7.5 GB, and "
-                 "`seqlab train w2v-sgns` at 1,988 MiB (see the issue)._")
     write_section("scale", "\n".join(lines))
     print(json.dumps(result))
 
