@@ -17,6 +17,7 @@ import filecmp
 import logging
 import os
 import shutil
+import sys
 import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -141,8 +142,6 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
         return contextlib.nullcontext()
 
     def undo() -> None:
-        import sys
-
         kept = lock.close(failed=True)
         outcome = _last_checkpoint(run_dir) if kept else "nothing of the new run was kept"
         sys.stderr.write(f"terminated by SIGTERM: {outcome}\n")
@@ -151,25 +150,23 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
 
 
 @contextlib.contextmanager
-def _caller_state_kept(device: str | None):
+def _caller_state_kept(device: str | None, cfg: RunConfig | None = None, loading: bool = False):
     """The caller's process state, put back on leaving: torch's random state (the CPU generator, and the CUDA ones
     once CUDA is in use or the call runs on it: ``torch.manual_seed`` seeds them all), the thread counts of
     torch and numba, and the environment (torch sets ``TORCHINDUCTOR_CACHE_DIR`` when the optimizer first
     imports ``torch._dynamo``). Inside, the Trainer and the tasks seed torch's generators and set
     ``train.threads`` as before, so a run, and its resume, draws the same numbers bit for bit. A CPU call in a
     process that has not started CUDA leaves the CUDA generators unstarted (with the seed torch queues for
-    them when they start)."""
-    import torch
-
-    threads, numba_threads, environ = torch.get_num_threads(), _numba_threads(), dict(os.environ)
-    cuda = torch.cuda.is_available() and (torch.cuda.is_initialized() or device in (None, "auto")
-                                          or str(device).startswith("cuda"))
+    them when they start). Where the call imports no torch (training ``cfg``, or with ``loading`` reading its
+    run: the task's ``torch_free(cfg, loading=)`` says so, as word vectors on the numba engine do) and the caller
+    has not imported it either, there is no torch state to keep, and torch stays unimported."""
+    free = getattr(task_module(cfg.task.kind), "torch_free", None) if cfg is not None else None
+    keep_torch = "torch" in sys.modules or not (free and free(cfg, loading=loading))
+    numba_threads, environ = _numba_threads(), dict(os.environ)
     try:
-        with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if cuda else []):
+        with _torch_state_kept(device) if keep_torch else contextlib.nullcontext():
             yield
     finally:
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
         _restore_numba_threads(numba_threads)
         for key in set(os.environ) - set(environ):
             del os.environ[key]
@@ -178,10 +175,24 @@ def _caller_state_kept(device: str | None):
                 os.environ[key] = value
 
 
+@contextlib.contextmanager
+def _torch_state_kept(device: str | None):
+    """torch's part of :func:`_caller_state_kept`: its random state and its thread count."""
+    import torch
+
+    threads = torch.get_num_threads()
+    cuda = torch.cuda.is_available() and (torch.cuda.is_initialized() or device in (None, "auto")
+                                          or str(device).startswith("cuda"))
+    try:
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if cuda else []):
+            yield
+    finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+
 def _numba_threads() -> int | None:
     """numba's thread count, or None while its threads are not launched (asking would launch them)."""
-    import sys
-
     numba = sys.modules.get("numba")
     if numba is None:
         return None
@@ -195,8 +206,6 @@ def _numba_threads() -> int | None:
 def _restore_numba_threads(before: int | None) -> None:
     """Put numba's thread count back: ``before``, or, where its threads were launched since, the count they
     started with (``numba.config.NUMBA_NUM_THREADS``, what the caller would have had)."""
-    import sys
-
     numba = sys.modules.get("numba")
     if numba is None:
         return
@@ -246,7 +255,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     resume = rundir.resume_wanted(resume, run_dir)
     if resume:
         rundir.check_resume_length(cfg, run_dir)
-    with _caller_state_kept(cfg.train.device):  # the Trainer seeds torch and sets train.threads inside
+    with _caller_state_kept(cfg.train.device, cfg):  # the Trainer seeds torch and sets train.threads inside
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
 
 
@@ -473,14 +482,14 @@ def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> 
     None or "auto" (CUDA when present), "cpu", "cuda" or "cuda:N"; anything else is an error naming these. Its
     ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...).
     Building the model draws its (then replaced) initial weights inside :func:`_caller_state_kept`."""
-    from seqlab.training.devices import inference_device
+    from seqlab.training.devices import check_inference_device
 
-    inference_device(device)  # a device that is no device is refused before anything is read
+    check_inference_device(device)  # a device that is no device is refused before anything is read
     run_dir = Path(run_dir)
     cfg = read_run_config(run_dir)
     weights = checkpoint_dir(run_dir, last)
     try:
-        with _caller_state_kept(device):
+        with _caller_state_kept(device, cfg, loading=True):
             for _ in range(5):  # a checkpoint committed while we loaded (the run is training): load again
                 state = checkpoint.load_state(weights)
                 obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)

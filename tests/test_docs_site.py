@@ -362,7 +362,7 @@ SOURCE_BESIDE = {
                           "seqlab.models.autoregressive.FittedAR.forecast"],
     "02-tokens-and-vocabularies": ["seqlab.text.vocab.Vocab.build", "seqlab.data.batching.pad_batch"],
     "03-recurrent-networks": ["seqlab.nn.recurrent.gru_step", "seqlab.nn.recurrent.lstm_step"],
-    "04-word-embeddings": ["seqlab.models.word2vec_kernels._sgd_pair", "seqlab.models.glove.GloVe.forward"],
+    "04-word-embeddings": ["seqlab.models.word2vec_kernels._sgd_pair", "seqlab.models.glove_torch.GloVe.forward"],
     "05-seq2seq-attention": ["seqlab.nn.additive.AdditiveAttention.forward", "seqlab.metrics.bleu.compute_bleu"],
     "06-transformer": ["seqlab.nn.attention.attention_equations", "seqlab.nn.attention.split_heads",
                        "seqlab.nn.attention.merge_heads", "seqlab.nn.attention.MultiHeadAttention.forward"],

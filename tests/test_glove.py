@@ -12,6 +12,7 @@ import torch
 from bounds import gamma, u
 from helpers import train_epochs
 from seqlab.data.corpus import Corpus
+from seqlab.models.arrays import weight_array
 from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig, cooccurrence
 from seqlab.vectors.keyed import KeyedVectors
 
@@ -84,8 +85,8 @@ def _engine_bounds(task: GloVeAdaGrad, eta: float) -> dict[str, float]:
     2|g||Δg| + one rounding per update. Magnitudes: the trained weights (they grow from init in one epoch)."""
     f32, dim = np.float32, task.cfg.dim
     n = max(np.bincount(task.rows).max(), np.bincount(task.cols).max())
-    mw = max(np.abs(getattr(task.model, k).weight.detach().numpy()).max() for k in ("word", "context"))
-    mb = max(np.abs(getattr(task.model, k).weight.detach().numpy()).max() for k in ("word_bias", "context_bias"))
+    mw = max(np.abs(weight_array(getattr(task.model, k))).max() for k in ("word", "context"))
+    mb = max(np.abs(weight_array(getattr(task.model, k))).max() for k in ("word_bias", "context_bias"))
     s = dim * mw * mw + 2 * mb + np.log(task.vals.max())
     dstep = eta * gamma(dim + 6, f32) * s
     carry = 1 + n * eta
@@ -107,8 +108,8 @@ def test_numba_and_torch_take_the_same_adagrad_steps():
     tol = _engine_bounds(a, eta=0.05)
     assert loss_a == pytest.approx(loss_b, abs=tol["cost"])  # mean cost: the per-entry bound
     for name in GloVeAdaGrad.PARAMS:
-        np.testing.assert_allclose(getattr(a.model, name).weight.detach().numpy(),
-                                   getattr(b.model, name).weight.detach().numpy(), rtol=0, atol=tol[name])
+        np.testing.assert_allclose(weight_array(getattr(a.model, name)),
+                                   weight_array(getattr(b.model, name)), rtol=0, atol=tol[name])
         np.testing.assert_allclose(a.adagrad[name], b.adagrad[name], rtol=0, atol=tol["adagrad"])
 
 
@@ -135,7 +136,7 @@ def test_nan_guard_skips_bad_entries(engine):
     loss, terms = _epoch(trainer)
     assert terms == len(trainer.vals) - 3 and np.isfinite(loss)
     for name in GloVeAdaGrad.PARAMS:
-        assert np.isfinite(getattr(trainer.model, name).weight.detach().numpy()).all()
+        assert np.isfinite(weight_array(getattr(trainer.model, name))).all()
         assert np.isfinite(trainer.adagrad[name]).all()
 
 
@@ -155,7 +156,7 @@ def test_resume_state_round_trips():
     a, b = _glove(random_sentences()), _glove(random_sentences())
     _epoch(a)
     b.model.load_state_dict(a.model.state_dict())
-    b.restore_trainer_tensors({k: v.clone() for k, v in a.trainer_tensors().items()})
+    b.restore_trainer_tensors({k: v.copy() for k, v in a.trainer_tensors().items()})
     _epoch(a, 1)
     _epoch(b, 1)
     np.testing.assert_array_equal(a.vectors(), b.vectors())

@@ -292,7 +292,8 @@ def test_the_departures_page_has_a_row_for_each_item(departures):
     assert headings == [f"## {i}. {c.title}" for i, c in enumerate(notes_map.CHAPTERS, 1)]
     # the items, each a row beside its code
     named = {d.name for d in departures}
-    for name in ("seqlab.models.glove.cooccurrence", "seqlab.models.glove.GloVe", "seqlab.models.word2vec.SkipGram",
+    for name in ("seqlab.models.glove.cooccurrence", "seqlab.models.glove_torch.GloVe",
+                 "seqlab.models.word2vec_torch.SkipGram",
                  "seqlab.metrics.bleu.compute_bleu", "seqlab.nn.positions.sinusoidal_table", "seqlab.views.explain.trace",
                  "seqlab.nn.feedforward.FeedForward", "seqlab.models.transformer.EncoderLayer",
                  "seqlab.models.transformer.Embedding", "seqlab.nn.attention.MultiHeadAttention",

@@ -233,10 +233,25 @@ def _rows(text: str) -> list[dict]:
 
 
 def versions(*libraries: str) -> dict[str, str]:
-    """Library versions for ``state.json``: seqlab's and each named library's, e.g. ``versions("torch")``."""
+    """Library versions for ``state.json``: seqlab's and each named library's, e.g. ``versions("torch")``: the
+    imported module's ``__version__``, or, for one this process has not imported (torch in a word2vec run), its
+    installed distribution's version, read without importing it (a library not installed is left out)."""
+    import sys
+    from importlib import metadata
+
     from seqlab.base.version import __version__
 
-    return {"seqlab": __version__, **{name: str(importlib.import_module(name).__version__) for name in libraries}}
+    found = {"seqlab": __version__}
+    for name in libraries:
+        module = sys.modules.get(name)
+        if module is not None:
+            found[name] = str(module.__version__)
+            continue
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
 
 
 class MetricsLog:

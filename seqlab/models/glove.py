@@ -31,15 +31,19 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from numba import njit, prange
-from torch import nn
 
-from seqlab.data.corpus import Corpus
 from seqlab.base.io import drop_pages, map_array
+from seqlab.base.lazy import lazy_exports
+from seqlab.data.corpus import Corpus
+from seqlab.models.arrays import ArrayModel, weight_array
 from seqlab.models.word2vec_kernels import StepStats, numba_threads
+
+if TYPE_CHECKING:  # annotations only: the numba engine runs without torch
+    import torch
 
 ENTRIES_PER_STEP = 1 << 20  # co-occurrence entries per Trainer step: the grain of progress, Ctrl-C, checkpoints
 BLOCK_PAIRS = 1 << 22  # co-occurrences emitted between two sort-and-merge steps (bounds the temporary memory)
@@ -309,56 +313,18 @@ def _adagrad(word, context, word_bias, context_bias, g_word, g_context, g_word_b
 
 
 # ------------------------------------------------------------------------------------------------------
-# the PyTorch model
+# the PyTorch model (the GPU path): seqlab.models.glove_torch.GloVe, imported from here on first use (the numba
+# engine, and so `seqlab train glove` on a CPU, runs without torch)
 
-
-class GloVe(nn.Module):
-    r"""θ (``word``), e (``context``) and the biases b, b̃; ``forward`` is the weighted squared error per entry.
-
-    !!! equation "Word embeddings › GloVe"
-        $\frac{1}{2} J = \frac{1}{2} \sum_{i,j:\ X_{ij} > 0} f(X_{ij}) (\theta_i^\top e_j + b_i + \tilde{b}_j -
-        \log X_{ij})^2$: the GloVe loss, word vectors whose dot product fits the log co-occurrence count, halved
-        as the reference tool halves it (the same minimiser, half the gradient); the weight
-        $f(x) = \min(1, (x/x_{max})^\alpha)$ (beyond the notes) drops the pairs never seen and damps the frequent
-        ones.
-        default: model.x_max = 100.0; presets: glove = 10.0
-        default: model.alpha = 0.75
-
-    !!! departure "Word embeddings › GloVe"
-        notes: $\sum_{i=1}^{10k} \sum_{j=1}^{10k} (\theta_i^\top e_j + b_i + b_j - \log X_{ij})^2$, every pair
-        unweighted, though $\log X_{ij}$ does not exist for a pair never seen.
-        seqlab: $\frac{1}{2} \sum_{X_{ij} > 0} f(X_{ij}) (\theta_i^\top e_j + b_i + \tilde{b}_j - \log
-        X_{ij})^2$: the pairs seen only, weighted by $f$ (``model.x_max``, ``model.alpha``), halved; the context
-        bias is written $\tilde{b}_j$, and a word's vector is $\theta_w + e_w$."""
-
-    def __init__(self, cfg: GloVeConfig):
-        super().__init__()
-        self.cfg = cfg
-        v, d = cfg.vocab_size, cfg.dim
-        self.word = nn.Embedding(v, d, sparse=True)  # θ: (V, D)
-        self.context = nn.Embedding(v, d, sparse=True)  # e: (V, D)
-        self.word_bias = nn.Embedding(v, 1, sparse=True)  # b: (V, 1)
-        self.context_bias = nn.Embedding(v, 1, sparse=True)  # b̃: (V, 1)
-
-    def weight(self, x: torch.Tensor) -> torch.Tensor:
-        """f(x) = min(1, (x / x_max)^alpha)."""
-        return torch.clamp(x / self.cfg.x_max, max=1.0) ** self.cfg.alpha
-
-    def forward(self, i: torch.Tensor, j: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """i, j, x (B,) -> ½ f(X_ij) (θ_i·e_j + b_i + b̃_j - log X_ij)² (B,)."""
-        score = (self.word(i) * self.context(j)).sum(-1)  # (B, D) -> (B,)
-        diff = score + self.word_bias(i)[:, 0] + self.context_bias(j)[:, 0] - torch.log(x)
-        return 0.5 * self.weight(x) * diff * diff
-
-    def vectors(self) -> torch.Tensor:
-        """(V, D) word vectors θ_w + e_w."""
-        return self.word.weight + self.context.weight
+__getattr__, __dir__ = lazy_exports(__name__, {"GloVe": "seqlab.models.glove_torch"}, globals())
 
 
 class GloVeAdaGrad:
     """A :class:`GloVe`, its co-occurrence matrix and AdaGrad accumulators, trained one step at a time (a kernel
     task of :class:`seqlab.training.trainer.Trainer`): step ``index`` of an epoch takes the ``index``-th of
-    ``steps_per_epoch`` contiguous parts of the shuffled non-zero entries, its threads each a contiguous share."""
+    ``steps_per_epoch`` contiguous parts of the shuffled non-zero entries, its threads each a contiguous share.
+    ``model`` is a :class:`GloVe` on the torch engine and, on the numba engine, its weights as numpy arrays under
+    the same names (:func:`glove_arrays_model`: that engine imports no torch)."""
 
     PARAMS = ("word", "context", "word_bias", "context_bias")
     schedule = "constant"  # AdaGrad scales each weight's step itself; the tool keeps eta fixed
@@ -370,14 +336,13 @@ class GloVeAdaGrad:
         cfg = replace(cfg, vocab_size=len(corpus.words))
         self.cfg, self.seed, self.corpus = cfg, seed, corpus
         self.engine, self.threads, self.batch_size = engine, threads, batch_size
-        self.device = device or torch.device("cpu")
-        self.model = GloVe(cfg)
+        self.device = device  # the torch engine's (None: the CPU); the numba engine runs on the CPU
+        self.model: Any = glove_arrays_model(cfg)  # numba: the arrays; torch: a GloVe holding them
         rng = np.random.default_rng(seed)
-        with torch.no_grad():  # glove.c: every weight uniform in ±0.5/D, accumulators at 1
-            for name in self.PARAMS:
-                p = getattr(self.model, name).weight
-                p.copy_(torch.from_numpy((rng.random(tuple(p.shape), dtype=np.float32) - 0.5) / cfg.dim))
-        self.adagrad = {name: np.ones(tuple(getattr(self.model, name).weight.shape), dtype=np.float32)
+        for name in self.PARAMS:  # glove.c: every weight uniform in ±0.5/D, accumulators at 1
+            w = getattr(self.model, name).weight
+            w[...] = (rng.random(w.shape, dtype=np.float32) - 0.5) / cfg.dim
+        self.adagrad = {name: np.ones(getattr(self.model, name).weight.shape, dtype=np.float32)
                         for name in self.PARAMS}
         rows, cols, vals = cooccurrence(corpus, cfg.window, max_memory_mb=max_memory_mb, scratch=scratch)
         order = rng.permutation(len(vals))  # one shuffle, as the tool's shuffle step
@@ -387,17 +352,19 @@ class GloVeAdaGrad:
             self.n_threads = numba_threads(threads)  # the Trainer sets numba's pool to it (it owns the process)
             self._kernel(0, 0, 0.0)  # compiles (or loads the cached machine code) before training
         else:
-            self.model.to(self.device)
+            self.model = _torch_glove(cfg, self.model.state_dict(), device)
 
     def vectors(self) -> np.ndarray:
-        return self.model.vectors().detach().cpu().numpy().copy()
+        """(V, D) word vectors θ_w + e_w."""
+        m = self.model
+        return (weight_array(m.word) + weight_array(m.context)).astype(np.float32)
 
-    def trainer_tensors(self) -> dict[str, torch.Tensor]:
-        return {f"adagrad.{k}": torch.from_numpy(v) for k, v in self.adagrad.items()}
+    def trainer_tensors(self) -> dict[str, np.ndarray]:
+        return {f"adagrad.{k}": v for k, v in self.adagrad.items()}
 
-    def restore_trainer_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+    def restore_trainer_tensors(self, tensors: dict[str, np.ndarray]) -> None:
         for name in self.PARAMS:
-            self.adagrad[name][...] = tensors[f"adagrad.{name}"].numpy()
+            self.adagrad[name][...] = np.asarray(tensors[f"adagrad.{name}"])
 
     def update(self, epoch: int, index: int, lr: Callable[[float], float]) -> StepStats:
         """Entries [p0, p1) of step ``index`` at the learning rate lr(epochs done); effective and raw words are
@@ -417,8 +384,7 @@ class GloVeAdaGrad:
 
     def _arrays(self) -> list[np.ndarray]:
         m = self.model
-        return [m.word.weight.detach().numpy(), m.context.weight.detach().numpy(),
-                m.word_bias.weight.detach().numpy()[:, 0], m.context_bias.weight.detach().numpy()[:, 0]]
+        return [m.word.weight, m.context.weight, m.word_bias.weight[:, 0], m.context_bias.weight[:, 0]]
 
     def _kernel(self, p0: int, p1: int, eta: float) -> tuple[float, int]:
         bounds = np.linspace(p0, p1, self.n_threads + 1).astype(np.int64)  # thread t: a contiguous share
@@ -430,7 +396,9 @@ class GloVeAdaGrad:
         return float(cost.sum()), int(count.sum())
 
     def _torch_step(self, p0: int, p1: int, eta: float) -> tuple[float, int]:
-        m, device = self.model, self.device
+        import torch
+
+        m, device = self.model, self.device or torch.device("cpu")
         params = [getattr(m, name).weight for name in self.PARAMS]
         accumulators = [torch.from_numpy(self.adagrad[name]).to(device) for name in self.PARAMS]
         rows = torch.from_numpy(self.rows[p0:p1].astype(np.int64))
@@ -463,3 +431,25 @@ class GloVeAdaGrad:
         for name, acc in zip(self.PARAMS, accumulators):
             self.adagrad[name][...] = acc.cpu().numpy()
         return cost.item(), count
+
+
+def glove_arrays_model(cfg: GloVeConfig) -> ArrayModel:
+    """A GloVe model in numpy arrays, zero, with :class:`GloVe`'s names (``word``, ``context`` (V, D),
+    ``word_bias``, ``context_bias`` (V, 1)): what the numba engine trains and what loading a run's vectors reads
+    into, without torch."""
+    v, d = cfg.vocab_size, cfg.dim
+    return ArrayModel(word=np.zeros((v, d), np.float32), context=np.zeros((v, d), np.float32),
+                      word_bias=np.zeros((v, 1), np.float32), context_bias=np.zeros((v, 1), np.float32))
+
+
+def _torch_glove(cfg: GloVeConfig, weights: dict[str, np.ndarray], device: Any) -> Any:
+    """A :class:`GloVe` holding ``weights`` (arrays by state_dict name), on ``device``."""
+    import torch
+
+    from seqlab.models.glove_torch import GloVe
+
+    model = GloVe(cfg)
+    with torch.no_grad():
+        for name, value in model.state_dict(keep_vars=True).items():
+            value.copy_(torch.from_numpy(weights[name]))
+    return model.to(device or torch.device("cpu"))

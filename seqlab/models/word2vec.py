@@ -54,15 +54,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from seqlab.data.corpus import Corpus
 from seqlab.base.errors import SeqlabError
+from seqlab.base.lazy import lazy_exports
+from seqlab.data.corpus import Corpus
+from seqlab.models.arrays import ArrayModel, weight_array
 from seqlab.models.word2vec_kernels import StepStats, _train_chunks, numba_threads, thread_seeds
 from seqlab.models.word2vec_tables import HuffmanTree, cum_table, huffman_tree, noise_buckets, sample_ints
+
+if TYPE_CHECKING:  # annotations only: the numba engine runs without torch
+    import torch
 
 CHUNKS_PER_STEP = 64  # chunks (<= 640k raw words) per Trainer step: the grain of progress, Ctrl-C and checkpoints
 PAIR_SLICE_CHUNKS = 20  # torch engine: chunks whose pairs are generated at once (bounds their memory)
@@ -96,69 +100,10 @@ class Word2VecConfig:
 
 
 # ------------------------------------------------------------------------------------------------------
-# the PyTorch model (the readable reference, and the GPU path)
+# the PyTorch model (the readable reference, and the GPU path): seqlab.models.word2vec_torch.SkipGram, imported
+# from here on first use (the numba engine, and so `seqlab train w2v-sgns` on a CPU, runs without torch)
 
-
-class SkipGram(nn.Module):
-    r"""e_c = E·o_c (``input``) and output vectors θ (``ns_output``: one per word, for negative sampling;
-    ``hs_output``: one per inner node of the Huffman tree). ``forward`` returns L(c, t) per pair.
-
-    !!! equation "Word embeddings › Skip-gram"
-        $\hat{y} = P(t \mid c) = \frac{\exp(\theta_t^\top e_c)}{\sum_{j=1}^{V} \exp(\theta_j^\top e_c)}$: the
-        probability of a target word $t$ in the window of a context word $c$; its $O(V)$ normaliser is what
-        negative sampling and hierarchical softmax avoid.
-
-    !!! equation "Word embeddings › Skip-gram"
-        $L(\hat{y}, y) = -\sum_{i=1}^{V} y_i \log \hat{y}_i$: the categorical cross-entropy of a (context,
-        target) pair, $-\log P(t \mid c)$; ``forward`` computes it through one of the two approximations.
-
-    !!! departure "Word embeddings › Skip-gram (slip in the notes)"
-        notes: $\hat{y} = \frac{\theta_t^\top e_c}{\sum_{j} \theta_j^\top e_c}$, without the exponentials (a
-        ratio of dot products, which can be negative).
-        seqlab: the softmax $\frac{\exp(\theta_t^\top e_c)}{\sum_j \exp(\theta_j^\top e_c)}$, trained through
-        negative sampling or hierarchical softmax (its $O(V)$ sum is never computed).
-
-    !!! departure "Word embeddings › Skip-gram (notation)"
-        notes: $e_c = E\, o_c$ the context word's vector and $\theta_t$ the target's; GloVe's $\theta_i$ and $e_j$.
-        seqlab: ``input`` holds the $e$ (gensim's ``syn0``), ``ns_output`` one $\theta$ per word (``syn1neg``),
-        and ``hs_output`` one $\theta_n$ per inner node of the Huffman tree, not per word (``syn1``). The notes'
-        context word is word2vec's input (centre) word."""
-
-    def __init__(self, cfg: Word2VecConfig, hs: bool = False):
-        super().__init__()
-        v, d = cfg.vocab_size, cfg.dim
-        self.input = nn.Embedding(v, d, sparse=True)  # E: (V, D)
-        self.ns_output = nn.Embedding(v, d, sparse=True) if cfg.negative > 0 else None  # θ: (V, D)
-        self.hs_output = nn.Embedding(max(v - 1, 1), d, sparse=True) if hs else None  # θ: (V-1, D)
-
-    @staticmethod
-    def pair_loss(output: nn.Embedding, e_c: torch.Tensor, targets: torch.Tensor, labels: torch.Tensor,
-                  mask: torch.Tensor) -> torch.Tensor:
-        r"""Σ_k mask_k · -log σ(±θ_{targets_k}·e_c): e_c (B, D), targets/labels/mask (B, K) -> (B,).
-
-        !!! equation "Word embeddings › Negative sampling (beyond the notes)"
-            $L(c, t) = -\log \sigma(\theta_t^\top e_c) - \sum_{k=1}^{K} \log \sigma(-\theta_{n_k}^\top e_c)$:
-            negative sampling (Mikolov et al. 2013), one logistic loss for the true target and one for each of
-            $K$ noise words $n_k$.
-
-        !!! equation "Word embeddings › Hierarchical softmax"
-            $-\log P(t \mid c) = -\sum_{n \in \mathrm{path}(t)} \log \sigma(\pm \theta_n^\top e_c)$: the product of
-            binary probabilities along the root-to-$t$ path of a tree over the vocabulary, $O(\log_2 V)$ terms
-            instead of $V$; the sign is the branch taken."""
-        theta = output(targets)  # (B, K, D)
-        scores = torch.einsum("bkd,bd->bk", theta, e_c)  # (B, K)
-        nll = nn.functional.binary_cross_entropy_with_logits(scores, labels, reduction="none")  # (B, K)
-        return (nll * mask).sum(-1)
-
-    def forward(self, c: torch.Tensor, ns: tuple | None = None, hs: tuple | None = None) -> torch.Tensor:
-        """c (B,) input words; ns / hs = (targets, labels, mask), each (B, K); returns the loss per pair (B,)."""
-        e_c = self.input(c)  # (B, D)
-        loss = torch.zeros(c.shape[0], device=c.device)
-        if ns is not None:
-            loss = loss + self.pair_loss(self.ns_output, e_c, *ns)
-        if hs is not None:
-            loss = loss + self.pair_loss(self.hs_output, e_c, *hs)
-        return loss
+__getattr__, __dir__ = lazy_exports(__name__, {"SkipGram": "seqlab.models.word2vec_torch"}, globals())
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -166,9 +111,11 @@ class SkipGram(nn.Module):
 
 
 class SkipGramSGD:
-    r"""A :class:`SkipGram`, its tables and the corpus, trained by plain SGD one step at a time (a kernel task of
+    r"""A skip-gram model, its tables and the corpus, trained by plain SGD one step at a time (a kernel task of
     :class:`seqlab.training.trainer.Trainer`): ``update(epoch, index, lr)`` trains chunks ``index·CHUNKS_PER_STEP ..`` of
-    the corpus at the learning rates ``lr(epochs done)`` of the Trainer's schedule.
+    the corpus at the learning rates ``lr(epochs done)`` of the Trainer's schedule. ``model`` is a :class:`SkipGram`
+    on the torch engine and, on the numba engine, its weights as numpy arrays under the same names
+    (:func:`skip_gram_arrays_model`: that engine imports no torch); the checkpoints of the two are the same files.
 
     !!! equation "Word embeddings › Skip-gram (beyond the notes)"
         $g_k = \alpha (l_k - \sigma(\theta_{u_k}^\top e_c)),\ \theta_{u_k} \mathrel{+}= g_k e_c,\ e_c
@@ -187,18 +134,17 @@ class SkipGramSGD:
         cfg = replace(cfg, vocab_size=len(self.counts))
         self.cfg, self.hs, self.seed = cfg, hs, seed
         self.engine, self.threads, self.batch_size = engine, threads, batch_size
-        self.device = device or torch.device("cpu")
-        self.model = SkipGram(cfg, hs=hs)
+        self.device = device  # the torch engine's (None: the CPU); the numba engine runs on the CPU
+        # gensim 4's initialisation (prep_vectors), to the bit: e uniform in ±1/D, θ zero
         rng = np.random.default_rng(seed)
-        with torch.no_grad():  # gensim 4's initialisation (prep_vectors), to the bit: e uniform in ±1/D, θ zero
-            init = rng.random((cfg.vocab_size, cfg.dim), dtype=np.float32)  # twice the C tool's ±0.5/D, which
-            init *= 2.0  # starts SGNS slower: 1.4 points lower on MEN and SimLex after 5 epochs on enwiki_sample
-            init -= 1.0
-            init /= cfg.dim
-            self.model.input.weight.copy_(torch.from_numpy(init))
-            for out in (self.model.ns_output, self.model.hs_output):
-                if out is not None:
-                    out.weight.zero_()
+        init = rng.random((cfg.vocab_size, cfg.dim), dtype=np.float32)  # twice the C tool's ±0.5/D, which
+        init *= 2.0  # starts SGNS slower: 1.4 points lower on MEN and SimLex after 5 epochs on enwiki_sample
+        init -= 1.0
+        init /= cfg.dim
+        self.model: Any = skip_gram_arrays_model(cfg, hs)  # numba: the arrays; torch: a SkipGram holding them
+        self.model.input.weight[...] = init
+        if engine != "numba":
+            self.model = _torch_model(_torch_skip_gram(cfg, hs), self.model.state_dict(), device)
         self.sample_int = sample_ints(self.counts, cfg.sample)
         self.cum = cum_table(self.counts, cfg.ns_exponent)
         self.noise_shift, self.noise_starts = noise_buckets(self.cum)
@@ -209,22 +155,20 @@ class SkipGramSGD:
         if engine == "numba":
             self.n_threads = numba_threads(threads)  # the Trainer sets numba's pool to it (it owns the process)
             self._kernel(0, 0, np.zeros(0, np.float32), thread_seeds(seed, 0, self.n_threads))  # compile (or load)
-        else:
-            self.model.to(self.device)
 
     def vectors(self) -> np.ndarray:
         """(V, D) float32 word vectors e_w (the input matrix, as gensim's ``wv.vectors``)."""
-        return self.model.input.weight.detach().cpu().numpy().copy()
+        return weight_array(self.model.input).copy()
 
-    def trainer_tensors(self) -> dict[str, torch.Tensor]:
+    def trainer_tensors(self) -> dict[str, np.ndarray]:
         """SGD keeps no optimiser state; the numba threads' random states are what a mid-epoch resume needs
         (the torch engine derives its streams from (seed, epoch, step))."""
-        return {} if self.rng is None else {"rng": torch.from_numpy(self.rng.astype(np.int64))}
+        return {} if self.rng is None else {"rng": self.rng.astype(np.int64)}
 
-    def restore_trainer_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+    def restore_trainer_tensors(self, tensors: dict[str, np.ndarray]) -> None:
         rng = tensors.get("rng")
         ok = rng is not None and self.engine == "numba" and tuple(rng.shape) == (self.n_threads, 2)
-        self.rng = rng.numpy().astype(np.uint64) if ok else None  # else: fresh streams (another thread count)
+        self.rng = np.asarray(rng).astype(np.uint64) if ok else None  # else: fresh streams (another thread count)
 
     def update(self, epoch: int, index: int, lr: Callable[[float], float]) -> StepStats:
         """Train chunks [c0, c1) of step ``index`` of ``epoch``; chunk c at lr(epoch + its position in the
@@ -248,9 +192,9 @@ class SkipGramSGD:
 
     def _kernel(self, c0: int, c1: int, alphas: np.ndarray, rng: np.ndarray) -> tuple[float, int, int]:
         cfg, m, corpus = self.cfg, self.model, self.corpus
-        syn0 = m.input.weight.detach().numpy()
-        syn1 = m.hs_output.weight.detach().numpy() if self.hs else np.zeros((1, cfg.dim), np.float32)
-        syn1neg = m.ns_output.weight.detach().numpy() if cfg.negative else np.zeros((1, cfg.dim), np.float32)
+        syn0 = m.input.weight
+        syn1 = m.hs_output.weight if self.hs else np.zeros((1, cfg.dim), np.float32)
+        syn1neg = m.ns_output.weight if cfg.negative else np.zeros((1, cfg.dim), np.float32)
         tree = self.tree or HuffmanTree(np.zeros((1, 1), np.uint8), np.zeros((1, 1), np.int32), np.zeros(1, np.int32))
         if self._hs_labels is None:
             self._hs_labels = (1.0 - tree.codes).astype(np.float32)  # label 1 - code: gensim's g = (1 - code - f) α
@@ -264,7 +208,10 @@ class SkipGramSGD:
 
     def _torch_step(self, c0: int, c1: int, at: Callable[[float], float],
                     rng: np.random.Generator) -> tuple[float, int, int]:
-        cfg, m, corpus, device, batch_size = self.cfg, self.model, self.corpus, self.device, self.batch_size
+        import torch
+
+        cfg, m, corpus, batch_size = self.cfg, self.model, self.corpus, self.batch_size
+        device = self.device or torch.device("cpu")
         optimizer = torch.optim.SGD(m.parameters(), lr=at(corpus.raw_before[c0]))  # plain SGD, sparse gradients
         gen = torch.Generator(device=device).manual_seed(int(rng.integers(2**62)))
         cum = torch.from_numpy(self.cum.astype(np.int64)).to(device)
@@ -328,3 +275,29 @@ class SkipGramSGD:
         inputs, targets = np.concatenate(inputs).astype(np.int64), np.concatenate(targets).astype(np.int64)
         order = rng.permutation(len(inputs))
         return inputs[order], targets[order], n
+
+
+def skip_gram_arrays_model(cfg: Word2VecConfig, hs: bool) -> ArrayModel:
+    """A skip-gram model in numpy arrays, zero, with :class:`SkipGram`'s names (``input`` (V, D), ``ns_output``
+    (V, D) when ``negative`` > 0, ``hs_output`` (V-1, D) with ``hs``): what the numba engine trains and what
+    loading a run's vectors reads into, without torch."""
+    v, d = cfg.vocab_size, cfg.dim
+    return ArrayModel(input=np.zeros((v, d), np.float32),
+                      ns_output=np.zeros((v, d), np.float32) if cfg.negative > 0 else None,
+                      hs_output=np.zeros((max(v - 1, 1), d), np.float32) if hs else None)
+
+
+def _torch_skip_gram(cfg: Word2VecConfig, hs: bool) -> Any:
+    from seqlab.models.word2vec_torch import SkipGram
+
+    return SkipGram(cfg, hs=hs)
+
+
+def _torch_model(model: Any, weights: dict[str, np.ndarray], device: Any) -> Any:
+    """``model`` (an nn.Module) with ``weights`` (arrays by state_dict name) copied in, on ``device``."""
+    import torch
+
+    with torch.no_grad():
+        for name, value in model.state_dict(keep_vars=True).items():
+            value.copy_(torch.from_numpy(weights[name]))
+    return model.to(device or torch.device("cpu"))

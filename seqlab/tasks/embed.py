@@ -16,6 +16,11 @@ between checkpoints (there is one after every epoch too). Ctrl-C saves at the ne
 continues from there (with one thread, bit for bit). The run directory holds ``vocab.json``, ``metrics.jsonl``
 (a loss row per epoch), the checkpoint and, when training ends, ``vectors.txt`` in the word2vec text format.
 
+On a CPU (``train.device = "cpu"``, or ``"auto"`` on a machine without a CUDA device) with the numba engine,
+training and loading import no torch: the weights are numpy arrays (:class:`seqlab.models.arrays.ArrayModel`)
+and the checkpoints are written and read as such (``tests/test_no_torch.py`` runs the commands where torch
+cannot be imported).
+
 Evaluation (``seqlab eval``): analogy accuracy on ``data.analogies`` and Spearman's ρ on each set of
 ``data.similarity`` (comma-separated), a path or a downloadable dataset name each; by default the datasets
 ``analogy-google``, ``wordsim353`` and ``simlex999`` when the download registry has them.
@@ -29,10 +34,9 @@ import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from seqlab.training import checkpoint
 from seqlab.base.config import RunConfig
@@ -41,14 +45,21 @@ from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.data.sources import line_pieces, stream_text
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import read_json, write_text_atomic
-from seqlab.models.glove import GloVe, GloVeAdaGrad, GloVeConfig
-from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
+from seqlab.models.arrays import ArrayModel
+from seqlab.models.glove import GloVeAdaGrad, GloVeConfig, glove_arrays_model
+from seqlab.models.word2vec import SkipGramSGD, Word2VecConfig, skip_gram_arrays_model
 from seqlab.tasks.results import EmbeddingMap
 from seqlab.text.tokenizers import split_words
-from seqlab.training.devices import Dist, resolve_device
+from seqlab.training.devices import Dist, cuda_present, resolve_device
 from seqlab.training.trainer import Trainer
 from seqlab.vectors.keyed import KeyedVectors, tsne_map
 from seqlab.tasks.trained import Trained
+
+if TYPE_CHECKING:  # annotations only: the numba engine on a CPU trains and loads without torch
+    import torch
+
+    from seqlab.models.glove import GloVe
+    from seqlab.models.word2vec import SkipGram
 
 MODEL_CONFIGS = {"sgns": Word2VecConfig, "hs": Word2VecConfig, "glove": GloVeConfig}
 # The train.* keys used (batch_size by the PyTorch engine); embeddings train whole epochs, not max_steps.
@@ -105,16 +116,33 @@ def _epochs(cfg: RunConfig) -> int:
     return int(epochs)
 
 
-def _engine(cfg: RunConfig, device: torch.device) -> str:
+def _engine(cfg: RunConfig) -> tuple[str, torch.device | None]:
+    """(the engine, the torch device or None for the CPU): ``model.engine``, "auto" being torch on CUDA and numba
+    on a CPU. A run that stays on the CPU (``train.device = "cpu"``, or ``"auto"`` where
+    :func:`~seqlab.training.devices.cuda_present` finds no CUDA device) is decided without importing torch."""
+    name = cfg.train.device
+    device = None if name == "cpu" or (name == "auto" and not cuda_present()) else resolve_device(name)
+    on_cuda = device is not None and device.type == "cuda"
     engine = cfg.model.engine
     if engine == "auto":
-        return "torch" if device.type == "cuda" else "numba"
-    if engine == "numba" and device.type == "cuda":
+        return ("torch" if on_cuda else "numba"), device
+    if engine == "numba" and on_cuda:
         raise SeqlabError("model.engine=numba runs on the CPU; set train.device=cpu or model.engine=torch")
-    return engine
+    return engine, device
 
 
-def make_task(cfg: RunConfig, corpus: Corpus, engine: str, device: torch.device,
+def torch_free(cfg: RunConfig, *, loading: bool = False) -> bool:
+    """Whether training this run (or, with ``loading``, reading its vectors: always) imports no torch: the numba
+    engine on the CPU (:func:`_engine`; an error it raises is raised again where training starts)."""
+    if loading:
+        return True
+    try:
+        return _engine(cfg)[0] == "numba"
+    except SeqlabError:
+        return False
+
+
+def make_task(cfg: RunConfig, corpus: Corpus, engine: str, device: torch.device | None,
               scratch: Path | None = None) -> SkipGramSGD | GloVeAdaGrad:
     """The model with its tables, as the Trainer steps it (GloVe's count shards go to ``scratch``)."""
     t = cfg.train
@@ -126,9 +154,19 @@ def make_task(cfg: RunConfig, corpus: Corpus, engine: str, device: torch.device,
 
 
 def build_model(cfg: RunConfig, vocab_size: int) -> SkipGram | GloVe:
-    """The model of a run (weights not loaded), for :func:`load`."""
+    """The PyTorch model of a run (weights not loaded)."""
+    from seqlab.models.glove import GloVe
+    from seqlab.models.word2vec import SkipGram
+
     model_cfg = replace(cfg.model, vocab_size=vocab_size)
     return GloVe(model_cfg) if cfg.arch == "glove" else SkipGram(model_cfg, hs=cfg.arch == "hs")
+
+
+def build_arrays(cfg: RunConfig, vocab_size: int) -> ArrayModel:
+    """The model of a run in numpy arrays (zero weights, the names of :func:`build_model`'s), for :func:`load`:
+    reading a run's vectors needs no torch."""
+    model_cfg = replace(cfg.model, vocab_size=vocab_size)
+    return glove_arrays_model(model_cfg) if cfg.arch == "glove" else skip_gram_arrays_model(model_cfg, cfg.arch == "hs")
 
 
 def _read_vocab(run_dir: Path) -> tuple[list[str], np.ndarray]:
@@ -146,8 +184,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
                           "and set train.threads instead")
     run_dir = Path(run_dir)
     _epochs(cfg)
-    device = resolve_device(cfg.train.device)
-    engine = _engine(cfg, device)
+    engine, device = _engine(cfg)
     scratch = run_dir / DATA_DIR  # the corpus ids (memory-mapped) and GloVe's count shards, removed at the end
     try:
         corpus = build_corpus(cfg, scratch)
@@ -321,9 +358,8 @@ def load(run_dir: Path, cfg: RunConfig, device: str | torch.device | None = None
     """A trained run's vectors (read from its checkpoint; ``device`` is accepted for the common API)."""
     run_dir = Path(run_dir)
     words, counts = _read_vocab(run_dir)
-    model = build_model(cfg, len(words))
+    model = build_arrays(cfg, len(words))
     checkpoint.load_model(model, (weights or run_dir) / "model.safetensors")
-    with torch.no_grad():
-        table = model.vectors() if isinstance(model, GloVe) else model.input.weight  # words, dim
-        vectors = table.detach().cpu().numpy()
+    m: Any = model
+    vectors = m.word.weight + m.context.weight if cfg.arch == "glove" else m.input.weight  # (words, dim)
     return Embeddings(run_dir, cfg, KeyedVectors(words, vectors, counts))

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-from torch import nn
 
 from seqlab.training import checkpoint, rundir
 from seqlab.base.config import RunConfig
@@ -90,7 +89,9 @@ class Trained:
             source = Path(self.checkpoint.get("dir", self.run_dir)) if hasattr(self, "checkpoint") else Path(self.run_dir)
             state = {k: v for k, v in checkpoint.load_state(source).items() if k not in ("files", "format_version")}
             model = getattr(self, "model", None)
-            weights = (checkpoint.model_bytes(model, {"step": str(state.get("step", 0))}) if isinstance(model, nn.Module)
+            torch = sys.modules.get("torch")  # an nn.Module exists only where torch is loaded: never imported here
+            is_module = torch is not None and isinstance(model, torch.nn.Module)
+            weights = (checkpoint.model_bytes(model, {"step": str(state.get("step", 0))}) if is_module
                        else checkpoint.read_verified(source / "model.safetensors")[0])  # AR, word vectors: as trained
             checkpoint.save_weights_only(tmp, weights, {**state, "saved": True})
             (tmp / SAVED_MARK).write_text(json.dumps({"from": str(Path(self.run_dir).resolve()),

@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterable, Iterator
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from seqlab.base.errors import SeqlabError
+
+if TYPE_CHECKING:  # annotations only: torch is needed only to agree across processes
+    import torch
 
 HOOKS = ("on_step", "on_eval", "on_checkpoint")
 _GIVEN: contextvars.ContextVar[tuple] = contextvars.ContextVar("seqlab_callbacks", default=())
@@ -62,9 +63,11 @@ class Callbacks:
             if callable(method) and method(dict(row)) is False:
                 self.stop_requested = True
 
-    def stop_agreed(self, device: torch.device) -> bool:
+    def stop_agreed(self, device: torch.device | None) -> bool:
         """Whether a callback asked to stop, agreed by every process (only the main one runs callbacks)."""
         if self.dist.world > 1 and self.callbacks:
+            import torch
+
             flag = torch.tensor([float(self.stop_requested)], device=device)
             torch.distributed.all_reduce(flag)
             self.stop_requested = bool(flag.item())

@@ -22,6 +22,10 @@ Earlier checkpoints (``train.keep_last = N``): before a save replaces the checkp
 kept as ``DIR/checkpoints/step-S/`` (hard links, no copy; built under a temporary name, then renamed), and
 only the N - 1 newest of those are kept. :func:`restore_latest` resumes from the newest intact checkpoint,
 setting damaged ones aside in ``checkpoints/damaged-step-S/``.
+
+Weights are torch tensors (an ``nn.Module``) or numpy arrays (a model whose ``state_dict()`` gives arrays, such as
+the numba engines' :class:`seqlab.models.arrays.ArrayModel`): the files are the same safetensors either way, and
+this module imports torch only where it handles torch tensors, so word2vec and GloVe checkpoint without it.
 """
 
 from __future__ import annotations
@@ -34,11 +38,9 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from safetensors.torch import _remove_duplicate_names, load as _load_bytes, save as _save_bytes
-from torch import nn
+import numpy as np
 
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import naming, replace_atomic, write_fsynced
@@ -48,6 +50,10 @@ FILES = ("model.safetensors", "trainer.safetensors", "state.json")  # the commit
 ARCHIVE = "checkpoints"  # earlier checkpoints: ARCHIVE/step-S/; damaged ones set aside: ARCHIVE/damaged-step-S/
 _STEP_DIR = re.compile(r"step-(\d+)")
 _READ_ATTEMPTS, _READ_PAUSE = 100, 0.02  # a reader meeting a commit in progress reads again (2 s at most)
+
+if TYPE_CHECKING:  # annotations only: the numpy paths run without torch
+    import torch
+    from torch import nn
 
 
 class DamagedCheckpoint(SeqlabError):
@@ -62,23 +68,44 @@ def _contiguous(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
 
 
-def model_bytes(model: nn.Module, metadata: dict[str, str] | None = None) -> bytes:
+def _numpy(tensors: dict[str, Any]) -> bool:
+    """Whether ``tensors`` are numpy arrays (an empty dict counts as numpy: its file is the same)."""
+    return all(isinstance(v, np.ndarray) for v in tensors.values())
+
+
+def tensors_bytes(tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> bytes:
+    """The safetensors file of ``tensors``: torch tensors, or numpy arrays (written without importing torch)."""
+    if _numpy(tensors):
+        from safetensors.numpy import save
+
+        return save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, metadata=metadata)
+    from safetensors.torch import save
+
+    return save(_contiguous(tensors), metadata=metadata)
+
+
+def model_bytes(model: nn.Module | Any, metadata: dict[str, str] | None = None) -> bytes:
     """The safetensors file of a model's weights, a tied matrix (embedding = output projection) stored once
-    (as safetensors' ``save_model`` does; the dropped names are recorded in the metadata)."""
+    (as safetensors' ``save_model`` does; the dropped names are recorded in the metadata). A model whose
+    ``state_dict()`` gives numpy arrays (no tied matrices) is written without torch."""
     state_dict, metadata = model.state_dict(), dict(metadata or {})
+    if _numpy(state_dict):
+        return tensors_bytes(state_dict, metadata)
+    from safetensors.torch import _remove_duplicate_names
+
     for kept, removed in _remove_duplicate_names(state_dict).items():
         for name in removed:
             metadata.setdefault(name, kept)
             del state_dict[name]
-    return _save_bytes(_contiguous(state_dict), metadata=metadata)
+    return tensors_bytes(state_dict, metadata)
 
 
 # ------------------------------------------------------------------------------------------------------
 # writing (the one writer of a run directory: seqlab.training.rundir)
 
 
-def save(directory: str | Path, model: nn.Module, trainer_tensors: dict[str, torch.Tensor],
-         state: dict[str, Any], keep_last: int = 1) -> None:
+def save(directory: str | Path, model: nn.Module | Any, trainer_tensors: dict[str, Any], state: dict[str, Any],
+         keep_last: int = 1) -> None:
     """Commit one checkpoint into ``directory`` (see the module docstring), keeping the one it replaces as an
     earlier checkpoint when ``keep_last`` > 1. A failed write (a full disk) leaves the previous checkpoint
     and no temporary files."""
@@ -88,7 +115,7 @@ def save(directory: str | Path, model: nn.Module, trainer_tensors: dict[str, tor
     if keep_last > 1:
         _archive(directory, step)
     blobs = {"model.safetensors": model_bytes(model, {"step": str(step)}),
-             "trainer.safetensors": _save_bytes(_contiguous(trainer_tensors), metadata={"step": str(step)})}
+             "trainer.safetensors": tensors_bytes(trainer_tensors, metadata={"step": str(step)})}
     state = {"format_version": FORMAT_VERSION, **state, "files": {n: sha256(b) for n, b in blobs.items()}}
     blobs["state.json"] = (json.dumps(state, indent=1, sort_keys=True) + "\n").encode()
     _commit(directory, blobs)
@@ -98,7 +125,7 @@ def save(directory: str | Path, model: nn.Module, trainer_tensors: dict[str, tor
 def save_weights_only(directory: str | Path, weights: bytes, state: dict[str, Any]) -> None:
     """Commit a checkpoint of ``weights`` (a model.safetensors file's bytes) with no trainer state (an empty
     ``trainer.safetensors``): a model saved to be loaded, not resumed (:meth:`seqlab.tasks.trained.Trained.save`)."""
-    blobs = {"model.safetensors": weights, "trainer.safetensors": _save_bytes({}, metadata={"weights_only": "1"})}
+    blobs = {"model.safetensors": weights, "trainer.safetensors": tensors_bytes({}, metadata={"weights_only": "1"})}
     state = {"format_version": FORMAT_VERSION, **state, "files": {n: sha256(b) for n, b in blobs.items()}}
     blobs["state.json"] = (json.dumps(state, indent=1, sort_keys=True) + "\n").encode()
     _commit(Path(directory), blobs)
@@ -306,20 +333,31 @@ def read_verified(path: str | Path) -> tuple[bytes, dict[str, Any]]:
                             "records (the file was truncated or altered)")
 
 
-def _tensors_of(data: bytes, path: Path) -> dict[str, torch.Tensor]:
+def _tensors_of(data: bytes, path: Path, arrays: bool = False) -> dict[str, Any]:
+    """The tensors of a safetensors file's bytes: torch tensors, or numpy arrays with ``arrays`` (no torch)."""
+    if arrays:
+        from safetensors.numpy import load as load_bytes
+    else:
+        from safetensors.torch import load as load_bytes
     try:
-        return _load_bytes(data)
+        return load_bytes(data)
     except Exception as e:  # safetensors raises its own error types for damaged files
         raise DamagedCheckpoint(f"{path} is not a valid safetensors file ({e})") from None
 
 
-def load_model(model: nn.Module, path: str | Path) -> None:
-    """Load weights written by :func:`save` into ``model`` (strict: every key must fit), verified."""
+def load_model(model: nn.Module | Any, path: str | Path) -> None:
+    """Load weights written by :func:`save` into ``model`` (strict: every key must fit), verified. A model whose
+    ``state_dict()`` gives numpy arrays reads them as arrays, without torch."""
     path = Path(path)
     data, _ = read_verified(path)
-    state_dict = _tensors_of(data, path)
-    # a tied matrix is stored once: its other names are not missing (safetensors' load_model does the same)
-    aliases = _remove_duplicate_names(model.state_dict(), preferred_names=list(state_dict))
+    arrays = _numpy(model.state_dict())
+    state_dict = _tensors_of(data, path, arrays)
+    if arrays:
+        aliases: dict[str, list[str]] = {}
+    else:  # a tied matrix is stored once: its other names are not missing (safetensors' load_model does the same)
+        from safetensors.torch import _remove_duplicate_names
+
+        aliases = _remove_duplicate_names(model.state_dict(), preferred_names=list(state_dict))
     try:
         missing, unexpected = model.load_state_dict(state_dict, strict=False)
     except RuntimeError as e:  # shapes that do not fit the configured model
@@ -334,6 +372,13 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
     path = Path(path)
     data, _ = read_verified(path)
     return _tensors_of(data, path)
+
+
+def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
+    """:func:`load_tensors` as numpy arrays, without torch (the kernel tasks' trainer state)."""
+    path = Path(path)
+    data, _ = read_verified(path)
+    return _tensors_of(data, path, arrays=True)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -391,6 +436,8 @@ def _set_aside(run_dir: Path, directory: Path) -> None:
 
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
+    import torch
+
     out = {}
     for index, state in optimizer.state_dict()["state"].items():
         for name, value in state.items():
@@ -412,6 +459,8 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch
 
 def rng_tensors(generator: torch.Generator) -> dict[str, torch.Tensor]:
     """Every random stream training draws from: torch's global CPU/CUDA RNGs and the data generator."""
+    import torch
+
     out = {"rng.torch_cpu": torch.get_rng_state(), "rng.data": generator.get_state()}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         for i, s in enumerate(torch.cuda.get_rng_state_all()):
@@ -420,6 +469,8 @@ def rng_tensors(generator: torch.Generator) -> dict[str, torch.Tensor]:
 
 
 def restore_rng(generator: torch.Generator, tensors: dict[str, torch.Tensor]) -> None:
+    import torch
+
     torch.set_rng_state(tensors["rng.torch_cpu"])
     generator.set_state(tensors["rng.data"])
     cuda = sorted((k for k in tensors if k.startswith("rng.cuda.")), key=lambda k: int(k.rsplit(".", 1)[1]))

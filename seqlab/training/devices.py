@@ -20,13 +20,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable
 
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import cache_dir, write_json_atomic
 from seqlab.base.signals import StopSignals  # noqa: F401 - the training loop's part of the one policy (signals.py)
+
+if TYPE_CHECKING:  # annotations only: torch is imported where a function uses it (word2vec and GloVe run without it)
+    import torch
 
 log = logging.getLogger("seqlab")
 
@@ -52,6 +53,7 @@ class Dist:
         """Rank 0's ``obj`` (a small picklable value of seqlab's own, never user input) on every process."""
         if self.world == 1:
             return obj
+        import torch
         import torch.distributed as torch_dist
 
         box = [obj]
@@ -72,7 +74,38 @@ def init_distributed(device_kind: str) -> Dist:
     return Dist(rank=dist.get_rank(), world=dist.get_world_size(), local_rank=int(os.environ.get("LOCAL_RANK", 0)))
 
 
+def cuda_present() -> bool:
+    """Whether torch may find a CUDA device here, asked without importing torch: False where torch cannot be
+    imported or no CUDA driver counts a device (``libcuda``'s ``cuDeviceGetCount``, which honours
+    ``CUDA_VISIBLE_DEVICES``), so a run that would land on the CPU (word2vec and GloVe's numba engine) never
+    loads torch; elsewhere ``torch.cuda.is_available()`` (through :func:`resolve_device`) decides as before."""
+    import ctypes
+    import importlib.util
+    import sys
+
+    if "torch" in sys.modules:
+        return bool(sys.modules["torch"].cuda.is_available())
+    try:
+        if importlib.util.find_spec("torch") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            driver = ctypes.CDLL(name)
+        except OSError:
+            continue
+        count = ctypes.c_int(0)
+        try:
+            return driver.cuInit(0) == 0 and driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+        except AttributeError:  # not the driver library
+            return False
+    return False
+
+
 def resolve_device(name: str, local_rank: int = 0) -> torch.device:
+    import torch
+
     if name == "cuda" and not torch.cuda.is_available():
         raise SeqlabError("train.device=cuda but no CUDA device is available; use --set train.device=cpu")
     if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
@@ -84,6 +117,8 @@ def inference_device(device: str | torch.device | None) -> torch.device:
     """The device a loaded model runs on (``seqlab.load(..., device=)``): None or "auto" is CUDA when present,
     else the CPU; "cpu", "cuda" and "cuda:N" (or a torch.device of those) as named. Anything else is an error
     naming the accepted values, not torch's own."""
+    import torch
+
     if device is None or device == "auto":
         return resolve_device("auto")
     try:
@@ -96,6 +131,14 @@ def inference_device(device: str | torch.device | None) -> torch.device:
         raise SeqlabError(f'device={str(device)!r} but no CUDA device is available; use device="cpu" (or "auto")')
     return chosen
 
+
+
+def check_inference_device(device: str | torch.device | None) -> None:
+    """Refuse what :func:`inference_device` refuses; None, "auto" and "cpu", which it takes, without importing
+    torch (reading word vectors needs none)."""
+    if device is None or (isinstance(device, str) and device in ("auto", "cpu")):
+        return
+    inference_device(device)
 
 # oneDNN ISA levels (ONEDNN_MAX_CPU_ISA, the cap on what oneDNN dispatches to) at which it has bf16 instructions
 # (AVX512_CORE_BF16, AMX, AVX10) or not; CPU bf16 matrix products run through oneDNN.
@@ -135,6 +178,8 @@ def bf16_slowdown(n: int = 256, reps: int = 5) -> float:
     """Seconds of an n x n x n bf16 matrix product over the same in fp32 on this CPU at the process's thread
     count, each the best of ``reps`` interleaved calls (robust to other work on the cores): about 0.05-0.5 with
     native bf16, 40-400 where it is emulated (then about 0.5 s in all)."""
+    import torch
+
     gen = torch.Generator().manual_seed(0)
     a, b = torch.randn(n, n, generator=gen), torch.randn(n, n, generator=gen)
     pairs = {dtype: (a.to(dtype), b.to(dtype)) for dtype in (torch.float32, torch.bfloat16)}
@@ -163,6 +208,8 @@ def resolve_precision(name: str, device: torch.device, warn: Callable[[str], Any
     """The precision to train in: ``name`` ("auto", "fp32", "bf16", "fp16") on ``device``. "auto" is bf16 where
     the device computes bf16 natively (CUDA with bf16; :func:`cpu_has_fast_bf16`), fp32 elsewhere; an explicit
     bf16 on a CPU that emulates it is kept, with one line to ``warn`` (the log) naming the slowdown and the fix."""
+    import torch
+
     if name == "fp16" and device.type != "cuda":
         raise SeqlabError("train.precision=fp16 needs CUDA; on CPU use bf16 or fp32")
     if name == "bf16" and device.type == "cpu":
@@ -177,6 +224,8 @@ def resolve_precision(name: str, device: torch.device, warn: Callable[[str], Any
 
 
 def autocast(precision: str, device: torch.device):
+    import torch
+
     if precision == "fp32":
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
@@ -219,6 +268,8 @@ def decode_products(device: torch.device) -> str:
 
 @functools.cache  # once per process; the file keeps it across processes
 def _measured_products() -> str:
+    import torch
+
     from seqlab.decoding.decode import PRODUCTS
 
     key = f"{cpu_model()} | torch {torch.__version__}"
@@ -245,6 +296,7 @@ def _measured_products() -> str:
 def _time_products(rounds: int = 5, calls: int = 100) -> dict[str, float]:
     """Seconds per call of a decode-shaped block (1 row through 384 -> 1536 -> GELU -> 384, the bench model's
     FFN) compiled both ways as the decode step is (frozen weights), timed interleaved; medians of ``rounds``."""
+    import torch
     from torch import nn
 
     from seqlab.nn import gemv

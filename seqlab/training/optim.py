@@ -21,12 +21,14 @@ import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING
 
 from seqlab.base.config import TrainConfig
 from seqlab.base.io import read_metrics, remove
+
+if TYPE_CHECKING:  # annotations only: the schedule (learning_rate) runs without torch, as word2vec and GloVe do
+    import torch
+    from torch import nn
 
 PROBE_STEPS = 40  # steps of the speed probe
 BUDGET_SHARE = 0.9  # of the budget for steps; the rest for validations and checkpoints (measured: 0.93 ran out)
@@ -37,6 +39,8 @@ PROBE_OVERRIDES = ("train.eval_every=0", "train.save_every=0", "train.log_every=
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """AdamW groups: decay for weight matrices; none for norms, biases and embeddings."""
+    from torch import nn
+
     decay, no_decay = [], []
     seen = set()
     for module in model.modules():
@@ -50,6 +54,8 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    import torch
+
     groups = param_groups(model, cfg.weight_decay)
     try:  # the fused kernel is ~5% faster on CPU and GPU (notes/cpu-performance.md)
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=True)

@@ -11,11 +11,12 @@ each evaluation. A resumed run purges the events after its checkpoint's step (Te
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
-
-import torch
+from typing import TYPE_CHECKING, Any, Protocol
 
 from seqlab.base.errors import SeqlabError
+
+if TYPE_CHECKING:  # annotations only: the reporters run without torch (word2vec and GloVe)
+    import torch
 
 REPORTERS = ("tensorboard",)  # what train.report_to may name
 
@@ -60,6 +61,8 @@ def reporters(report_to: tuple[str, ...], run_dir: Path, step: int) -> list[Repo
 
 def report_sample(sinks: list[Reporter], task: Any, model: torch.nn.Module, device: torch.device, step: int) -> None:
     """A language model's sample (its task's ``sample``, in eval mode) as text to each reporter."""
+    import torch
+
     if not sinks or not hasattr(task, "sample"):
         return
     with torch.no_grad():

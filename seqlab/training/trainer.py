@@ -26,10 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any, Protocol
 
 from seqlab.training import checkpoint, rundir
 from seqlab.training.callbacks import Callbacks
@@ -40,6 +37,10 @@ from seqlab.base.errors import SeqlabError
 from seqlab.base.io import MetricsLog, versions
 from seqlab.training.optim import clock_position, learning_rate, make_optimizer
 from seqlab.training.report import report_sample, reporters
+
+if TYPE_CHECKING:  # annotations only: a numba kernel task trains without torch; the rest imports it where it runs
+    import torch
+    from torch import nn
 
 _logger = logging.getLogger("seqlab")
 
@@ -120,12 +121,14 @@ class Trainer:
         log = log or (lambda *a, **k: _logger.info(" ".join(map(str, a))))
         self.log = log if self.dist.main else (lambda *a, **k: None)
         self.callbacks = Callbacks(callbacks, self.dist)
-        if cfg.threads:  # the Trainer owns the process it trains in: it alone sets the thread counts
-            torch.set_num_threads(cfg.threads)
         if self.kernel and getattr(task, "n_threads", 0):  # numba's Hogwild kernels: one thread per share
             import numba
 
             numba.set_num_threads(task.n_threads)
+        elif cfg.threads:  # the Trainer owns the process it trains in: it alone sets the thread counts
+            import torch
+
+            torch.set_num_threads(cfg.threads)
         self.step = 0
         self.examples_seen = 0
         self.tokens_seen = 0
@@ -156,6 +159,8 @@ class Trainer:
             self.total_steps = int(cfg.epochs) * task.steps_per_epoch
             self.epoch_totals = _zero_totals()
             return
+        import torch
+
         self.device = device or resolve_device(cfg.device, self.dist.local_rank)
         self.precision = resolve_precision(cfg.precision, self.device, warn=self.log)
         if cfg.batch_size % (cfg.grad_accum * self.dist.world):
@@ -167,16 +172,13 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, cfg, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         self.total_steps = cfg.max_steps
-        self.train_model = self._wrap(self.model)
-
-    def _wrap(self, model: nn.Module) -> nn.Module:
+        self.train_model = self.model  # wrapped for DDP and torch.compile
         if self.dist.world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
-            model = DDP(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        if self.cfg.compile:
-            model = torch.compile(model)
-        return model
+            self.train_model = DDP(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        if cfg.compile:
+            self.train_model = torch.compile(self.train_model)
 
     # --- checkpoints ---
 
@@ -221,13 +223,15 @@ class Trainer:
     def _restore_from(self, directory: Path) -> None:
         state = checkpoint.load_state(directory)
         checkpoint.load_model(self.model, directory / "model.safetensors")
-        tensors = checkpoint.load_tensors(directory / "trainer.safetensors")
         self.step = state["step"]
-        if self.kernel:
-            self.task.restore_trainer_tensors(tensors)
+        if self.kernel:  # its state is numpy arrays (read without torch)
+            self.task.restore_trainer_tensors(checkpoint.load_arrays(directory / "trainer.safetensors"))
             self.step = self._kernel_step_of(state)
             self.epoch_totals = {**_zero_totals(), **state.get("epoch_totals", {})}
         else:
+            import torch
+
+            tensors = checkpoint.load_tensors(directory / "trainer.safetensors")
             checkpoint.restore_optimizer(self.optimizer, tensors)
             checkpoint.restore_rng(self.generator, tensors)
             if self.clocked:
@@ -258,14 +262,14 @@ class Trainer:
     # --- one step ---
 
     def _global_count(self, n: int) -> int:
-        total = self._reduce_sum(torch.tensor(n, dtype=torch.float64, device=self.device))
-        return n if self.dist.world == 1 else int(total)
+        return n if self.dist.world == 1 else int(self._reduce_sum(n))
 
-    def _reduce_sum(self, value: torch.Tensor) -> float:
+    def _reduce_sum(self, value: torch.Tensor | int) -> float:
         if self.dist.world > 1:
+            import torch
             import torch.distributed as dist
 
-            value = value.detach().to(torch.float64)
+            value = torch.as_tensor(value, device=self.device).detach().to(torch.float64)
             dist.all_reduce(value)
         return float(value)
 
@@ -283,6 +287,8 @@ class Trainer:
             $g \leftarrow g \min(1, c / \Vert g \Vert)$: gradient clipping (``train.grad_clip`` $= c$, over all
             the weights' gradients together) against explosion; 0 turns it off.
             default: train.grad_clip = 1.0; presets: ner-bilstm = 5.0, ner-bilstm-crf = 5.0, sentiment-lstm = 5.0"""
+        import torch
+
         cfg, task = self.cfg, self.task
         micro = cfg.batch_size // cfg.grad_accum
         batches = [task.shard(task.train_batch(self.generator, micro), self.dist.rank, self.dist.world)
@@ -351,11 +357,12 @@ class Trainer:
 
     # --- validation ---
 
-    @torch.no_grad()
     def validate(self, max_batches: int | None) -> dict[str, float]:
+        import torch
+
         self.model.eval()
         try:
-            with autocast(self.precision, self.device):
+            with torch.no_grad(), autocast(self.precision, self.device):
                 return self.task.validate(self.model, self.device, max_batches)
         finally:
             self.model.train()
@@ -454,7 +461,7 @@ class Trainer:
                 if interrupt.flag:
                     interrupted = True
                     break
-                if self.callbacks.stop_agreed(self.device if not kernel else torch.device("cpu")):
+                if self.callbacks.stop_agreed(None if kernel else self.device):
                     self.log(f"stopped at step {self.step} by a callback; continue with resume")
                     break
         if validates and not interrupted and metrics.last_step("valid") != self.step:
