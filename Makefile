@@ -47,9 +47,11 @@ test: $(VENV)/.installed-test
 
 # The documentation site (mkdocs.yml, docs/): every page's code runs while it builds, and a failing block fails the
 # strict build. `make docs` builds the tiny sizes CI builds (tests/test_docs_site.py builds it too);
-# `make docs FULL=1` the published one, every page at its documented size (SEQLAB_DOCS_FULL=1). Output: site/.
+# `make docs FULL=1` the published one, every page at its documented size (SEQLAB_DOCS_FULL=1), recording each
+# tutorial's results in docs/results/ (docs/page_results.py); PAGES=01,03 runs only those tutorials' code
+# (SEQLAB_DOCS_PAGES), to redo one page. Output: site/.
 docs: $(VENV)/.installed-test
-	$(if $(FULL),SEQLAB_DOCS_FULL=1 )$(BIN)/mkdocs build --strict
+	$(if $(FULL),SEQLAB_DOCS_FULL=1 )$(if $(PAGES),SEQLAB_DOCS_PAGES=$(PAGES) )$(BIN)/mkdocs build --strict
 
 docs-serve: $(VENV)/.installed-test
 	$(BIN)/mkdocs serve

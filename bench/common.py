@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from seqlab.base.machine import cpu_line, cpu_model  # noqa: F401 - the benchmarks import cpu_line from here (torch-free)
+
 # SEQLAB_BENCH_RESULTS=FILE sends a trial run's sections elsewhere (smoke runs must not overwrite real figures)
 RESULTS = Path(os.environ.get("SEQLAB_BENCH_RESULTS") or Path(__file__).resolve().parent / "RESULTS.md")
 HEADER = "# Benchmark results\n\nEach section is rewritten by the benchmark named in its heading. Figures within one\nsection come from one run; never compare figures across sections or runs (this machine's speed\nswings by about 25% from minute to minute).\n"
@@ -54,7 +56,7 @@ def device_name() -> str:
     """What this process trained on: the GPU (:func:`gpu_line`) where it has used one, else the CPU model."""
     import torch
 
-    return gpu_line() if torch.cuda.is_initialized() else cpu_line().split(",")[0]
+    return gpu_line() if torch.cuda.is_initialized() else cpu_model()
 
 
 def gpu_line() -> str:
@@ -63,25 +65,6 @@ def gpu_line() -> str:
 
     props = torch.cuda.get_device_properties(0)
     return f"{torch.cuda.get_device_name()} ({props.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda})"
-
-
-ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch and numba can use
-
-
-def cpu_line() -> str:
-    """The CPU model and its ISA flags from /proc/cpuinfo, e.g. ``AMD EPYC; avx512f yes, avx512_bf16 yes, amx_bf16 no``.
-
-    Needs no torch, so benchmarks of start-up time can print it.
-    """
-    fields: dict[str, str] = {}
-    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
-        for line in info:  # the first processor's block is enough
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    model = fields.get("model name") or platform.processor() or platform.machine()
-    flags = set(fields.get("flags", "").split())
-    isa = ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in ISA_FLAGS)
-    return f"{model}, {os.cpu_count()} cores; {isa}"
 
 
 def bf16_rows() -> str | None:

@@ -1,11 +1,15 @@
 """Helpers for the executed code blocks of the documentation pages (markdown-exec runs them while mkdocs builds).
 
-    from docs_support import FULL, size, workdir, show, size_note, table, show_source
+    from docs_support import FULL, size, workdir, show, record, size_note, table, show_source
 
 docs/hooks.py puts docs/ on sys.path, so the pages import this module by name. Two sizes exist: the tiny one CI
 builds on every commit (each page's blocks in seconds), and the documented one of the published build
 (``make docs FULL=1``, which sets ``SEQLAB_DOCS_FULL=1``). A page writes both, ``steps = size(30, 3000)``, and
 says which produced its figures with :func:`size_note`.
+
+A tutorial's documented-size results outlive the build (docs/page_results.py): :func:`show` also keeps each figure
+under its ``name`` and :func:`record` each key number, in docs/results/<page-stem>/ when the FULL build finishes
+the page; the page's markdown shows the kept figures beside the tiny ones (``![...](../results/STEM/NAME.png)``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FULL", "size", "workdir", "show", "size_note", "table", "show_source"]
+import page_results
+
+__all__ = ["FULL", "size", "workdir", "show", "record", "size_note", "table", "show_source"]
 
 FULL: bool = os.environ.get("SEQLAB_DOCS_FULL", "") == "1"  # the published build: the documented sizes
 WORK_ENV = "SEQLAB_DOCS_WORK"  # the build's temporary folder (docs/hooks.py makes one; the docs test names its own)
@@ -83,10 +89,33 @@ def img_tag(obj: Any, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
-def show(obj: Any, alt: str) -> None:
+def show(obj: Any, alt: str, name: str | None = None) -> None:
     """Print an ``<img>`` tag with the PNG inlined (base64) of a matplotlib Figure, or of an object with
-    ``_repr_png_()``: in a block whose output is markdown (no ``result=``), the picture appears on the page."""
+    ``_repr_png_()``: in a block whose output is markdown (no ``result=``), the picture appears on the page.
+
+    Where the build records the page's results, the figure is also kept as ``name``.png (small, for the
+    repository: :func:`page_results.small_png`), ``figure-N`` when unnamed; the page refers to it by that name."""
     _print(img_tag(obj, alt) + "\n")
+    if page_results.recording():
+        name = name or f"figure-{page_results.figure_count() + 1}"
+        figure = _figure(obj)
+        page_results.save_figure(name, page_results.small_png(figure) if figure is not None else png_bytes(obj))
+
+
+def _figure(obj: Any) -> Any:
+    """The matplotlib Figure behind ``obj``: itself, or what its ``plot()`` draws (seqlab's result tuples, whose
+    ``_repr_png_`` is that plot's PNG), else None."""
+    if hasattr(obj, "savefig"):
+        return obj
+    plot = getattr(obj, "plot", None)
+    return plot() if hasattr(obj, "_repr_png_") and callable(plot) else None
+
+
+def record(name: str, value: Any) -> Any:
+    """Return ``value``, kept under ``name`` in the page's recorded numbers where the build records results
+    (``rmse = record("rmse_ar", rmse(one_step))``); elsewhere it only returns it."""
+    page_results.record_number(name, value)
+    return value
 
 
 def size_note(what: str) -> None:

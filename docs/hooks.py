@@ -24,6 +24,12 @@ Markers in a page's markdown, replaced before it is converted (an unknown marker
 - ``<!-- seqlab:extras -->``: the optional dependencies of pyproject.toml, one row per extra with what it is for
   (the comment above it in pyproject.toml) and what it installs.
 
+The tutorials' documented-size results (docs/page_results.py): while a tutorial converts, its figures and key
+numbers are recorded when the build writes results (FULL, or ``SEQLAB_DOCS_RESULTS=DIR``), and its folder under
+docs/results (or DIR) is replaced once it has converted without a warning; a reference to a result not recorded
+yet becomes a note. ``SEQLAB_DOCS_PAGES=01,03`` runs only those tutorials' blocks (the rest of the site still
+builds, its executed blocks left out).
+
 Math: MathJax 3 (es5 build) from the ``django-static-mathjax`` package (Apache-2.0) is copied into the site
 (``javascripts/mathjax/``); no CDN.
 """
@@ -59,6 +65,7 @@ os.environ["MPLBACKEND"] = "Agg"  # before anything imports matplotlib
 
 import docs_support  # noqa: E402
 import notes_map  # noqa: E402  (imported here: mkdocs takes docs/ off sys.path once this module is loaded)
+import page_results  # noqa: E402
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
@@ -168,6 +175,7 @@ def on_nav(nav, config, files):
 
 def on_page_markdown(markdown, page, config, files):
     _state["timings"][page.file.src_uri] = time.perf_counter()
+    markdown = _results_page(markdown, page)
 
     def expand(match: re.Match) -> str:
         kind, args = match.group(1), match.group(2).split()
@@ -176,6 +184,8 @@ def on_page_markdown(markdown, page, config, files):
         if kind == "results-intro":
             return results_intro()
         if kind == "tour":
+            if not page_results.runs(page.file.src_uri):
+                return "*(the tour is not run in this build: SEQLAB_DOCS_PAGES)*\n"
             if len(args) != 1:
                 raise PluginError(f"{page.file.src_uri}: <!-- seqlab:tour PATH --> takes one path")
             return tour_markdown(DOCS / args[0])
@@ -187,7 +197,50 @@ def on_page_markdown(markdown, page, config, files):
     return MARKER.sub(expand, markdown)
 
 
+def _results_page(markdown: str, page) -> str:
+    """A page as this build converts it: without its executed blocks where ``SEQLAB_DOCS_PAGES`` leaves it out; a
+    tutorial with its references to recorded results made buildable, and recorded while it converts where the
+    build writes results (:mod:`page_results`)."""
+    src = page.file.src_uri
+    if page_results.is_tutorial(src):
+        if page_results.runs(src) and page_results.begin_page(Path(src).stem, markdown):  # the code as it is
+            _state["warnings"] = _Warnings.attach()
+        markdown = page_results.link_results(markdown, Path(page.file.abs_src_path).parent)
+    return markdown if page_results.runs(src) else page_results.without_executed_blocks(markdown)
+
+
+class _Warnings(logging.Handler):
+    """Counts the warnings logged while a recorded tutorial converts: markdown-exec only logs a failing block, so a
+    page that logged any warning did not finish (the strict build fails on it as well), and its recorded results
+    are left as they were."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += 1
+
+    @classmethod
+    def attach(cls) -> "_Warnings":
+        handler = cls()
+        logging.getLogger("mkdocs").addHandler(handler)
+        return handler
+
+    def detach(self) -> int:
+        logging.getLogger("mkdocs").removeHandler(self)
+        return self.count
+
+
+def _finish_results(finished: bool) -> None:
+    """End the recorded tutorial, if one is being recorded: its results replace the old ones only if it finished."""
+    warnings = _state.pop("warnings", None)
+    count = warnings.detach() if warnings is not None else 0
+    page_results.finish_page(finished and count == 0)
+
+
 def on_page_content(html, page, config, files):
+    _finish_results(True)
     started = _state["timings"].get(page.file.src_uri)
     if isinstance(started, float):
         _state["timings"][page.file.src_uri] = round(time.perf_counter() - started, 3)
@@ -221,6 +274,11 @@ def on_post_build(config):
     (work / "timings.json").write_text(json.dumps(timings, indent=1, sort_keys=True), encoding="utf-8")
     slow = sorted(((v, k) for k, v in timings.items() if k != "(whole build)"), reverse=True)[:5]
     log.info("slowest pages: %s", ", ".join(f"{k} {v:.1f} s" for v, k in slow))
+
+
+def on_build_error(error):
+    """A build stopped part-way (a plugin's error): the page being recorded did not finish."""
+    _finish_results(False)
 
 
 def on_shutdown():

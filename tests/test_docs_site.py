@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import html.parser
 import importlib.util
 import json
@@ -259,7 +260,8 @@ def test_a_failing_block_fails_the_strict_build_and_docs_support_prints_into_the
     (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins: [markdown-exec]\n"
                                          "markdown_extensions: [admonition, tables, pymdownx.superfences]\n")
     page = tmp_path / "docs" / "index.md"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "docs"), "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "docs"), str(ROOT)]),  # this checkout's seqlab
+           "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
 
     def build():
         return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, env=env,
@@ -386,3 +388,129 @@ def test_every_tutorial_shows_the_source_of_its_central_functions(site):
             path = Path(inspect.getsourcefile(func)).resolve().relative_to(ROOT).as_posix()
             where = f"<code>{name}</code></strong> · <code>{path}</code> lines {start}-{start + len(lines) - 1}"
             assert where in text, (page, where)
+
+
+# --- the tutorials' recorded results (docs/page_results.py), on a synthetic site ------------------------------
+
+
+def _page_results():
+    """docs/page_results.py, the module the hooks record with (the hash, the references), loaded by path."""
+    spec = importlib.util.spec_from_file_location("page_results", ROOT / "docs" / "page_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RESULTS_HOOK = f"""\
+import sys
+sys.path.insert(0, {str(ROOT / "docs")!r})
+from hooks import _results_page, _finish_results, on_build_error  # the site's own recording, no reference pages
+
+def on_page_markdown(markdown, page, config, files):
+    return _results_page(markdown, page)
+
+def on_page_content(html, page, config, files):
+    _finish_results(True)
+    return html
+"""
+RECORDED_PAGE = """\
+# A page whose results are recorded
+
+```python exec="on" session="t1"
+from docs_support import show, record, size
+import matplotlib.pyplot as plt
+```
+
+Prose, which the hash ignores.
+
+```python exec="on" source="above" session="t1"
+fig, ax = plt.subplots(figsize=(4, 3))
+ax.plot([1, 3, 2])
+show(fig, "a line", name="line")
+answer = record("answer", size(41, 42) + 1)
+```
+
+![the line (documented size)](../results/01-recorded/line.png)
+
+*Documented size (`make docs FULL=1`), [commit in results.json](../results/01-recorded/results.json).*
+"""
+
+
+def test_the_results_of_a_tutorial_are_recorded_whole_with_the_hash_of_its_code(tmp_path):
+    """SEQLAB_DOCS_RESULTS at the tiny size: the page's figure (small) and number land in DIR/<stem>/ with the
+    commit, the CPU, the date and the hash of its executed code; a page SEQLAB_DOCS_PAGES leaves out runs nothing;
+    a page that fails part-way leaves the folder recorded before as it was, and no staging folder."""
+    _missing(DOCS_MISSING)
+    results = _page_results()
+    (tmp_path / "docs" / "tutorials").mkdir(parents=True)
+    (tmp_path / "record_hooks.py").write_text(RESULTS_HOOK)
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nhooks: [record_hooks.py]\nplugins: [markdown-exec]\n"
+                                         "markdown_extensions: [pymdownx.superfences]\n")
+    page = tmp_path / "docs" / "tutorials" / "01-recorded.md"
+    page.write_text(RECORDED_PAGE)
+    (tmp_path / "docs" / "tutorials" / "02-left-out.md").write_text(
+        '# Left out\n\n```python exec="on"\nraise RuntimeError("SEQLAB_DOCS_PAGES=01 runs no block of page 02")\n```'
+        "\n\n[commit in results.json](../results/02-left-out/results.json)\n")
+    (tmp_path / "docs" / "results" / "02-left-out").mkdir(parents=True)  # recorded by an earlier build
+    (tmp_path / "docs" / "results" / "02-left-out" / "results.json").write_text('{"commit": "f00d", "date": "2026"}')
+    out = tmp_path / "results"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg", "SEQLAB_DOCS_RESULTS": str(out),
+           "SEQLAB_DOCS_PAGES": "01"}
+    env.pop("SEQLAB_DOCS_FULL", None)
+
+    def build():
+        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    ok = build()
+    assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["01-recorded"]  # page 02 not run, no staging folder left
+    folder = out / "01-recorded"
+    recorded = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    assert set(recorded) == {"commit", "cpu", "date", "size", "page_sha256", "numbers", "figures"}
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", recorded["commit"]) and recorded["commit"].startswith(head)
+    assert re.search(r", \d+ cores; avx2 (yes|no), avx512f (yes|no), avx512_bf16 (yes|no), amx_bf16 (yes|no)$",
+                     recorded["cpu"]), recorded["cpu"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", recorded["date"]) and recorded["size"] == "tiny"
+    assert recorded["numbers"] == {"answer": 42} and recorded["figures"] == ["line.png"]
+    code = ('from docs_support import show, record, size\nimport matplotlib.pyplot as plt\n'
+            + RECORDED_PAGE.split('session="t1"\n')[2].split("```")[0])
+    assert results.executed_code(RECORDED_PAGE) == code
+    assert recorded["page_sha256"] == hashlib.sha256(code.encode()).hexdigest() == results.code_sha256(page.read_text())
+    assert results.code_sha256(RECORDED_PAGE.replace("Prose", "Other prose")) == recorded["page_sha256"]
+    assert results.code_sha256(RECORDED_PAGE.replace("[1, 3, 2]", "[1, 3, 3]")) != recorded["page_sha256"]
+    png = (folder / "line.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and 1_000 < len(png) <= results.PNG_LIMIT
+    html_text = (tmp_path / "site" / "tutorials" / "01-recorded" / "index.html").read_text(encoding="utf-8")
+    assert "not recorded yet" in html_text  # the site's own docs/results has none: a note, not a broken image
+    left_out = (tmp_path / "site" / "tutorials" / "02-left-out" / "index.html").read_text(encoding="utf-8")
+    assert "not run in this build" in left_out and ">commit f00d, 2026</a>" in left_out
+
+    page.write_text(RECORDED_PAGE.replace('show(fig, "a line", name="line")\n',
+                                          'show(fig, "a line", name="line")\nraise RuntimeError("half-way")\n'))
+    failed = build()
+    assert failed.returncode != 0 and "half-way" in failed.stdout + failed.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["01-recorded"]
+    assert json.loads((folder / "results.json").read_text(encoding="utf-8")) == recorded
+
+
+def test_references_to_recorded_results_become_notes_until_recorded_and_name_the_commit(tmp_path):
+    """Before the first FULL build a tutorial's ``../results/...`` references would break the strict build: each
+    becomes a note; once recorded, a figure is kept as it is and the results.json link names the commit."""
+    results = _page_results()
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "results" / "01-x").mkdir(parents=True)
+    (tmp_path / "results" / "01-x" / "a.png").write_bytes(b"\x89PNG")
+    (tmp_path / "results" / "01-x" / "results.json").write_text(json.dumps({"commit": "abc123",
+                                                                            "date": "2026-11-28T01:02:03Z"}))
+    markdown = ("![a](../results/01-x/a.png)\n\n![b](../results/01-x/b.png)\n\n"
+                "*Documented size, [commit in results.json](../results/01-x/results.json).*\n"
+                "[other](../results/02-y/results.json)\n")
+    assert results.results_refs(markdown) == ["../results/01-x/a.png", "../results/01-x/b.png",
+                                              "../results/01-x/results.json", "../results/02-y/results.json"]
+    linked = results.link_results(markdown, tmp_path / "tutorials").splitlines()
+    assert linked[0] == "![a](../results/01-x/a.png)"
+    assert linked[2] == "*(not recorded yet: `make docs FULL=1` writes results/01-x/b.png)*"
+    assert linked[4] == "*Documented size, [commit abc123, 2026-11-28](../results/01-x/results.json).*"
+    assert linked[5] == "*(not recorded yet: `make docs FULL=1` writes results/02-y/results.json)*"

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import cache_dir, write_json_atomic
+from seqlab.base.machine import cpu_model  # noqa: F401 - also the key of choices.json (decode_products)
 from seqlab.base.signals import StopSignals  # noqa: F401 - the training loop's part of the one policy (signals.py)
 
 if TYPE_CHECKING:  # annotations only: torch is imported where a function uses it (word2vec and GloVe run without it)
@@ -236,18 +237,6 @@ def autocast(precision: str, device: torch.device):
 
 DECODE_PRODUCTS_KEY = "SEQLAB_DECODE_GEMV"  # "stream" | "blas" | "auto" (measure; the default)
 CHOICES_FILE = "choices.json"  # under $SEQLAB_CACHE: {"CPU model | torch version": {"decode_products": ...}}
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (e.g. "AMD EPYC"), or the platform's processor string."""
-    import platform
-
-    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
-        for line in info:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                return value.strip()
-    return platform.processor() or platform.machine()
 
 
 def decode_products(device: torch.device) -> str:
