@@ -6,9 +6,10 @@ summation order of every dot product and reduction; FMA or not sets the rounding
 machine has AVX-512 (and AMX), users also run AVX2-only AMD EPYCs, and a tolerance once failed on an AVX2 machine
 only. Each library reads a variable that caps the instruction set it dispatches to, so both levels can be
 reproduced on any x86-64 machine that has at least them: each test below reruns SELECTION in a subprocess
-(``python -m pytest -q -p no:cacheprovider <node ids>``) under one level's caps, after a probe subprocess has
-shown that every cap took effect. The host's own (uncapped) dispatch is probed once, to show the caps change
-something here.
+(``python -m pytest -q -p no:cacheprovider -p isa_probe <node ids>``) under one level's caps, and the probe
+(tests/isa_probe.py, a plugin run at that session's start, before any test module is collected) shows that
+every cap took effect: one Python start and one collection a level for both. The host's own (uncapped) dispatch
+is probed once, in a subprocess of its own, to show the caps change something here.
 
 The caps (LEVELS), and what each does:
 
@@ -28,10 +29,12 @@ The caps (LEVELS), and what each does:
 - torch ATen (its vectorised CPU kernels: softmax, layer norm, reductions, the fused attention):
   ``ATEN_CPU_CAPABILITY`` = ``avx2`` / ``default`` (AVX512 on this host).
 - oneDNN (torch.nn.LSTM on the CPU runs oneDNN's RNN primitive, with oneDNN's GEMM; GRU and RNN do not):
-  ``ONEDNN_MAX_CPU_ISA`` = ``AVX2`` / ``SSE41``; checked from the ``ONEDNN_VERBOSE=1`` ``isa:`` line and the
+  ``ONEDNN_MAX_CPU_ISA`` = ``AVX2`` / ``SSE41``; checked from the ``isa:`` line of oneDNN's verbose output (switched on
+  around the probe's calls with torch.backends.mkldnn.verbose, as ``ONEDNN_VERBOSE=1`` would) and the
   implementations it prints (jit:avx512_core -> jit:avx2 -> jit:sse41 for a conv2d).
 - MKL (torch's CPU BLAS on x86: every float matmul/linear; torch links it statically):
-  ``MKL_ENABLE_INSTRUCTIONS`` = ``AVX2`` / ``SSE4_2``; checked from the ``MKL_VERBOSE=1`` header of a torch matmul.
+  ``MKL_ENABLE_INSTRUCTIONS`` = ``AVX2`` / ``SSE4_2``; checked from the verbose header of a torch matmul (torch.backends.mkl.verbose, as
+  ``MKL_VERBOSE=1``).
 - OpenBLAS (numpy's and scipy's, hence gensim's: gensim's Cython calls scipy.linalg.blas's sdot/saxpy/dsdot, it
   bundles no BLAS of its own; statsmodels' and seqlab's least squares): ``OPENBLAS_CORETYPE`` = ``Haswell`` /
   ``Nehalem`` (SSE-only kernels; this OpenBLAS build maps ``Prescott`` to ``Katmai``), checked with threadpoolctl's
