@@ -29,12 +29,12 @@ The caps (LEVELS), and what each does:
 - torch ATen (its vectorised CPU kernels: softmax, layer norm, reductions, the fused attention):
   ``ATEN_CPU_CAPABILITY`` = ``avx2`` / ``default`` (AVX512 on this host).
 - oneDNN (torch.nn.LSTM on the CPU runs oneDNN's RNN primitive, with oneDNN's GEMM; GRU and RNN do not):
-  ``ONEDNN_MAX_CPU_ISA`` = ``AVX2`` / ``SSE41``; checked from the ``isa:`` line of oneDNN's verbose output (switched on
-  around the probe's calls with torch.backends.mkldnn.verbose, as ``ONEDNN_VERBOSE=1`` would) and the
-  implementations it prints (jit:avx512_core -> jit:avx2 -> jit:sse41 for a conv2d).
+  ``ONEDNN_MAX_CPU_ISA`` = ``AVX2`` / ``SSE41``; checked from the ``isa:`` line of oneDNN's verbose output
+  (switched on around the probe's calls with torch.backends.mkldnn.verbose, as ``ONEDNN_VERBOSE=1`` would) and
+  the implementations it prints (jit:avx512_core -> jit:avx2 -> jit:sse41 for a conv2d).
 - MKL (torch's CPU BLAS on x86: every float matmul/linear; torch links it statically):
-  ``MKL_ENABLE_INSTRUCTIONS`` = ``AVX2`` / ``SSE4_2``; checked from the verbose header of a torch matmul (torch.backends.mkl.verbose, as
-  ``MKL_VERBOSE=1``).
+  ``MKL_ENABLE_INSTRUCTIONS`` = ``AVX2`` / ``SSE4_2``; checked from the verbose header of a torch matmul
+  (torch.backends.mkl.verbose, as ``MKL_VERBOSE=1``).
 - OpenBLAS (numpy's and scipy's, hence gensim's: gensim's Cython calls scipy.linalg.blas's sdot/saxpy/dsdot, it
   bundles no BLAS of its own; statsmodels' and seqlab's least squares): ``OPENBLAS_CORETYPE`` = ``Haswell`` /
   ``Nehalem`` (SSE-only kernels; this OpenBLAS build maps ``Prescott`` to ``Katmai``), checked with threadpoolctl's
