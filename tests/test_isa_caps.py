@@ -6,9 +6,10 @@ summation order of every dot product and reduction; FMA or not sets the rounding
 machine has AVX-512 (and AMX), users also run AVX2-only AMD EPYCs, and a tolerance once failed on an AVX2 machine
 only. Each library reads a variable that caps the instruction set it dispatches to, so both levels can be
 reproduced on any x86-64 machine that has at least them: each test below reruns SELECTION in a subprocess
-(``python -m pytest -q -p no:cacheprovider <node ids>``) under one level's caps, after a probe subprocess has
-shown that every cap took effect. The host's own (uncapped) dispatch is probed once, to show the caps change
-something here.
+(``python -m pytest -q -p no:cacheprovider -p isa_probe <node ids>``) under one level's caps, and the probe
+(tests/isa_probe.py, a plugin run at that session's start, before any test module is collected) shows that
+every cap took effect: one Python start and one collection a level for both. The host's own (uncapped) dispatch
+is probed once, in a subprocess of its own, to show the caps change something here.
 
 The caps (LEVELS), and what each does:
 
@@ -28,10 +29,12 @@ The caps (LEVELS), and what each does:
 - torch ATen (its vectorised CPU kernels: softmax, layer norm, reductions, the fused attention):
   ``ATEN_CPU_CAPABILITY`` = ``avx2`` / ``default`` (AVX512 on this host).
 - oneDNN (torch.nn.LSTM on the CPU runs oneDNN's RNN primitive, with oneDNN's GEMM; GRU and RNN do not):
-  ``ONEDNN_MAX_CPU_ISA`` = ``AVX2`` / ``SSE41``; checked from the ``ONEDNN_VERBOSE=1`` ``isa:`` line and the
-  implementations it prints (jit:avx512_core -> jit:avx2 -> jit:sse41 for a conv2d).
+  ``ONEDNN_MAX_CPU_ISA`` = ``AVX2`` / ``SSE41``; checked from the ``isa:`` line of oneDNN's verbose output
+  (switched on around the probe's calls with torch.backends.mkldnn.verbose, as ``ONEDNN_VERBOSE=1`` would) and
+  the implementations it prints (jit:avx512_core -> jit:avx2 -> jit:sse41 for a conv2d).
 - MKL (torch's CPU BLAS on x86: every float matmul/linear; torch links it statically):
-  ``MKL_ENABLE_INSTRUCTIONS`` = ``AVX2`` / ``SSE4_2``; checked from the ``MKL_VERBOSE=1`` header of a torch matmul.
+  ``MKL_ENABLE_INSTRUCTIONS`` = ``AVX2`` / ``SSE4_2``; checked from the verbose header of a torch matmul
+  (torch.backends.mkl.verbose, as ``MKL_VERBOSE=1``).
 - OpenBLAS (numpy's and scipy's, hence gensim's: gensim's Cython calls scipy.linalg.blas's sdot/saxpy/dsdot, it
   bundles no BLAS of its own; statsmodels' and seqlab's least squares): ``OPENBLAS_CORETYPE`` = ``Haswell`` /
   ``Nehalem`` (SSE-only kernels; this OpenBLAS build maps ``Prescott`` to ``Katmai``), checked with threadpoolctl's
@@ -121,58 +124,9 @@ LEVELS = {
 }
 CAP_VARS = sorted({name for caps, _ in LEVELS.values() for name in caps} | {"DNNL_MAX_CPU_ISA"})
 
-# Run with each level's caps (and ONEDNN_VERBOSE=1, MKL_VERBOSE=1): prints the libraries' verbose lines and, last,
-# one line "ISA-PROBE {json}" of what numba, ATen and OpenBLAS report.
-PROBE = r'''
-import json, os, re
-import numpy as np
-from numba import njit
-from numba.core.registry import cpu_target
-
-@njit(fastmath=True)
-def dot(a, b):
-    s = np.float32(0.0)
-    for i in range(a.shape[0]):
-        s += a[i] * b[i]
-    return s
-
-@njit
-def mul64(a, b, out):
-    for i in range(a.shape[0]):
-        out[i] = a[i] * b[i]
-
-f = np.ones(64, np.float32); dot(f, f)
-n = np.ones(64, np.int64); mul64(n, n, n.copy())
-asm = "\n".join(dot.inspect_asm().values())
-asm64 = "\n".join(mul64.inspect_asm().values())
-magic = cpu_target.target_context.codegen().magic_tuple()
-res = {"numba": {"cpu": magic[1], "avx512_features": sorted(set(re.findall(r"\+avx512\w*", magic[2]))),
-                 "zmm": asm.count("%zmm"), "ymm": asm.count("%ymm"), "vpmullq": "vpmullq" in asm64}}
-
-# a cache=True kernel of seqlab's: which builds its cache index (in NUMBA_CACHE_DIR) holds after this call
-from seqlab.models.word2vec_kernels import _sgd_pair
-_sgd_pair(np.full((3, 16), 0.1, np.float32), np.full((3, 16), 0.01, np.float32), 0, np.array([[1, 2]]),
-          np.array([[1.0, 0.0]], np.float32), 0, 2, np.float32(0.025), np.zeros((2, 16), np.float32))
-try:  # numba internals (0.68): the index maps (signature, magic tuple, hashes) to the stored build
-    index = _sgd_pair._cache._cache_file._load_index()
-    builds = sorted({(k[1][1], bool(re.search(r"\+avx512", k[1][2]))) for k in index})
-    res["numba_cache"] = {"path": _sgd_pair.stats.cache_path, "builds": builds,
-                          "this_build": any(k[1] == magic for k in index)}
-except AttributeError as e:
-    res["numba_cache"] = {"unavailable": repr(e)}
-
-import torch
-res["aten"] = torch.backends.cpu.get_cpu_capability()
-torch.manual_seed(0)
-torch.nn.LSTM(8, 16, batch_first=True)(torch.randn(2, 5, 8))  # oneDNN's RNN primitive
-torch.nn.functional.conv2d(torch.randn(2, 16, 16, 16), torch.randn(16, 16, 3, 3))  # oneDNN's jit convolution
-a = torch.randn(64, 64); a @ a  # MKL's sgemm
-
-import scipy.linalg.blas, gensim.models.word2vec_inner, threadpoolctl
-res["blas"] = [{"api": d["internal_api"], "lib": os.path.basename(d["filepath"]), "arch": d.get("architecture")}
-               for d in threadpoolctl.threadpool_info() if d["user_api"] == "blas"]
-print("ISA-PROBE " + json.dumps(res), flush=True)
-'''
+# The probe (tests/isa_probe.py): the host's runs alone in a subprocess; a capped level's runs as a pytest plugin at
+# the start of its parity rerun (-p isa_probe), which writes its findings into the file PROBE_ENV names.
+PROBE_ENV = "SEQLAB_ISA_PROBE_OUT"
 
 
 def _env(caps: dict[str, str] | None, numba_cache: Path, level: str) -> dict[str, str]:
@@ -199,18 +153,36 @@ def _tail(text: str, n: int = 6000) -> str:
     return text if len(text) <= n else "...\n" + text[-n:]
 
 
-def _probe(env: dict[str, str]) -> tuple[dict, list[str], list[str]]:
-    """(what numba, ATen, OpenBLAS report; oneDNN's verbose lines; MKL's verbose lines) in a subprocess."""
-    env = dict(env, ONEDNN_VERBOSE="1", MKL_VERBOSE="1")
-    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"the probe failed (rc {proc.returncode}):\n{_tail(out)}"
-    lines = out.splitlines()
-    found = [line for line in lines if line.startswith("ISA-PROBE ")]
-    assert found, f"the probe printed no result:\n{_tail(out)}"
-    return (json.loads(found[-1][len("ISA-PROBE "):]), [line for line in lines if line.startswith("onednn_verbose")],
-            [line for line in lines if line.startswith("MKL_VERBOSE")])
+def _findings(out: Path, log: str) -> tuple[dict, list[str], list[str]]:
+    """(what numba, ATen, OpenBLAS report; oneDNN's verbose lines; MKL's verbose lines) as the probe wrote them
+    into `out`; `log` is the probing process's output, shown when there is nothing to read."""
+    assert out.is_file(), f"the probe wrote no findings:\n{_tail(log)}"
+    got = json.loads(out.read_text(encoding="utf-8"))
+    assert "error" not in got, f"the probe failed:\n{got.get('error')}"
+    return got, got["onednn"], got["mkl"]
+
+
+def _probe_importable(env: dict[str, str]) -> dict[str, str]:
+    """`env` with tests/ first on PYTHONPATH, where isa_probe is imported from (by -p isa_probe or -c)."""
+    return dict(env, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "tests"), env.get("PYTHONPATH")) if p))
+
+
+def _probe(env: dict[str, str], out: Path) -> tuple[dict, list[str], list[str]]:
+    """The probe alone, in a subprocess (the host's level, which reruns no test): its findings (:func:`_findings`)."""
+    proc = subprocess.run([sys.executable, "-c", "import sys, isa_probe; isa_probe.write(sys.argv[1])", str(out)],
+                          cwd=ROOT, env=_probe_importable(env), capture_output=True, text=True, timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"the probe failed (rc {proc.returncode}):\n{_tail(log)}"
+    return _findings(out, log)
+
+
+def _rerun_with_probe(env: dict[str, str], out: Path) -> subprocess.CompletedProcess:
+    """SELECTION rerun in a subprocess whose session starts with the probe (the plugin writes to `out`): one
+    Python start and one collection for both."""
+    env = dict(_probe_importable(env), **{PROBE_ENV: str(out)})
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
+                           "-p", "isa_probe", *SELECTION], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
 
 
 def _onednn(lines: list[str]) -> tuple[str, list[str]]:
@@ -233,11 +205,12 @@ def _host_has(flag: str) -> bool:
     return cpuinfo.exists() and flag in cpuinfo.read_text().split()
 
 
-def test_host_dispatch_is_avx512(request, tmp_path_factory):
+def test_host_dispatch_is_avx512(request, tmp_path_factory, tmp_path):
     """Uncapped, every library picks AVX-512 code on this host: what the caps below must take away."""
     if not _host_has("avx512f"):
         pytest.skip("the host has no AVX-512 (avx512f): nothing above AVX2 to cap")
-    got, onednn, mkl = _probe(_env(None, _numba_cache(request, tmp_path_factory, "host"), "host"))
+    got, onednn, mkl = _probe(_env(None, _numba_cache(request, tmp_path_factory, "host"), "host"),
+                              tmp_path / "probe.json")
     nb = got["numba"]
     assert "+avx512f" in nb["avx512_features"], nb
     assert nb["vpmullq"], f"the host build uses no AVX-512 instruction (vpmullq): {nb}"
@@ -252,13 +225,15 @@ def test_host_dispatch_is_avx512(request, tmp_path_factory):
 
 
 @pytest.mark.parametrize("level", list(LEVELS))
-def test_parity_under_isa_cap(level, request, tmp_path_factory):
-    """The caps of `level` take effect in every library (the probe), then SELECTION passes under them."""
+def test_parity_under_isa_cap(level, request, tmp_path_factory, tmp_path):
+    """The caps of `level` take effect in every library (the probe, at the start of the rerun's session), and
+    SELECTION passes under them."""
     caps, want = LEVELS[level]
     if level == "avx2" and not (_host_has("avx2") and _host_has("fma")):
         pytest.skip("a cap only lowers the instruction set: the host has no AVX2 and FMA to run the AVX2 level on")
     env = _env(caps, _numba_cache(request, tmp_path_factory, level), level)
-    got, onednn, mkl = _probe(env)
+    proc = _rerun_with_probe(env, tmp_path / "probe.json")
+    got, onednn, mkl = _findings(tmp_path / "probe.json", proc.stdout + proc.stderr)
 
     nb = got["numba"]
     assert nb["cpu"] == want["numba_cpu"] and not nb["avx512_features"], nb
@@ -283,8 +258,5 @@ def test_parity_under_isa_cap(level, request, tmp_path_factory):
     assert openblas, got["blas"]
     assert all(b["arch"] == want["openblas"] for b in openblas), got["blas"]
 
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
-                           *SELECTION], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (f"parity tests failed under the {level} cap {caps} (rc {proc.returncode}):\n"
                                   + _tail(proc.stdout + proc.stderr))
