@@ -63,8 +63,9 @@ if os.environ.get("SEQLAB_ISA_CAP"):
     pytest.skip("inside a capped rerun", allow_module_level=True)
 
 # The parity tests rerun under each cap: the fast ones whose floats go through a capped kernel (131 tests). The
-# whole module: ~42 s wall on this idle 2-core AVX-512 machine, ~63 s the first time (each level then compiles
-# seqlab's numba kernels into its own cache folder, ~10 s).
+# whole module: ~42 s wall on this idle 2-core AVX-512 machine with a probe subprocess per level, ~63 s the first
+# time (each level then compiles seqlab's numba kernels into its own cache folder, ~10 s); the probe inside each
+# rerun took ~11 s off the two levels' ~84 s on a busy one (alternating runs, load ~4.5).
 SELECTION = [
     # word2vec: seqlab's numba SGD (fastmath float32 dot products: numba's vector width) against gensim's Cython
     # on OpenBLAS dsdot/saxpy, weight by weight after ~1,600-3,600 pair updates, within float rounding
