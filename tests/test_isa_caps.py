@@ -56,6 +56,8 @@ from pathlib import Path
 
 import pytest
 
+from seqlab.base.machine import ISA_CAPS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # A capped run sets SEQLAB_ISA_CAP: this module never runs inside one (SELECTION does not name it either).
@@ -101,24 +103,15 @@ SELECTION = [
     "tests/test_parity_ar.py::test_sunspots_matches_autoreg",
 ]
 
-# Haswell's features (LLVM's names), AVX-512 explicitly off: what numba compiles for under the AVX2 cap.
-HASWELL_FEATURES = ",".join([
-    "+64bit", "+cmov", "+cx8", "+cx16", "+fxsr", "+mmx", "+sahf", "+popcnt", "+sse", "+sse2", "+sse3", "+ssse3",
-    "+sse4.1", "+sse4.2", "+avx", "+avx2", "+fma", "+f16c", "+bmi", "+bmi2", "+lzcnt", "+movbe", "+xsave",
-    "+xsaveopt", "+fsgsbase", "+rdrnd", "+pclmul", "+aes", "+invpcid", "-avx512f",
-])
-
 # level: (the caps, what the probe must then see)
 LEVELS = {
     "avx2": (
-        {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL_FEATURES, "ATEN_CPU_CAPABILITY": "avx2",
-         "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OPENBLAS_CORETYPE": "Haswell"},
+        ISA_CAPS["avx2"],
         {"numba_cpu": "haswell", "ymm": True, "aten": "AVX2", "onednn_isa": "Intel AVX2",
          "mkl": "(Intel(R) AVX2)", "openblas": "Haswell"},
     ),
     "generic": (
-        {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "", "ATEN_CPU_CAPABILITY": "default",
-         "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "OPENBLAS_CORETYPE": "Nehalem"},
+        ISA_CAPS["generic"],
         {"numba_cpu": "generic", "ymm": False, "aten": "DEFAULT", "onednn_isa": "Intel SSE4.1",
          "mkl": "(Intel(R) SSE4.2)", "openblas": "Nehalem"},
     ),

@@ -11,6 +11,30 @@ import platform
 
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # what decides the CPU kernels torch can use
 
+# Haswell's features (LLVM's names), AVX-512 explicitly off: what numba compiles for under the AVX2 cap.
+HASWELL_FEATURES = ",".join([
+    "+64bit", "+cmov", "+cx8", "+cx16", "+fxsr", "+mmx", "+sahf", "+popcnt", "+sse", "+sse2", "+sse3", "+ssse3",
+    "+sse4.1", "+sse4.2", "+avx", "+avx2", "+fma", "+f16c", "+bmi", "+bmi2", "+lzcnt", "+movbe", "+xsave",
+    "+xsaveopt", "+fsgsbase", "+rdrnd", "+pclmul", "+aes", "+invpcid", "-avx512f",
+])
+
+# The instruction-set caps: the variables that make each library dispatch as on a CPU of that level (read when the
+# library loads, so they must be set before numba, torch or numpy is imported). tests/test_isa_caps.py explains and
+# checks each one; the benches run capped with --isa (bench/common.py).
+ISA_CAPS = {
+    "avx2": {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL_FEATURES, "ATEN_CPU_CAPABILITY": "avx2",
+             "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OPENBLAS_CORETYPE": "Haswell"},
+    "generic": {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "", "ATEN_CPU_CAPABILITY": "default",
+                "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "OPENBLAS_CORETYPE": "Nehalem"},
+}
+
+
+def isa_cap() -> str | None:
+    """The level of :data:`ISA_CAPS` this process runs under (every one of its variables set as the level sets
+    them), or None."""
+    return next((level for level, caps in ISA_CAPS.items()
+                 if all(os.environ.get(name) == value for name, value in caps.items())), None)
+
 
 def cpuinfo() -> dict[str, str]:
     """The first processor's block of /proc/cpuinfo as {field: value} (enough: the cores of one machine match);
@@ -35,4 +59,5 @@ def cpu_line() -> str:
     fields = cpuinfo()
     flags = set(fields.get("flags", "").split())
     isa = ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in ISA_FLAGS)
-    return f"{cpu_model(fields)}, {os.cpu_count()} cores; {isa}"
+    cap = isa_cap()
+    return f"{cpu_model(fields)}, {os.cpu_count()} cores; {isa}" + (f"; capped to {cap.upper()}" if cap else "")
