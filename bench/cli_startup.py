@@ -13,7 +13,8 @@ imported from --root (default: this checkout) through PYTHONPATH. Peak RSS is me
 ``/usr/bin/time -f %M`` on one more run of each command (a child's own rusage would carry this
 process's size over the fork). Every seqlab score must equal sacreBLEU's library score exactly (==), and the
 sacreBLEU CLI's rounded score, or the benchmark fails. Also timed: ``seqlab --help``, ``--version``,
-``presets`` and ``data list`` (interleaved the same way), and whether any of the commands imported torch or scikit-learn.
+``presets`` and ``data list`` (interleaved the same way), and whether any of the commands imported torch or
+scikit-learn.
 
 Prints one JSON line last: ``ratio`` = sacreBLEU CLI time / seqlab time (above 1 = seqlab faster),
 for 1 and 100 files.
@@ -165,8 +166,10 @@ def mib(value: float | None) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=7, help="shuffled rounds for 1 file and the verbs (one more warm-up round discarded)")
-    parser.add_argument("--rounds-100", type=int, default=3, help="shuffled rounds for 100 files (one more warm-up round discarded)")
+    parser.add_argument("--rounds", type=int, default=7,
+                        help="shuffled rounds for 1 file and the verbs (one more warm-up round discarded)")
+    parser.add_argument("--rounds-100", type=int, default=3,
+                        help="shuffled rounds for 100 files (one more warm-up round discarded)")
     parser.add_argument("--root", type=Path, default=REPO,
                         help="the seqlab checkout to time (default: this one; another root is not written "
                              "to RESULTS.md)")

@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> dict:
     med = {k: median(v) for k, v in runs.items()}
     ratio = med["torch F.dropout"] / med["seqlab Dropout"]
     if not args.no_results:
-        rows = "\n".join(f"| {k}: {CANDIDATES[k][2]} | {med[k]:.3f} | {', '.join(f'{x:.3f}' for x in v)} |" for k, v in runs.items())
+        rows = "\n".join(f"| {k}: {CANDIDATES[k][2]} | {med[k]:.3f} | {', '.join(f'{x:.3f}' for x in v)} |"
+                         for k, v in runs.items())
         write_section("dropout", "\n".join([
             "## Dropout on CPU: seqlab.nn.Dropout vs torch F.dropout in a training step (bench/dropout.py)",
             "",
@@ -125,8 +126,9 @@ def main(argv: list[str] | None = None) -> dict:
             f"Ratio torch / seqlab: **{ratio:.2f}** (above 1: seqlab faster). Dropout's remaining cost over no dropout: "
             f"{med['seqlab Dropout'] / med['no dropout']:.2f}x (torch's: {med['torch F.dropout'] / med['no dropout']:.2f}x).",
         ]))
-    summary = {"benchmark": "dropout", "peer_best": f"torch F.dropout (one Bernoulli draw per element) patched into the same step, "
-                                                     f"{args.precision}, {torch.get_num_threads()} threads",
+    summary = {"benchmark": "dropout",
+               "peer_best": f"torch F.dropout (one Bernoulli draw per element) patched into the same step, "
+                            f"{args.precision}, {torch.get_num_threads()} threads",
                "ratio": ratio, **{k: round(v, 4) for k, v in med.items()}}
     print(json.dumps(summary))
     return summary

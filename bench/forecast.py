@@ -20,7 +20,8 @@ Fit times: AR with order selection, each side on the same numpy array, timed wit
 ``interleaved``: ``--repeats`` rounds, both sides in a freshly shuffled order every round, one more warm-up round
 discarded (the first call, with its imports and caches, is never counted), ``gc.collect()`` before every call;
 the median round. Numpy's BLAS is held to one thread on both sides (threadpoolctl; on a shared 2-core machine
-OpenBLAS's threads swing these fits by 10x). The neural fits (no peer) are whole ``seqlab.api.train`` runs (one thread, CPU). One-step
+OpenBLAS's threads swing these fits by 10x). The neural fits (no peer) are whole ``seqlab.api.train`` runs (one
+thread, CPU). One-step
 forecasts: the time of ``ONE_STEP`` calls of ``predict_next`` on the loaded neural forecaster (its history growing by
 one value a call, over the series' last ``ONE_STEP`` values; computed in memory, no file per call).
 
