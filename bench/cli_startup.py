@@ -5,12 +5,16 @@ Small (hypothesis, reference) file pairs are cut from the WMT17 en-de systems
 10·k, against the same lines of newstest2017. "1 file" is one command on pair 0; "100 files" is 100
 commands in a row, one per pair, as a shell loop scoring many small outputs would run them. Each
 command is a fresh process: ``seqlab bleu HYP REF`` (the venv's ``seqlab`` script, or ``python -m
-seqlab`` without one) against ``sacrebleu REF -i HYP``, interleaved, medians of the rounds. seqlab is
+seqlab`` without one) against ``sacrebleu REF -i HYP``, timed with bench/common.py's ``interleaved``: both sides
+once a round in a freshly shuffled order, one more warm-up round discarded (it runs every command of both sides
+once, so both sides' files are in the page cache alike before anything is counted), ``gc.collect()`` in this process
+before every call, medians of the rounds. seqlab is
 imported from --root (default: this checkout) through PYTHONPATH. Peak RSS is measured apart, by
 ``/usr/bin/time -f %M`` on one more run of each command (a child's own rusage would carry this
 process's size over the fork). Every seqlab score must equal sacreBLEU's library score exactly (==), and the
 sacreBLEU CLI's rounded score, or the benchmark fails. Also timed: ``seqlab --help``, ``--version``,
-``presets`` and ``data list``, and whether any of the commands imported torch or scikit-learn.
+``presets`` and ``data list`` (interleaved the same way), and whether any of the commands imported torch or
+scikit-learn.
 
 Prints one JSON line last: ``ratio`` = sacreBLEU CLI time / seqlab time (above 1 = seqlab faster),
 for 1 and 100 files.
@@ -32,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.common import cpu_line, median, write_section  # noqa: E402
+from bench.common import cpu_line, interleaved, median, write_section  # noqa: E402
 
 DATA = Path(os.environ.get("SEQLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
 WMT = DATA / "wmt17_en_de_systems"
@@ -100,22 +104,26 @@ def seqlab_cmd() -> list[str]:
 
 
 def compare_bleu(pairs, rounds: int, env: dict) -> dict:
-    """Interleaved rounds of both CLIs over ``pairs``; per round the total wall time of all commands."""
+    """Both CLIs over ``pairs``, timed by ``interleaved`` (shuffled rounds, the warm-up round discarded: it warms
+    both sides' files alike); a side's figure in a round is the total wall time of its commands."""
     sacrebleu_cli = BIN / "sacrebleu"
     if not sacrebleu_cli.exists():
         raise SystemExit(f"error: needs {sacrebleu_cli} (the test extras: pip install sacrebleu==2.6.0)")
     commands = {"seqlab": lambda hyp, ref: [*seqlab_cmd(), "bleu", str(hyp), str(ref)],
                 "sacrebleu": lambda hyp, ref: [str(sacrebleu_cli), str(ref), "-i", str(hyp)]}
-    totals = {"seqlab": [], "sacrebleu": []}
     outputs = {}
-    for r in range(rounds):
-        for name in (["seqlab", "sacrebleu"] if r % 2 == 0 else ["sacrebleu", "seqlab"]):
+
+    def side(name: str):
+        def call() -> float:
             total = 0.0
             for hyp, ref in pairs:
                 wall, out = run(commands[name](hyp, ref), env)
                 total += wall
                 outputs[name, hyp] = json.loads(out)["score"]
-            totals[name].append(total)
+            return total
+        return call
+
+    totals = interleaved({name: side(name) for name in commands}, rounds)
     row = {"files": len(pairs), "seqlab_s": median(totals["seqlab"]), "sacrebleu_s": median(totals["sacrebleu"]),
            "rounds": rounds}
     for name, command in commands.items():
@@ -141,12 +149,14 @@ def check_scores(pairs, outputs: dict) -> bool:
 
 def time_verbs(rounds: int, env: dict) -> list[dict]:
     """Median wall time and peak RSS of the model-free verbs, and what each imports."""
+    verbs = (["--help"], ["--version"], ["presets"], ["data", "list"])
+    walls = interleaved({" ".join(verb): (lambda verb=verb: run([*seqlab_cmd(), *verb], env)[0]) for verb in verbs},
+                        rounds)
     rows = []
-    for verb in (["--help"], ["--version"], ["presets"], ["data", "list"]):
-        walls = [run([*seqlab_cmd(), *verb], env)[0] for _ in range(rounds)]
+    for verb in verbs:
         imports = json.loads(run([sys.executable, "-c", PROBE, *verb], env)[1])
-        rows.append({"verb": " ".join(verb), "s": median(walls), "rss_mib": peak_rss_mib([*seqlab_cmd(), *verb], env),
-                     "imports": imports})
+        rows.append({"verb": " ".join(verb), "s": median(walls[" ".join(verb)]),
+                     "rss_mib": peak_rss_mib([*seqlab_cmd(), *verb], env), "imports": imports})
     return rows
 
 
@@ -156,8 +166,10 @@ def mib(value: float | None) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds for 1 file and the verbs")
-    parser.add_argument("--rounds-100", type=int, default=3, help="interleaved rounds for 100 files")
+    parser.add_argument("--rounds", type=int, default=7,
+                        help="shuffled rounds for 1 file and the verbs (one more warm-up round discarded)")
+    parser.add_argument("--rounds-100", type=int, default=3,
+                        help="shuffled rounds for 100 files (one more warm-up round discarded)")
     parser.add_argument("--root", type=Path, default=REPO,
                         help="the seqlab checkout to time (default: this one; another root is not written "
                              "to RESULTS.md)")
@@ -168,7 +180,6 @@ def main() -> int:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="seqlab-cli-bench-") as tmp:
         pairs = write_pairs(Path(tmp), 100)
-        run([*seqlab_cmd(), "--version"], env)  # warm the file cache (both sides share the interpreter)
         one = compare_bleu(pairs[:1], args.rounds, env)
         hundred = compare_bleu(pairs, args.rounds_100, env)
         probe_bleu = run([sys.executable, "-c", PROBE, "bleu", str(pairs[0][0]), str(pairs[0][1])], env)[1]
@@ -190,8 +201,11 @@ def main() -> int:
         "## CLI start-up: `seqlab bleu` vs sacreBLEU's CLI, and the model-free verbs (bench/cli_startup.py)\n\n"
         f"Each command is a fresh process ({' '.join(Path(c).name for c in seqlab_cmd())} / sacrebleu 2.6.0 "
         f"scripts of one venv). Files: {LINES_PER_FILE}-line hypothesis/reference pairs cut from the WMT17 "
-        "en-de systems and newstest2017; 100 files = 100 commands in a row, times summed. Interleaved "
-        f"rounds ({args.rounds} for 1 file and the verbs, {args.rounds_100} for 100 files), medians; ratio = "
+        "en-de systems and newstest2017; 100 files = 100 commands in a row, times summed. Rounds in a freshly "
+        f"shuffled order ({args.rounds} for 1 file and the verbs, {args.rounds_100} for 100 files; bench/common.py "
+        "`interleaved`), each after one more warm-up round, discarded, that runs every command of both sides once "
+        "(both sides' files equally in the page cache), `gc.collect()` in the timing process before every call; "
+        "medians; ratio = "
         "sacreBLEU CLI time / seqlab time (above 1 = seqlab faster). Identical = every seqlab score == "
         "sacreBLEU's (library, unrounded; and its CLI's one-decimal score). "
         f"CPU: {cpu_line()}. Load average at the start: {load:.1f} (other jobs share the cores).\n\n"

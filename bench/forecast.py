@@ -7,16 +7,21 @@ every model forecasts the whole tail recursively from the end of train + valid, 
 against the tail, in the series' units.
 
 - seqlab AR: the `ar` preset (p in 1..max_p by AIC, least squares on train + valid) through seqlab.api.
-- statsmodels: ``ar_select_order(history, max_p, ic="aic")`` then ``AutoReg(history, p*, trend="c")`` on the same
-  history; the forecasts are compared with seqlab's (max |difference|).
+- statsmodels, in its documented path for this workload: ``sel = ar_select_order(history, max_p, ic="aic",
+  trend="c")`` then ``sel.model.fit()`` (``AROrderSelectionResults.model`` is the AutoReg of the selected lags, built
+  by the selection itself: https://www.statsmodels.org/stable/generated/statsmodels.tsa.ar_model.ar_select_order.html);
+  the forecasts are compared with seqlab's (max |difference|).
 - LSTM and Transformer: the `forecast-lstm` and `forecast-transformer` presets (windows of 32 values, trained on
   train with the valid part for validation), one run per seed; the median RMSE over the seeds is reported
   with the range, since a single tail and a small network make the figure noisy.
 - the history's mean as a forecast, for scale.
 
-Fit times: AR with order selection, median of ``--repeats`` fits, each side on the same numpy array, with
-numpy's BLAS held to one thread on both sides (threadpoolctl; on a shared 2-core machine OpenBLAS's threads
-swing these fits by 10x); the neural fits are whole ``seqlab.api.train`` runs (one thread, CPU). One-step
+Fit times: AR with order selection, each side on the same numpy array, timed with bench/common.py's
+``interleaved``: ``--repeats`` rounds, both sides in a freshly shuffled order every round, one more warm-up round
+discarded (the first call, with its imports and caches, is never counted), ``gc.collect()`` before every call;
+the median round. Numpy's BLAS is held to one thread on both sides (threadpoolctl; on a shared 2-core machine
+OpenBLAS's threads swing these fits by 10x). The neural fits (no peer) are whole ``seqlab.api.train`` runs (one
+thread, CPU). One-step
 forecasts: the time of ``ONE_STEP`` calls of ``predict_next`` on the loaded neural forecaster (its history growing by
 one value a call, over the series' last ``ONE_STEP`` values; computed in memory, no file per call).
 
@@ -40,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from common import machine, median, write_section  # noqa: E402
+from common import interleaved, machine, median, write_section  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timeseries"
 SERIES = {  # name: (file, transform, held-out tail, max_p)
@@ -70,13 +75,7 @@ def split_override(n: int, tail: int) -> str:
     return f"data.split=[{(n - 2 * tail) / n!r}, {tail / n!r}, {tail / n!r}]"
 
 
-def timed(fn, repeats: int) -> tuple[object, float]:
-    result, times = None, []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t)
-    return result, median(times)
+PEER = 'statsmodels ar_select_order(ic="aic", trend="c") then sel.model.fit(), BLAS at 1 thread'
 
 
 def one_step_seconds(forecaster, values: np.ndarray) -> float:
@@ -95,7 +94,7 @@ def rmse(f, y) -> float:
 def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
     from seqlab import api
     from seqlab.models.autoregressive import AR, ARConfig
-    from statsmodels.tsa.ar_model import AutoReg, ar_select_order
+    from statsmodels.tsa.ar_model import ar_select_order
 
     path, values, tail, max_p = prepare(folder, name)
     history, truth = values[:-tail], values[-tail:]
@@ -107,13 +106,19 @@ def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
     ar = api.load(run)
     assert ar.series.n_test == tail and len(ar.series.history) == len(history), "split boundaries moved"
     ours = np.asarray(ar.predict(steps=tail))
-    _, row["ar_fit_s"] = timed(lambda: AR(ARConfig(max_p=max_p)).fit(history), repeats)
+    fitted: dict = {}
 
-    def statsmodels_fit():
-        p = max(ar_select_order(history, max_p, ic="aic", trend="c").ar_lags or [0])
-        return AutoReg(history, lags=p, trend="c").fit(), p
+    def seqlab_fit() -> None:
+        fitted["seqlab"] = AR(ARConfig(max_p=max_p)).fit(history)
 
-    (res, p_sm), row["statsmodels_fit_s"] = timed(statsmodels_fit, repeats)
+    def statsmodels_fit() -> None:  # the documented path: the selection's own model, fitted
+        sel = ar_select_order(history, max_p, ic="aic", trend="c")
+        fitted["statsmodels"] = sel, sel.model.fit()
+
+    kept = interleaved({"seqlab": seqlab_fit, "statsmodels": statsmodels_fit}, rounds=repeats)
+    row["ar_fit_s"], row["statsmodels_fit_s"] = median(kept["seqlab"]), median(kept["statsmodels"])
+    sel, res = fitted["statsmodels"]
+    p_sm = max(sel.ar_lags or [0])
     theirs = res.forecast(tail)
     row.update(p_seqlab=ar.model.p, p_statsmodels=p_sm, rmse_ar=ar.evaluate("test")["rmse"],
                rmse_statsmodels=rmse(theirs, truth), forecast_max_abs_diff=float(np.abs(ours - theirs).max()),
@@ -134,8 +139,9 @@ def bench_series(name: str, folder: Path, seeds: int, repeats: int) -> dict:
     return row
 
 
-def table(rows: list[dict], seeds: int) -> str:
-    lines = ["| series (values, tail) | mean | statsmodels AutoReg AR(p*) | seqlab AR(p*) | seqlab LSTM | "
+def table(rows: list[dict], seeds: int, repeats: int) -> str:
+    lines = ["| series (values, tail) | mean | statsmodels AR(p*): ar_select_order(ic=aic, trend=c).model.fit() | "
+             "seqlab AR(p*) | seqlab LSTM | "
              "seqlab Transformer |", "|---|---|---|---|---|---|"]
     for r in rows:
         neural = [f"{r[f'rmse_{k}']:.4g} ({r[f'rmse_{k}_range'][0]:.4g}-{r[f'rmse_{k}_range'][1]:.4g}); "
@@ -152,7 +158,10 @@ def table(rows: list[dict], seeds: int) -> str:
                          f"{r['transformer_one_step_s']:.2f} s" for r in rows)
     return ("Held-out-tail RMSE (series units; the airline series is log-differenced) of recursive forecasts from "
             "the end of train + valid, then the fit time. AR: p* chosen by AIC up to max_p (30, 30, 24), "
-            "fit = order selection + least squares, median of repeated fits, BLAS on one thread on both sides. "
+            "fit = order selection + least squares (statsmodels: `ar_select_order(history, max_p, ic=\"aic\", "
+            f"trend=\"c\")` then `sel.model.fit()`, its documented path), {repeats} interleaved rounds in a shuffled "
+            "order, one more warm-up round discarded, `gc.collect()` before every call, the median round; BLAS on one "
+            "thread on both sides. "
             "LSTM / Transformer: the "
             f"`forecast-lstm` / `forecast-transformer` presets, median (min-max) over {seeds} seeds, fit = a whole "
             "`seqlab.api.train` run on one CPU thread. `mean` forecasts the history's mean.\n\n"
@@ -165,7 +174,8 @@ def table(rows: list[dict], seeds: int) -> str:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=3, help="training seeds per neural forecaster")
-    ap.add_argument("--repeats", type=int, default=5, help="timed AR fits per side")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="interleaved rounds of AR fits, each side once a round (one more warm-up round discarded)")
     args = ap.parse_args()
     from threadpoolctl import threadpool_limits
 
@@ -175,11 +185,11 @@ def main():
             rows.append(bench_series(name, Path(folder), args.seeds, args.repeats))
             print(json.dumps(rows[-1]), file=sys.stderr)
     write_section("forecast", "## Forecasting: AR(p*), LSTM, Transformer vs statsmodels AutoReg (`bench/forecast.py`)"
-                  "\n\n" + table(rows, args.seeds))
+                  "\n\n" + table(rows, args.seeds, args.repeats))
     ratio = math.exp(np.mean([math.log(r["statsmodels_fit_s"] / r["ar_fit_s"]) for r in rows]))
     rmses = {r["series"]: {k[5:]: r[k] for k in r if k.startswith("rmse_") and not k.endswith("range")} for r in rows}
     print(json.dumps({"bench": "forecast", "machine": machine(),
-                      "peer_best": "statsmodels ar_select_order(ic='aic') + AutoReg(trend='c'), BLAS at 1 thread",
+                      "peer_best": PEER,
                       "ratio": ratio, "rmse": rmses,
                       "one_step_s": {r["series"]: {k: r[f"{k}_one_step_s"] for k in ("lstm", "transformer")}
                                      for r in rows},

@@ -10,8 +10,18 @@ and fp32:
 - LM forward pass: one language-model run (by default an ``lm-char`` run trained for a few steps here: 4 layers,
   d_model 128, 128 positions; ``--run`` takes another), logits for batches of random ids at full length.
 
-Candidates run interleaved in shuffled order, ``--rounds`` times; figures are medians; each thread count of
-``--threads`` (both runtimes get it) is one pass.
+A candidate's call is one pass over the workload's batches; the calls are timed with bench/common.py's
+``interleaved``: ``--rounds`` rounds, both runtimes in a freshly shuffled order every round, one more warm-up
+round discarded, ``gc.collect()`` before every call; figures are from the median pass. Each thread count of
+``--threads`` (both runtimes get it) is one such run.
+
+Outputs agree within a stated tolerance, checked (the run fails past it) on every batch before the timing:
+``max |seqlab - onnxruntime| <= L * n * eps * max |seqlab|``, with eps = 2^-23 (float32's machine epsilon), n
+the longest float32 reduction in the model (its feed-forward width d_ff, or the attention's sequence length where
+longer) and L its number of layers. A float32 dot product of length n errs by at most gamma_n * sum |x_i y_i|,
+gamma_n ~ n * eps / 2 (Higham, "Accuracy and Stability of Numerical Algorithms", section 3.1); two runtimes each
+within that bound differ by at most twice it, i.e. n * eps relative to the output's magnitude (LayerNorm keeps
+every layer's scale near the output's), and to first order the layers' errors add.
 
     .venv/bin/python bench/onnx.py [--sentences 512] [--rounds 7] [--threads 1,2] [--run RUN]
 
@@ -25,10 +35,8 @@ import argparse
 import json
 import os
 import platform
-import random
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 # this file is bench/onnx.py: its folder must not be on the path, or it would shadow the onnx package
@@ -43,7 +51,7 @@ import torch  # noqa: E402
 _spec = importlib.util.spec_from_file_location("bench_common", HERE / "common.py")
 common = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(common)
-machine, median, write_section = common.machine, common.median, common.write_section
+interleaved, machine, median, write_section = common.interleaved, common.machine, common.median, common.write_section
 
 BATCH = 32
 LM_BATCHES = (1, 16)
@@ -83,23 +91,24 @@ def padded(id_lists: list[list[int]], pad_id: int) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": mask}
 
 
-def interleaved(candidates: dict, jobs: list, rounds: int) -> dict[str, float]:
-    """Seconds per candidate: the sum over jobs of the median over rounds (candidates shuffled per job)."""
-    times = {name: [[] for _ in jobs] for name in candidates}
-    for r in range(rounds):
-        rng = random.Random(r)
-        for j, job in enumerate(jobs):
-            order = list(candidates)
-            rng.shuffle(order)
-            for name in order:
-                t = time.perf_counter()
-                candidates[name](job)
-                times[name][j].append(time.perf_counter() - t)
-    return {name: sum(median(ts) for ts in per_job) for name, per_job in times.items()}
+EPS32 = float(np.finfo(np.float32).eps)  # 2^-23
+
+
+def relative_bound(layers: int, longest_reduction: int) -> float:
+    """The agreement tolerance relative to max |output|: L * n * eps (the module docstring says why)."""
+    return layers * longest_reduction * EPS32
+
+
+def one_pass(fn, jobs: list):
+    """A candidate for ``interleaved``: ``fn`` over every job; returns None, so the wall clock times the call."""
+    def call() -> None:
+        for job in jobs:
+            fn(job)
+    return call
 
 
 def embeddings_workload(n: int, tmp: Path):
-    """(candidates for one thread count, jobs, max abs diff) for MiniLM sentence embeddings."""
+    """(candidates for one thread count, jobs, sentences, relative tolerance) for MiniLM sentence embeddings."""
     from seqlab.exporters import export
     from seqlab.models.sentence import SentenceEncoder
 
@@ -113,7 +122,9 @@ def embeddings_workload(n: int, tmp: Path):
         ort = session(path, threads)
         return {"seqlab (torch)": ours.embed_batch, "onnxruntime": lambda ids: ort.run(None, padded(ids, pad))[0]}
 
-    return candidates, plan, n
+    cfg = ours.encoder.cfg
+    bound = relative_bound(cfg.n_layers, max(cfg.d_ff, max(len(ids) for batch in plan for ids in batch)))
+    return candidates, plan, n, bound
 
 
 def lm_run(tmp: Path) -> Path:
@@ -125,7 +136,8 @@ def lm_run(tmp: Path) -> Path:
 
 
 def lm_workload(run: Path, batch: int, tmp: Path):
-    """(candidates for one thread count, jobs, tokens) for the LM forward pass at ``batch`` x max_len."""
+    """(candidates for one thread count, jobs, tokens, cfg, relative tolerance) for the LM forward pass at
+    ``batch`` x max_len."""
     from seqlab import api
     from seqlab.exporters import export
 
@@ -145,15 +157,20 @@ def lm_workload(run: Path, batch: int, tmp: Path):
         ort = session(path, threads)
         return {"seqlab (torch)": ours, "onnxruntime": lambda ids: ort.run(None, {"input_ids": ids.numpy()})[0]}
 
-    return candidates, jobs, len(jobs) * batch * cfg.max_len, cfg
+    bound = relative_bound(cfg.n_layers, max(cfg.d_ff, cfg.max_len))
+    return candidates, jobs, len(jobs) * batch * cfg.max_len, cfg, bound
 
 
-def measure(candidates: dict, jobs: list, units: int, rounds: int) -> dict:
-    """Units per second of each candidate (interleaved rounds) and their outputs' max abs diff."""
-    a, b = candidates.values()
-    diff = max(float(np.abs(a(job) - b(job)).max()) for job in jobs)  # also the warm-up
-    seconds = interleaved(candidates, jobs, rounds)
-    return {"rate": {name: units / s for name, s in seconds.items()}, "diff": diff}
+def measure(candidates: dict, jobs: list, units: int, rounds: int, bound: float) -> dict:
+    """Units per second of each candidate (its median pass over ``jobs`` in ``interleaved`` rounds), their
+    outputs' max abs diff and its tolerance, ``bound`` x max |seqlab's output| (checked before the timing)."""
+    ours, theirs = candidates.values()  # seqlab first
+    outputs = [(ours(job), theirs(job)) for job in jobs]
+    diff = max(float(np.abs(a - b).max()) for a, b in outputs)
+    tolerance = bound * max(float(np.abs(a).max()) for a, _ in outputs)
+    seconds = interleaved({name: one_pass(fn, jobs) for name, fn in candidates.items()}, rounds)
+    return {"rate": {name: units / median(s) for name, s in seconds.items()}, "diff": diff, "tolerance": tolerance,
+            "agree": diff <= tolerance}
 
 
 def main():
@@ -168,24 +185,29 @@ def main():
 
     load = os.getloadavg()[0]
     peer, ours = "onnxruntime", "seqlab (torch)"
-    rows, ratios = [], {}
+    rows, ratios, agreement = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         run = Path(args.run) if args.run else lm_run(tmp)
         workloads = [(f"sentence embeddings, all-MiniLM-L6-v2, batch {BATCH}", "sentences/s", "embeddings",
                       embeddings_workload(args.sentences, tmp))]
         for batch in LM_BATCHES:
-            make, jobs, units, cfg = lm_workload(run, batch, tmp)
+            make, jobs, units, cfg, bound = lm_workload(run, batch, tmp)
             workloads.append((f"LM forward, batch {batch} x {cfg.max_len} tokens", "tokens/s", f"lm_batch{batch}",
-                              (make, jobs, units)))
+                              (make, jobs, units, bound)))
         for threads in thread_counts:
             torch.set_num_threads(threads)
-            for label, unit, key, (make, jobs, units) in workloads:
-                r = measure(make(threads), jobs, units, args.rounds)
+            for label, unit, key, (make, jobs, units, bound) in workloads:
+                r = measure(make(threads), jobs, units, args.rounds, bound)
                 ratio = r["rate"][ours] / r["rate"][peer]
                 ratios[f"{key}_threads{threads}"] = round(ratio, 3)
+                agreement[f"{key}_threads{threads}"] = {"max_abs_diff": r["diff"], "tolerance": r["tolerance"]}
+                if not r["agree"]:
+                    print(f"outputs differ past the tolerance: {label}, {threads} thread(s): max abs diff "
+                          f"{r['diff']:.2e} > {r['tolerance']:.2e}", file=sys.stderr)
                 rows.append(f"| {label} | {threads} | {r['rate'][ours]:,.0f} {unit} | {r['rate'][peer]:,.0f} {unit} | "
-                            f"**{ratio:.2f}** | {r['diff']:.1e} |")
+                            f"**{ratio:.2f}** | {r['diff']:.1e} (tolerance {r['tolerance']:.1e}: "
+                            f"{'within' if r['agree'] else '**EXCEEDED**'}) |")
     run_note = "an lm-char run trained for 5 steps here" if not args.run else f"the run {args.run}"
     write_section("onnx", f"""## ONNX: onnxruntime vs seqlab (torch) on the same models (bench/onnx.py)
 
@@ -195,18 +217,26 @@ fp32, on {cpu_model()} ({os.cpu_count()} cores; load average at the start {load:
 and PyTorch's threads suffer more from that than onnxruntime's). Sentence embeddings: {args.sentences} SST-2 test
 sentences in batches planned by seqlab (sorted by tokens, padded per batch), ids to unit vectors (tokenization
 left out: the same for both). LM: {run_note} ({cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.max_len}
-positions, vocabulary {cfg.vocab_size}), logits of 4 batches of random ids per size. {args.rounds} rounds,
-candidates interleaved in shuffled order, medians. Ratio = seqlab / onnxruntime (above 1: seqlab faster).
+positions, vocabulary {cfg.vocab_size}), logits of 4 batches of random ids per size. Timing (bench/common.py
+`interleaved`): a call is one pass over a workload's batches; {args.rounds} rounds, both runtimes in a freshly
+shuffled order every round, one more warm-up round discarded, `gc.collect()` before every call; the median pass.
+Ratio = seqlab / onnxruntime (above 1: seqlab faster). Max abs diff over every batch's outputs, against the
+tolerance L x n x eps x max |seqlab's output| (eps = 2^-23, float32's; n = the longest float32 reduction, d_ff or
+the sequence length; L = the layers): the worst-case rounding of a float32 dot product of length n (gamma_n ~ n eps
+/ 2, Higham section 3.1) on each side, added over the layers.
 
-| workload | threads | seqlab (torch) | onnxruntime | ratio | max abs diff |
+| workload | threads | seqlab (torch) | onnxruntime (CPUExecutionProvider, ORT_ENABLE_ALL, 1 inter-op thread) | ratio | max abs diff |
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 """)
     top = max(thread_counts)
-    print(json.dumps({"peer_best": f"onnxruntime CPUExecutionProvider, {top} intra-op threads, graph optimizations "
+    agree = all(a["max_abs_diff"] <= a["tolerance"] for a in agreement.values())
+    print(json.dumps({"outputs_agree": agree, "agreement": agreement,
+                      "peer_best": f"onnxruntime CPUExecutionProvider, {top} intra-op threads, graph optimizations "
                                    "on (default ORT_ENABLE_ALL)", "ratio": ratios[f"embeddings_threads{top}"], **ratios, "load_average": round(load, 2),
                       "cpu": cpu_model(), "machine": machine()}))
+    return 0 if agree else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
