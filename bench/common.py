@@ -23,11 +23,12 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from seqlab.base.machine import cpu_line, cpu_model  # noqa: F401 - the benchmarks import cpu_line from here (torch-free)
+from seqlab.base.machine import ISA_CAPS, cpu_line, cpu_model, isa_cap  # noqa: F401 - benches import cpu_line here
 
 # SEQLAB_BENCH_RESULTS=FILE sends a trial run's sections elsewhere (smoke runs must not overwrite real figures)
 RESULTS = Path(os.environ.get("SEQLAB_BENCH_RESULTS") or Path(__file__).resolve().parent / "RESULTS.md")
@@ -41,6 +42,49 @@ def machine() -> str:
 
     host = f"{cpu_line()}; Python {platform.python_version()}, torch {torch.__version__}"
     return f"GPU {gpu_line()}; host {host}" if torch.cuda.is_initialized() else host
+
+
+def run_under_isa_cap(argv: list[str] | None = None) -> str | None:
+    """``--isa LEVEL`` on this bench's command line (``native``, the default, or a level of
+    ``seqlab.base.machine.ISA_CAPS``: ``avx2``, ``generic``): re-execute the script with that level's caps set, so
+    that every library dispatches as on a CPU of that level (an AVX2 EPYC's kernels measured on an AVX-512 or AMX
+    machine); the level once running under it, None natively. Call it before torch is imported: the libraries read
+    the caps when they load. Each capped level caches numba builds in a folder of its own, as the tests do."""
+    argv = sys.argv[1:] if argv is None else argv
+    level = "native"
+    for i, arg in enumerate(argv):
+        if arg == "--isa" and i + 1 < len(argv):
+            level = argv[i + 1]
+        elif arg.startswith("--isa="):
+            level = arg.split("=", 1)[1]
+    if level == "native":
+        return None
+    if level not in ISA_CAPS:
+        raise SystemExit(f"--isa {level}: choose native or {', '.join(ISA_CAPS)}")
+    if isa_cap() == level:
+        return level
+    if "torch" in sys.modules:
+        raise SystemExit("--isa: torch is already imported; call run_under_isa_cap before importing it")
+    env = {**os.environ, **ISA_CAPS[level],
+           "NUMBA_CACHE_DIR": str(Path(tempfile.gettempdir()) / f"seqlab-numba-cache-{level}")}
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    return level  # not reached
+
+
+def isa_suffix() -> str:
+    """The section-name suffix of a capped run (``-avx2-caps``), so it sits beside the native section instead of
+    replacing it; empty natively."""
+    cap = isa_cap()
+    return f"-{cap}-caps" if cap else ""
+
+
+def isa_heading() -> str:
+    """The heading's words for a capped run ("(capped to AVX2: ...)"), empty natively."""
+    cap = isa_cap()
+    if not cap:
+        return ""
+    return (f" (capped to {cap.upper()}: " + ", ".join(f"{k}={v}" for k, v in ISA_CAPS[cap].items()
+                                                       if k != "NUMBA_CPU_FEATURES") + ")")
 
 
 def init_device(device: str) -> None:

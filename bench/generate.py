@@ -68,10 +68,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common import run_under_isa_cap  # noqa: E402
+
+run_under_isa_cap()  # --isa avx2: this script again under the AVX2 caps, before torch loads
+
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from common import bf16_rows, cpu_line, gpu_line, interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
+from common import (  # noqa: E402
+    bf16_rows, cpu_line, gpu_line, interleaved, isa_heading, isa_suffix, machine, median, run_json_subprocess, verdict,
+    write_section)
 
 PROMPT, NEW, MAX_LEN = 16, 256, 272
 QUICK_NEW = 32  # --quick: new tokens per call
@@ -513,6 +519,9 @@ def parse_args():
                     "no GEMV table, no RSS subprocesses (figures not for RESULTS.md)")
     ap.add_argument("--no-compile", action="store_true", help="skip every compiled candidate (both sides)")
     ap.add_argument("--ppl-run", default=None, help="a trained LM run: its validation perplexity per --dtype")
+    ap.add_argument("--isa", choices=("native", "avx2", "generic"), default="native",
+                    help="run both sides capped to this instruction-set level (seqlab.base.machine.ISA_CAPS), in "
+                         "the section generate-<CPU>-<level>-caps beside the native one")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="where both sides decode (default cpu); cuda: fp32 on the GPU, HF with its static cache + "
                          "CUDA graphs, in the section generate-<GPU>-cuda")
@@ -586,7 +595,7 @@ def main():
         print("--quick without SEQLAB_BENCH_RESULTS: section not written (smoke figures stay out of RESULTS.md)",
               file=sys.stderr)
     else:
-        write_section(f"generate-{slug}", section)
+        write_section(f"generate-{slug}{isa_suffix()}", section)
     print(json.dumps({
         "seqlab_best": v1["seqlab_best"], "peer_best": v1["peer_best"], "ratio": round(ratio, 3),
         "seqlab_best_batched": vb["seqlab_best"], "peer_best_batched": vb["peer_best"],
@@ -631,7 +640,7 @@ The 24 weight products of one token alone (one row, the layer shapes
 """
     rss_text = (f"\nPeak RSS, each side alone in a subprocess (eager HF, seqlab's compiled step): "
                 f"HF {rss['hf']:.0f} MiB, seqlab {rss['ours']:.0f} MiB." if rss else "")
-    return f"""## Generation on {cpu_line().split(';')[0]}: greedy, {NEW} new tokens (bench/generate.py)
+    return f"""## Generation on {cpu_line().split(';')[0]}{isa_heading()}: greedy, {NEW} new tokens (bench/generate.py)
 {quick}
 6 layers, 6 heads, d_model 384, vocab 65, max_len 272; the same weights on both sides. Every candidate, on
 both sides, runs at {threads} torch thread{'s' * (threads > 1)} (set by this script, which owns the process;

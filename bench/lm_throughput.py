@@ -54,10 +54,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from common import run_under_isa_cap  # noqa: E402
+
+run_under_isa_cap()  # --isa avx2: this script again under the AVX2 caps, before torch loads
+
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from common import bf16_rows, gpu_line, interleaved, machine, median, run_json_subprocess, verdict, write_section  # noqa: E402
+from common import (  # noqa: E402
+    bf16_rows, gpu_line, interleaved, isa_heading, isa_suffix, machine, median, run_json_subprocess, verdict,
+    write_section)
 from gemm_share import capture_gemms, layer_peak, other_ops  # noqa: E402
 
 TARGET = 1.1  # seqlab's best training throughput over HF's best
@@ -300,6 +306,9 @@ def main():
     ap.add_argument("--rss", action=argparse.BooleanOptionalAction, default=True,
                     help="peak RSS of each side's best candidate, each in its own subprocess")
     ap.add_argument("--tiny", action="store_true", help="a 1-layer model on 2 x 32 tokens: smoke runs only")
+    ap.add_argument("--isa", choices=("native", "avx2", "generic"), default="native",
+                    help="run both sides capped to this instruction-set level (seqlab.base.machine.ISA_CAPS), in "
+                         "the section lm_throughput-<level>-caps beside the native one")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="where both sides train (default cpu); cuda: SDPA + bf16, eager and compiled, on the GPU, "
                          "in the section lm_throughput-cuda")
@@ -352,7 +361,7 @@ def report(args, shape: Shape, start: float) -> None:
     rss = ({side: peak_rss(next(c for c in cands if c.name == overall[f"{side}_best"]), shape, args.threads)
             for side in ("seqlab", "peer")} if args.rss and on_cpu else {})
     wall_s = time.perf_counter() - start
-    suffix = "" if on_cpu else f"-{device}"  # the GPU's section never overwrites the CPU's
+    suffix = isa_suffix() if on_cpu else f"-{device}"  # the GPU's and a capped run's never overwrite the native CPU's
     write_section(f"lm_throughput{suffix}", section(args, shape, cands, rate, compile_s, overall, by_precision, met,
                                                     peak, flops_per_token, mfu, mfu_layers, prof, rss, losses_ok,
                                                     losses_line))
@@ -401,7 +410,7 @@ def section(args, shape, cands, rate, compile_s, overall, by_precision, met, pea
             "backward call and optimizer stay eager)" if args.compile else
             "each run eagerly only (`--no-compile`, on both sides)")
     if on_cpu:
-        intro = f"""## Training throughput: Transformer LM vs HF GPT-2 (bench/lm_throughput.py)
+        intro = f"""## Training throughput{isa_heading()}: Transformer LM vs HF GPT-2 (bench/lm_throughput.py)
 
 {size}; exact GELU, pre-LN, tied embeddings, dropout 0; one step = forward, cross-entropy on fp32 logits,
 backward, gradient clipping, AdamW (fused); random init from the same seed, identical config on both sides.
