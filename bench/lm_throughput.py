@@ -17,10 +17,14 @@ one side and precision are checked to agree (same weights, same batch). Then all
 shuffled rounds, warm-up round discarded (bench/common.py ``interleaved``), ``--steps`` steps per call; the
 median of each is kept. Compile seconds = the first step's time minus the candidate's median step. Threads
 are pinned (``--threads``, the same for every candidate). ``ratio`` = seqlab's best / HF's best over all
-candidates; the fp32-only and bf16-only best ratios are reported too. Target: ratio >= 1.1.
+candidates; the fp32-only and bf16-only best ratios are reported too. Targets (issue #41): ratio >= 0.97 (the noise
+of one run: at least level with HF at its best) on every CPU class, and seqlab's best step at >= 80 % of the GEMM
+rate its own shapes reach alone (its FLOP rate over the layer-shape peak below; the profile always runs on the CPU
+for it). The earlier ratio >= 1.1 target is retired: both sides run near 80 % of that rate, so a 1.1x lead cannot
+exist there, as the section's bound line shows in each run.
 
 Extras: MFU against a bf16 2048^3 matmul timed as one more interleaved candidate, and (unless
-``--no-profile`` and the target is met) against the peak of the step's own GEMM shapes and layouts, each
+``--no-profile``, which leaves the second target unmeasured) against the peak of the step's own GEMM shapes and layouts, each
 replayed alone (bench/gemm_share.py), with the GEMM share and the largest other operators of each side's
 best eager step (the timing mode and the profiler see aten ops, not compiled kernels); peak RSS of each
 side's best candidate in its own subprocess (``--no-rss`` skips it).
@@ -66,7 +70,8 @@ from common import (  # noqa: E402
     write_section)
 from gemm_share import capture_gemms, layer_peak, other_ops  # noqa: E402
 
-TARGET = 1.1  # seqlab's best training throughput over HF's best
+TARGET = 0.97  # seqlab's best training throughput over HF's best: level, within the noise of one run
+TARGET_SHAPE_PEAK = 0.80  # seqlab's best step's FLOP rate over the peak of its own GEMM shapes replayed alone
 PEER_DOCS = ("Transformers docs: \"CPU\" (bf16 mixed precision with PyTorch AMP for CPU training, "
              "https://huggingface.co/docs/transformers/cpu), \"Attention backends\" (`attn_implementation`, "
              "https://huggingface.co/docs/transformers/attention_interface) and \"torch.compile\" "
@@ -349,15 +354,16 @@ def report(args, shape: Shape, start: float) -> None:
     overall = best_ratio(rate, cands)
     by_precision = {p: best_ratio(rate, cands, lambda c, p=p: c.precision == p) for p in ("fp32", "bf16")
                     if any(c.precision == p for c in cands)}
-    met = overall["ratio"] >= TARGET
     peak = 2 * n_peak ** 3 / median(kept[yardstick])
     n_params = steps[overall["seqlab_best"]].n_params
     # nanoGPT / PaLM appendix B: 6N + 12LHdT (H heads x depth d = d_model)
     flops_per_token = 6 * n_params + 12 * shape.layers * shape.d_model * shape.seq
     mfu = {name: r * flops_per_token / peak for name, r in rate.items()}
     # the profile and RSS are the CPU's: the profiler's GEMM replay runs on the CPU, and host RSS is not GPU memory
-    prof = profile(steps, cands, rate) if on_cpu and (args.profile or not met) else None
+    prof = profile(steps, cands, rate) if on_cpu and args.profile else None
     mfu_layers = {name: r * flops_per_token / prof["shape_peak"] for name, r in rate.items()} if prof else {}
+    met = {"ratio": overall["ratio"] >= TARGET,  # the bound: None where unmeasured (the GPU, --no-profile)
+           "shape_peak": mfu_layers[overall["seqlab_best"]] >= TARGET_SHAPE_PEAK if prof else None}
     rss = ({side: peak_rss(next(c for c in cands if c.name == overall[f"{side}_best"]), shape, args.threads)
             for side in ("seqlab", "peer")} if args.rss and on_cpu else {})
     wall_s = time.perf_counter() - start
@@ -367,7 +373,9 @@ def report(args, shape: Shape, start: float) -> None:
                                                     losses_line))
     print(json.dumps({
         "peer_best": overall["peer_best"], "seqlab_best": overall["seqlab_best"], "ratio": overall["ratio"],
-        "target": TARGET, "target_met": met,
+        "target": TARGET, "target_met": met["ratio"], "target_shape_peak": TARGET_SHAPE_PEAK,
+        "target_shape_peak_met": met["shape_peak"],
+        **({"seqlab_shape_peak_fraction": round(mfu_layers[overall["seqlab_best"]], 3)} if prof else {}),
         **{f"{key}_{p}": v[key] for key in ("ratio", "peer_best", "seqlab_best") for p, v in by_precision.items()},
         "tokens_per_s": {name: round(r) for name, r in rate.items()},
         "compile_s": {name: round(s, 1) for name, s in compile_s.items()},
@@ -381,6 +389,18 @@ def report(args, shape: Shape, start: float) -> None:
         **({"seqlab_peak_rss_mib": round(rss["seqlab"]), "hf_peak_rss_mib": round(rss["peer"])} if rss else {}),
         "rounds": args.rounds, "steps": args.steps, "threads": args.threads, "tiny": args.tiny,
         **({} if on_cpu else {"device": device}), "wall_s": round(wall_s), "machine": machine()}))
+
+
+def target_text(overall, mfu_layers, met) -> str:
+    """The two targets' verdicts: the ratio, and the share of the layer-shape GEMM peak (or why unmeasured)."""
+    word = {True: "met", False: "missed"}
+    bound = (f"seqlab's best step at {mfu_layers[overall['seqlab_best']]:.0%} of the layer-shape GEMM peak "
+             f"(target >= {TARGET_SHAPE_PEAK:.0%}): {word[met['shape_peak']]}" if met["shape_peak"] is not None else
+             f"the share of the layer-shape GEMM peak (target >= {TARGET_SHAPE_PEAK:.0%}) is not measured here "
+             "(no profile: the GPU, or --no-profile)")
+    return (f"**Targets: training throughput >= {TARGET}x HF's best: {word[met['ratio']]}** ({overall['ratio']:.2f}x); "
+            f"**{bound}**. (The earlier >= 1.1x target is retired: the bound line below shows the most any step "
+            "with these GEMMs could gain on HF.)")
 
 
 def section(args, shape, cands, rate, compile_s, overall, by_precision, met, peak, flops_per_token, mfu,
@@ -448,7 +468,7 @@ layout it runs, each replayed alone at its best: **{prof['shape_peak'] / 1e9:.0f
 **ratio (seqlab best / HF best, every candidate of both sides) = {overall['ratio']:.2f}**: {overall['seqlab_best']}
 ({overall['seqlab_value']:,.0f} tokens/s) vs {overall['peer_best']} ({hf_best:,.0f} tokens/s).{precision_text}
 
-**Target: training throughput >= {TARGET}x HF's best: {'met' if met else 'missed'}** ({overall['ratio']:.2f}x).
+{target_text(overall, mfu_layers, met)}
 
 First-step losses (same weights, same batch) {'agree' if losses_ok else '**DISAGREE**'} within each side and
 precision: {losses_line}."""
@@ -456,7 +476,7 @@ precision: {losses_line}."""
         text += (f"\n\nPeak RSS, each side's best candidate alone in a subprocess (3 steps, compile included): "
                  f"HF {rss['peer']:.0f} MiB, seqlab {rss['seqlab']:.0f} MiB.")
     if prof:
-        why = "" if met else " This is the evidence for the missed target."
+        why = "" if all(met.values()) else " This is the evidence for the missed target."
         text += (f"\n\nWhere the time goes (each side's best eager candidate, a few more steps, every GEMM timed as "
                  f"it returns; the compiled steps cannot be seen this way).{why}\n"
                  f"{share_line(prof, 'seqlab')}\n{share_line(prof, 'hf')}")

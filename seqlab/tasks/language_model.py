@@ -58,10 +58,11 @@ class LanguageModel(Trained):
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None, use_cache: bool = True,
                  compile: bool = False) -> str | list[str]:
         """The continuation of each prompt (text); a str for a str prompt, a list for a list. ``compile``: the
-        decode step through torch.compile, its products chosen for this machine (seqlab.training.devices.decode_products)."""
+        decode step through torch.compile, its products chosen for this machine and batch size
+        (seqlab.training.devices.decode_products)."""
         prompts = texts_given(prompt, "prompt")[1]
         ids = [self.tokenizer.encode(p) for p in prompts]
-        products = decode_products(self.device) if compile else "blas"
+        products = decode_products(self.device, len(ids)) if compile else "blas"
         new = generate(self.model, ids, max_new_tokens, Sampling(temperature, top_k, top_p), seed=seed,
                        eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device, compile=compile,
                        products=products)

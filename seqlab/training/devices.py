@@ -239,24 +239,30 @@ DECODE_PRODUCTS_KEY = "SEQLAB_DECODE_GEMV"  # "stream" | "blas" | "auto" (measur
 CHOICES_FILE = "choices.json"  # under $SEQLAB_CACHE: {"CPU model | torch version": {"decode_products": ...}}
 
 
-def decode_products(device: torch.device) -> str:
-    """How compiled decoding on ``device`` multiplies its few rows by the weights (:func:`seqlab.decoding.decode.decode_step`):
-    "stream" (inductor reductions that stream each weight once: 2-3x the BLAS on an AMD EPYC) or "blas" (MKL's or
-    oneDNN's GEMV, which wins on Intel CPUs). ``SEQLAB_DECODE_GEMV=stream|blas`` decides; otherwise the choice
-    measured on this CPU (cached in ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model and torch version), or
-    measured now, once (about 10 s), and logged once. Not on CPU: "blas"."""
+def decode_products(device: torch.device, rows: int = 1) -> str:
+    """How compiled decoding on ``device`` multiplies ``rows`` rows (the batch's prompts) by the weights
+    (:func:`seqlab.decoding.decode.decode_step`): "stream" (inductor reductions that stream each weight once: 2-3x
+    the BLAS on an AMD EPYC at one row) or "blas" (MKL's or oneDNN's GEMV/GEMM, which wins on Intel CPUs, and may
+    win at 8 rows where the streaming reductions read the weights once a row). ``SEQLAB_DECODE_GEMV=stream|blas``
+    decides; otherwise the choice measured on this CPU for that row count (cached in
+    ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model and torch version, one entry per row count), or
+    measured now, once per row count (a few seconds), and logged once. More rows than the streaming products take
+    (``seqlab.nn.gemv.ROWS``), and any device but the CPU: "blas"."""
     from seqlab.decoding.decode import PRODUCTS
+    from seqlab.nn.gemv import ROWS
 
     choice = os.environ.get(DECODE_PRODUCTS_KEY, "auto").strip().lower() or "auto"
     if choice not in ("auto", *PRODUCTS):
         raise SeqlabError(f"{DECODE_PRODUCTS_KEY}={choice!r} is not a choice; use auto, {', '.join(PRODUCTS)}")
     if device.type != "cpu":
         return "blas"
-    return choice if choice != "auto" else _measured_products()
+    if choice != "auto":
+        return choice
+    return _measured_products(rows) if 1 <= rows <= ROWS else "blas"
 
 
-@functools.cache  # once per process; the file keeps it across processes
-def _measured_products() -> str:
+@functools.cache  # once per process and row count; the file keeps it across processes
+def _measured_products(rows: int = 1) -> str:
     import torch
 
     from seqlab.decoding.decode import PRODUCTS
@@ -266,25 +272,33 @@ def _measured_products() -> str:
     known = {}
     with contextlib.suppress(OSError, ValueError):  # no file yet, or a damaged one: measured (and rewritten)
         known = json.loads(path.read_text(encoding="utf-8"))
-    cached = known.get(key, {}).get("decode_products") if isinstance(known, dict) else None
-    if cached in PRODUCTS:
-        return cached
-    seconds = _time_products()
+    known = known if isinstance(known, dict) else {}
+    entry = known.get(key, {}) if isinstance(known.get(key), dict) else {}
+    by_rows = entry.get("decode_products", {})
+    if isinstance(by_rows, str):  # a file from before the choice was per row count: it measured one row
+        by_rows = {"1": by_rows}
+    by_rows = by_rows if isinstance(by_rows, dict) else {}
+    if by_rows.get(str(rows)) in PRODUCTS:
+        return by_rows[str(rows)]
+    seconds = _time_products(rows)
     choice = min(seconds, key=seconds.get)
-    known = {**(known if isinstance(known, dict) else {}),
-             key: {"decode_products": choice, "decode_products_ms": {k: round(v * 1e3, 4) for k, v in seconds.items()}}}
+    timings = entry.get("decode_products_ms", {})
+    timings = timings if isinstance(timings, dict) and all(isinstance(v, dict) for v in timings.values()) else {}
+    known[key] = {"decode_products": {**by_rows, str(rows): choice},
+                  "decode_products_ms": {**timings, str(rows): {k: round(v * 1e3, 4) for k, v in seconds.items()}}}
     with contextlib.suppress(OSError):  # a read-only cache: measured again next time, still correct
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, known)
-    log.info("seqlab: compiled decoding on this CPU (%s) uses %s products: %s (measured once, cached in %s; "
-             "%s=stream|blas overrides)", key, choice,
+    log.info("seqlab: compiled decoding of %d row(s) on this CPU (%s) uses %s products: %s (measured once, cached "
+             "in %s; %s=stream|blas overrides)", rows, key, choice,
              ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in seconds.items()), path, DECODE_PRODUCTS_KEY)
     return choice
 
 
-def _time_products(rounds: int = 5, calls: int = 100) -> dict[str, float]:
-    """Seconds per call of a decode-shaped block (1 row through 384 -> 1536 -> GELU -> 384, the bench model's
-    FFN) compiled both ways as the decode step is (frozen weights), timed interleaved; medians of ``rounds``."""
+def _time_products(rows: int = 1, rounds: int = 5, calls: int = 100) -> dict[str, float]:
+    """Seconds per call of a decode-shaped block (``rows`` rows through 384 -> 1536 -> GELU -> 384, the bench
+    model's FFN) compiled both ways as the decode step is (frozen weights), timed interleaved; medians of
+    ``rounds``."""
     import torch
     from torch import nn
 
@@ -292,7 +306,7 @@ def _time_products(rounds: int = 5, calls: int = 100) -> dict[str, float]:
 
     gen = torch.Generator().manual_seed(0)
     block = nn.Sequential(nn.Linear(384, 1536), nn.GELU(), nn.Linear(1536, 384)).eval()
-    x = torch.randn(1, 384, generator=gen)
+    x = torch.randn(rows, 384, generator=gen)
     ways = {"blas": torch.compile(block, dynamic=False, options={"freezing": True}),
             "stream": torch.compile(block, dynamic=False, backend=functools.partial(gemv.backend, freezing=True))}
     times: dict[str, list[float]] = {name: [] for name in ways}
