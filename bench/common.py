@@ -49,7 +49,9 @@ def run_under_isa_cap(argv: list[str] | None = None) -> str | None:
     ``seqlab.base.machine.ISA_CAPS``: ``avx2``, ``generic``): re-execute the script with that level's caps set, so
     that every library dispatches as on a CPU of that level (an AVX2 EPYC's kernels measured on an AVX-512 or AMX
     machine); the level once running under it, None natively. Call it before torch is imported: the libraries read
-    the caps when they load. Each capped level caches numba builds in a folder of its own, as the tests do."""
+    the caps when they load. Each capped level caches numba and inductor builds in folders of its own: inductor's
+    cache does not key its builds by ATEN_CPU_CAPABILITY, and a host build served to an AVX2-capped process
+    crashed it (a segmentation fault in HF's compiled forward, seen on an AMX Xeon with torch 2.13)."""
     argv = sys.argv[1:] if argv is None else argv
     level = "native"
     for i, arg in enumerate(argv):
@@ -66,7 +68,8 @@ def run_under_isa_cap(argv: list[str] | None = None) -> str | None:
     if "torch" in sys.modules:
         raise SystemExit("--isa: torch is already imported; call run_under_isa_cap before importing it")
     env = {**os.environ, **ISA_CAPS[level],
-           "NUMBA_CACHE_DIR": str(Path(tempfile.gettempdir()) / f"seqlab-numba-cache-{level}")}
+           "NUMBA_CACHE_DIR": str(Path(tempfile.gettempdir()) / f"seqlab-numba-cache-{level}"),
+           "TORCHINDUCTOR_CACHE_DIR": str(Path(tempfile.gettempdir()) / f"seqlab-inductor-cache-{level}")}
     os.execve(sys.executable, [sys.executable, *sys.argv], env)
     return level  # not reached
 

@@ -339,8 +339,9 @@ def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool) -> tuple[
     return {**fns, **compiled}, set(compiled)
 
 
-def batched_candidates(hf, ours, prompts, compile: bool) -> tuple[dict, set]:
-    """fp32, the 8 left-padded prompts: ({name: call returning the 8 token lists}, the compiling names)."""
+def batched_candidates(hf, ours, prompts, compile: bool, blas_row: bool = True) -> tuple[dict, set]:
+    """fp32, the 8 left-padded prompts: ({name: call returning the 8 token lists}, the compiling names). Both
+    product choices of the compiled step run (seqlab.training.devices.decode_products picks per batch size)."""
     fns = {
         f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}": lambda: hf_generate_batch(hf, prompts),
         "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
@@ -353,6 +354,10 @@ def batched_candidates(hf, ours, prompts, compile: bool) -> tuple[dict, set]:
         "seqlab: compiled step, one left-padded batch":
             lambda: ours_generate_batch(ours, prompts, True, "stream"),
     }
+    if blas_row:
+        blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
+        compiled["seqlab: compiled step, one left-padded batch, BLAS products"] = \
+            lambda: ours_generate_batch(blas, prompts, True, "blas")
     return {**fns, **compiled}, set(compiled)
 
 
@@ -547,7 +552,7 @@ def main():
     prompts = batch_prompts()
     compile = not args.no_compile
     single, compiling = batch1_candidates(hf, ours, prompt, compile, blas_row=not args.quick)
-    batched, compiling_b = batched_candidates(hf, ours, prompts, compile)
+    batched, compiling_b = batched_candidates(hf, ours, prompts, compile, blas_row=not args.quick)
     low, compiling_l, low_info, no_int8 = low_candidates(hf, ours, prompt) if compile else ({}, set(), {}, None)
     assert not set(single) & set(batched), "a candidate's name must say which table it belongs to"
     candidates = {name: at_threads(threads, fn) for name, fn in {**single, **batched, **low}.items()}
