@@ -13,7 +13,8 @@ Both sides get the same axes (candidates, each named by its configuration):
 - HF always runs with ``use_cache=False`` (in its config and in each forward call): training needs no KV cache.
 Every candidate is built from the same seed; its first step (for a compiled candidate: the cold compile, in
 an inductor cache made fresh for this run) is timed apart and its loss kept, and the first-step losses of
-one side and precision are checked to agree (same weights, same batch). Then all candidates run interleaved in
+one precision are checked to agree across both sides (seqlab's model holds HF's initial weights, converted
+with ``seqlab.models.gpt2.from_gpt2``; the same batch). Then all candidates run interleaved in
 shuffled rounds, warm-up round discarded (bench/common.py ``interleaved``), ``--steps`` steps per call; the
 median of each is kept. Compile seconds = the first step's time minus the candidate's median step. Threads
 are pinned (``--threads``, the same for every candidate). ``ratio`` = seqlab's best / HF's best over all
@@ -138,13 +139,13 @@ def hf_model(shape: Shape, attention: str):
 
 
 def ours_model(shape: Shape, attention: str):
-    from seqlab.models.transformer import TransformerLM, TransformerLMConfig
+    """seqlab's TransformerLM holding the very weights of :func:`hf_model` (seqlab.models.gpt2.from_gpt2: the same
+    architecture, pre-norm, learned positions, GELU, tied head), so both sides start from one point and their
+    first-step losses can be compared across sides."""
+    from seqlab.models.gpt2 import from_gpt2
     from seqlab.nn.attention import set_attention_impl
 
-    torch.manual_seed(0)
-    model = TransformerLM(TransformerLMConfig(
-        vocab_size=shape.vocab, n_layers=shape.layers, n_heads=shape.heads, d_model=shape.d_model,
-        d_ff=4 * shape.d_model, max_len=shape.seq, dropout=0.0, norm="pre", positions="learned", activation="gelu"))
+    model = from_gpt2(hf_model(shape, "eager"))
     set_attention_impl(model, attention)
     return model
 
@@ -238,16 +239,19 @@ def first_steps(cands: list[Candidate], shape: Shape, device: str = "cpu") -> tu
 
 
 def loss_check(cands: list[Candidate], first_loss: dict) -> tuple[bool, str]:
-    """Do the first-step losses of each side and precision agree (same init, same batch)? (ok, one line)."""
+    """Do the first-step losses of every candidate of one precision agree, across both sides (the same weights,
+    :func:`ours_model`, and the same batch)? (ok, one line)."""
     ok, parts = True, []
-    for side, precision in itertools.product(ATTENTION, LOSS_TOL):
-        losses = [first_loss[c.name] for c in cands if c.side == side and c.precision == precision]
-        if not losses:  # on CUDA: bf16 only
+    for precision in LOSS_TOL:
+        both = [c for c in cands if c.precision == precision]
+        if not both:  # on CUDA: bf16 only
             continue
+        losses = [first_loss[c.name] for c in both]
         spread = max(losses) - min(losses)
         ok &= spread <= LOSS_TOL[precision]
-        parts.append(f"{'HF' if side == 'hf' else 'seqlab'} {precision} {min(losses):.4f}-{max(losses):.4f} "
-                     f"(spread {spread:.1e}, tolerance {LOSS_TOL[precision]:.0e})")
+        sides = ", ".join(f"{'HF' if side == 'hf' else 'seqlab'} {min(v):.4f}-{max(v):.4f}" for side in ATTENTION
+                          if (v := [first_loss[c.name] for c in both if c.side == side]))
+        parts.append(f"{precision}: {sides} (spread over both sides {spread:.1e}, tolerance {LOSS_TOL[precision]:.0e})")
     return ok, "; ".join(parts)
 
 
@@ -470,8 +474,8 @@ layout it runs, each replayed alone at its best: **{prof['shape_peak'] / 1e9:.0f
 
 {target_text(overall, mfu_layers, met)}
 
-First-step losses (same weights, same batch) {'agree' if losses_ok else '**DISAGREE**'} within each side and
-precision: {losses_line}."""
+First-step losses (both sides from the same weights, seqlab's converted from HF's with `from_gpt2`; the same
+batch) {'agree' if losses_ok else '**DISAGREE**'} across both sides within each precision: {losses_line}."""
     if rss:
         text += (f"\n\nPeak RSS, each side's best candidate alone in a subprocess (3 steps, compile included): "
                  f"HF {rss['peer']:.0f} MiB, seqlab {rss['seqlab']:.0f} MiB.")
