@@ -28,7 +28,7 @@ HASH = re.compile(r"; body sha256 ([0-9a-f]{16})\._$")
 ISA = ("avx512f", "avx512_bf16", "amx_bf16")  # named yes/no on every _Recorded line (avx2 too on hashed ones)
 UNHASHED = {  # recorded before write_section hashed the body (issue #43: re-record them on the final tree)
     "recurrent", "bleu", "embeddings", "translate-seq2seq-attention-de-en", "translate-transformer-de-en", "encoder",
-    "ner-lstm", "sentiment", "lm_throughput", "lm_quality_cpu", "lm_quality_nanogpt", "finetune",
+    "ner-lstm", "sentiment", "lm_quality_cpu", "lm_quality_nanogpt", "finetune",
     "translate-transformer-en-de", "embed_refactor", "faults", "serve", "scale",
     "scale_embed", "generate-amd-epyc", "lm_quality_gpu-config-fit-1-thread",
     "lm_quality_gpu-config-baseline-1-thread", "lm_quality_gpu-config-s6-wsd-1-thread",
