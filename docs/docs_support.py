@@ -31,7 +31,7 @@ from typing import Any
 
 import page_results
 
-__all__ = ["FULL", "size", "workdir", "show", "record", "size_note", "table", "show_source"]
+__all__ = ["FULL", "size", "workdir", "show", "record", "documented", "size_note", "table", "show_source"]
 
 FULL: bool = os.environ.get("SEQLAB_DOCS_FULL", "") == "1"  # the published build: the documented sizes
 WORK_ENV = "SEQLAB_DOCS_WORK"  # the build's temporary folder (docs/hooks.py makes one; the docs test names its own)
@@ -116,6 +116,17 @@ def record(name: str, value: Any) -> Any:
     (``rmse = record("rmse_ar", rmse(one_step))``); elsewhere it only returns it."""
     page_results.record_number(name, value)
     return value
+
+
+def documented(page: str) -> dict[str, Any]:
+    """The numbers the committed documented-size run of tutorial ``page`` recorded (docs/results/<page>/results.json,
+    ``make docs FULL=1``), so that prose can cite them without typing them; {} where that page is not recorded."""
+    path = page_results.RESULTS / page / page_results.RESULTS_FILE
+    if not path.is_file():
+        return {}
+    import json
+
+    return dict(json.loads(path.read_text(encoding="utf-8")).get("numbers", {}))
 
 
 def size_note(what: str) -> None:
