@@ -149,10 +149,12 @@ class Proc:
         return self.log.read_text(errors="replace")
 
 
-def train(cfg: Path, run: Path, logs: Path, resume: bool = False, limit: int | None = None) -> Proc:
+def train(cfg: Path, run: Path, logs: Path, resume: bool | str = False, limit: int | None = None) -> Proc:
+    """``seqlab train`` of ``cfg`` into ``run``; ``resume`` True adds ``--resume``, "auto" ``--resume auto``."""
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / f"{run.name}-{len(list(logs.iterdir()))}.log"
-    return Proc(["train", str(cfg), "--out", str(run), *(["--resume"] if resume else [])], log, limit)
+    flags = ["--resume", "auto"] if resume == "auto" else ["--resume"] if resume else []
+    return Proc(["train", str(cfg), "--out", str(run), *flags], log, limit)
 
 
 def wait_started(proc: Proc, run: Path, timeout: float = 300) -> bool:
@@ -219,8 +221,10 @@ class Tally:
 
 
 def finish(cfg: Path, run: Path, logs: Path, reference: Path) -> tuple[bool, int, str]:
-    """Resume ``run`` to its end (a fresh start where nothing was kept); (same as the reference, tracebacks, note)."""
-    proc = train(cfg, run, logs, resume=True)
+    """Finish ``run`` with ``--resume auto``, the requeue command: it resumes what the interruption kept, and starts
+    afresh where it kept nothing (a SIGTERM or a full disk before the first checkpoint undoes the start: no run
+    directory is left); (same as the reference, tracebacks, note)."""
+    proc = train(cfg, run, logs, resume="auto")
     code = proc.wait()
     if code != 0:
         return False, tracebacks(proc), f"--resume exited {code}: {proc.stderr.strip().splitlines()[-1:]}"
