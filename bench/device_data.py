@@ -28,7 +28,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TOKEN = re.compile(r"\w+|[^\w\s]")  # the word tokenizer's pattern (seqlab.text.tokenizers)
+from seqlab.text.tokenizers import WORD_PATTERN  # noqa: E402
+
+TOKEN = re.compile(WORD_PATTERN)  # the word tokenizer's split
 TOP_WORDS = 100_000  # bench/ner.py and bench/sentiment.py VECTOR_WORDS
 FILES = ["conll2003/eng.train", "conll2003/eng.testa", "conll2003/eng.testb", "sst2/train.tsv",
          "sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"]

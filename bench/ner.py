@@ -79,6 +79,19 @@ def budget_overrides(cfg, minutes: float, steps: int) -> tuple[list[str], float 
     return [f"train.max_steps={steps}", f"train.max_minutes={minutes}"], per_step
 
 
+def row_plan(run_dir: Path, overrides: list[str], cap: int, minutes: float, cfg_of) -> tuple[list[str], dict | None,
+                                                                                         list[str]]:
+    """An ablation row's key (its overrides, step count and budget: what a stored result answers for), the result
+    stored under it (None if none), and the overrides to train it with: ``train.max_steps = cap``, or with
+    ``minutes`` the steps fitted to that budget by a calibration run of ``cfg_of(overrides)`` (never above cap)."""
+    capped = overrides + [f"train.max_steps={cap}"]
+    key = capped + ([f"fitted to {minutes:g} minutes"] if minutes else [])
+    stored = stored_row(run_dir, key)
+    if stored is not None or not minutes:
+        return key, stored, capped
+    return key, None, overrides + budget_overrides(cfg_of(capped), minutes, 0)[0]
+
+
 def train_and_time(cfg, run_dir: Path) -> tuple[float, int]:
     """Train (replacing ``run_dir``); (training minutes, steps reached)."""
     from seqlab import api
@@ -119,15 +132,9 @@ def ablation_row(name: str, args, base: list[str]) -> dict | None:
     overrides = [o.format(w2v=args.w2v, glove=args.glove) for o in extra]
     cap = args.headline_steps if name in HEADLINE else args.steps
     run_dir = (args.out or ROOT / "runs" / "bench-ner-ablation") / name
-    key = overrides + [f"train.max_steps={cap}"] + ([f"fitted to {args.row_minutes:g} minutes"] if args.row_minutes else [])
-    stored = stored_row(run_dir, key)
+    key, stored, overrides = row_plan(run_dir, overrides, cap, args.row_minutes, lambda o: resolve(preset, base + o))
     if stored is not None:
         return stored
-    if args.row_minutes:  # steps fitted to the budget on this machine (a calibration run), never above the row's
-        fitted, _ = budget_overrides(resolve(preset, base + overrides + [f"train.max_steps={cap}"]), args.row_minutes, 0)
-        overrides += fitted
-    else:
-        overrides.append(f"train.max_steps={cap}")
     minutes, vectors_found = train_with_vector_coverage(resolve(preset, base + overrides), run_dir)
     state = json.loads((run_dir / "state.json").read_text())
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    coverage_note, cpu_line, device_name, init_device, store_row, stored_row, train_with_vector_coverage, write_section)
-from bench.ner import budget_overrides, train_and_time  # noqa: E402
+    coverage_note, cpu_line, device_name, init_device, store_row, train_with_vector_coverage, write_section)
+from bench.ner import budget_overrides, row_plan, train_and_time  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 TARGET = 0.78  # issue 4: SST-2 sentence-level LSTM test accuracy
@@ -100,15 +100,10 @@ def ablation_row(name: str, args) -> dict | None:
     overrides = [o.format(w2v=args.w2v, glove=args.glove, phrases=args.data / PHRASES) for o in extra]
     cap = args.phrase_steps if name == "glove-phrases" else args.steps
     run_dir = (args.out or ROOT / "runs" / "bench-sentiment-ablation") / name
-    key = overrides + [f"train.max_steps={cap}"] + ([f"fitted to {args.row_minutes:g} minutes"] if args.row_minutes else [])
-    stored = stored_row(run_dir, key)
+    key, stored, overrides = row_plan(run_dir, overrides, cap, args.row_minutes,
+                                      lambda o: resolve("sentiment-lstm", base + o))
     if stored is not None:
         return stored
-    if args.row_minutes:  # steps fitted to the budget on this machine (a calibration run), never above the row's
-        fitted, _ = budget_overrides(resolve("sentiment-lstm", base + overrides + [f"train.max_steps={cap}"]), args.row_minutes, 0)
-        overrides += fitted
-    else:
-        overrides.append(f"train.max_steps={cap}")
     minutes, vectors_found = train_with_vector_coverage(resolve("sentiment-lstm", base + overrides), run_dir)
     state = json.loads((run_dir / "state.json").read_text())
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
