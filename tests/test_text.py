@@ -277,3 +277,36 @@ def test_load_tokenizer_errors(tmp_path):
         load_tokenizer(tmp_path)
     with pytest.raises(SeqlabError, match="lacks"):
         load_tokenizer({"kind": "char"})
+
+
+# ------------------------------------------------------------------------------------------------------
+# split_words: its array path (texts of _ARRAYS_FROM characters or more) against the regex it stands for
+
+from seqlab.text import tokenizers as _tokenizers  # noqa: E402
+
+# whitespace to one of str.split and the pattern only, word characters by mark or connector, CJK, an emoji
+TRICKY = "\x1c\x1f\x85\xa0\u1680\u180e\u200b\u2028\u202f\u3000\ufeff_\u0301\u203f\u4e2d\U0001f600é"
+
+
+def _by_regex(text: str, lowercase: bool = False) -> list[str]:
+    return _tokenizers._WORD_RE.findall(text.lower() if lowercase else text)
+
+
+def test_split_words_array_path_on_every_ascii_character():
+    every = "".join(chr(c) for c in range(128))
+    for text in (every * 3, (every + " a,b ") * 3, "plain words only " * 20, "x" * 300):
+        assert len(text) >= _tokenizers._ARRAYS_FROM
+        assert _tokenizers.split_words(text) == _by_regex(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1_ ,.-'\n\t") + list(TRICKY)), min_size=256, max_size=600),
+       st.booleans())
+def test_split_words_array_path_is_the_regex(text, lowercase):
+    assert _tokenizers.split_words(text, lowercase) == _by_regex(text, lowercase)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(min_size=256, max_size=400), st.booleans())  # any Unicode, lone surrogates included
+def test_split_words_on_any_text_is_the_regex(text, lowercase):
+    assert _tokenizers.split_words(text, lowercase) == _by_regex(text, lowercase)
