@@ -74,6 +74,27 @@ def _lcg(state):
     return (state * _LCG_MUL + _LCG_ADD) & _LCG_MASK
 
 
+@njit(inline="always")
+def _pair_loss(score, label):
+    """-log σ(±score), + for label 1: from the table (see _NEG_LOG_SIGMOID) for |score| < MAX_EXP, else exact."""
+    if score <= -MAX_EXP or score >= MAX_EXP:
+        z = score if label > 0.5 else -score
+        return max(-z, 0.0) + math.log1p(math.exp(-abs(z)))  # -log σ(z), computed stably
+    x = (score + MAX_EXP) * _LOSS_STEPS  # -log σ(s) from the table, linearly interpolated
+    i = int(x)
+    nls = _NEG_LOG_SIGMOID[i] + (x - i) * (_NEG_LOG_SIGMOID[i + 1] - _NEG_LOG_SIGMOID[i])
+    return nls + (0.0 if label > 0.5 else score)  # -log σ(-s) = -log σ(s) + s
+
+
+@njit(inline="always")
+def _output_step(out, u, g, e, grad, dim):
+    """θ_u's old value into the gradient of e_c (grad += g θ_u), then θ_u's step (θ_u += g e); (D,) each."""
+    for d in range(dim):
+        theta = out[u, d]
+        grad[d] += g * theta
+        out[u, d] = theta + g * e[d]
+
+
 @njit(fastmath=True, cache=True)
 def _sgd_pair(syn0, out, c, targets, labels, row, k, alpha, work):
     """One SGD step on L(c, ·) = Σ_m -log σ(±θ_u·e_c) over outputs u = targets[row, :k] with labels[row, :k]
@@ -92,19 +113,38 @@ def _sgd_pair(syn0, out, c, targets, labels, row, k, alpha, work):
         score = np.float32(0.0)
         for d in range(dim):
             score += e[d] * out[u, d]
+        loss += _pair_loss(score, label)
         if score <= -MAX_EXP or score >= MAX_EXP:  # no update (gensim's rule); the loss still counts
-            z = score if label > 0.5 else -score
-            loss += max(-z, 0.0) + math.log1p(math.exp(-abs(z)))  # -log σ(z), computed stably
             continue
-        x = (score + MAX_EXP) * _LOSS_STEPS  # -log σ(s) from the table, linearly interpolated
-        i = int(x)
-        nls = _NEG_LOG_SIGMOID[i] + (x - i) * (_NEG_LOG_SIGMOID[i + 1] - _NEG_LOG_SIGMOID[i])
-        loss += nls + (0.0 if label > 0.5 else score)  # -log σ(-s) = -log σ(s) + s
-        g = np.float32((label - update_sigmoid(score)) * alpha)
-        for d in range(dim):  # θ_u's old value into the gradient of e_c, then θ_u's step
-            theta = out[u, d]
-            grad[d] += g * theta
-            out[u, d] = theta + g * e[d]
+        _output_step(out, u, np.float32((label - update_sigmoid(score)) * alpha), e, grad, dim)
+    for d in range(dim):
+        syn0[c, d] += grad[d]
+    return loss
+
+
+@njit(fastmath=True, cache=True)
+def _sgd_path(syn0, out, c, targets, labels, row, k, alpha, work, scores):
+    """_sgd_pair's step for outputs that are k distinct rows of out (a Huffman path: hierarchical softmax), to
+    the bit: as no θ_u's update touches another's score, all k scores are read first (independent dot products
+    that the CPU overlaps), then the losses and steps in _sgd_pair's order. scores (>= k,) float32 is scratch."""
+    dim = syn0.shape[1]
+    grad, e = work[0], work[1]
+    for d in range(dim):
+        grad[d] = 0.0
+        e[d] = syn0[c, d]
+    for m in range(k):
+        u = targets[row, m]
+        score = np.float32(0.0)
+        for d in range(dim):
+            score += e[d] * out[u, d]
+        scores[m] = score
+    loss = 0.0
+    for m in range(k):
+        score, label = scores[m], labels[row, m]
+        loss += _pair_loss(score, label)
+        if score <= -MAX_EXP or score >= MAX_EXP:  # no update (gensim's rule); the loss still counts
+            continue
+        _output_step(out, targets[row, m], np.float32((label - update_sigmoid(score)) * alpha), e, grad, dim)
     for d in range(dim):
         syn0[c, d] += grad[d]
     return loss
@@ -130,6 +170,7 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
     c % n_threads == t (Hogwild), continuing its two LCG streams rng[t] (see thread_seeds)."""
     for t in prange(n_threads):
         work = np.zeros((2, syn0.shape[1]), dtype=np.float32)
+        path_scores = np.zeros(points.shape[1], dtype=np.float32)  # (depth,) the scores of a Huffman path
         kept = np.empty(MAX_WORDS_IN_CHUNK, dtype=np.int32)  # the sentence after subsampling
         ns_targets = np.zeros((1, negative + 1), dtype=np.int32)
         ns_labels = np.zeros((1, negative + 1), dtype=np.float32)
@@ -164,8 +205,8 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                             continue
                         pairs += 1
                         if hs:
-                            loss += _sgd_pair(syn0, syn1, kept[j], points, hs_labels, target,
-                                              path_lengths[target], alpha, work)
+                            loss += _sgd_path(syn0, syn1, kept[j], points, hs_labels, target,
+                                              path_lengths[target], alpha, work, path_scores)
                         if negative > 0:
                             ns_targets[0, 0] = target
                             k = 1
