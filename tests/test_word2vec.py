@@ -4,6 +4,7 @@ structure, the embed task's run directory and resume, the CLI verbs, bad input."
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 
 import numpy as np
@@ -74,6 +75,57 @@ def test_huffman_tree_by_hand():
     tree = huffman_tree(counts)
     assert sum(2.0 ** -tree.lengths) == 1.0  # a full binary tree (Kraft equality); powers of 2: exact in float64
     assert (tree.lengths[np.argsort(-counts)][:10] <= tree.lengths.mean()).all()  # frequent words: short paths
+
+
+class _HeapItem:
+    """A heapq entry ordered by count alone, as gensim's ``Heapitem`` (the reference below)."""
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, count: int, index: int):
+        self.count, self.index = count, index
+
+    def __lt__(self, other: _HeapItem) -> bool:
+        return self.count < other.count
+
+
+def _huffman_tree_reference(counts: np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
+    """gensim's _build_heap / _assign_binary_codes with Python's heapq: each word's (codes, points)."""
+    v = len(counts)
+    heap = [_HeapItem(int(c), i) for i, c in enumerate(counts)]
+    heapq.heapify(heap)
+    children = []  # children[n - v] = (left, right) of inner node n
+    for n in range(v, 2 * v - 1):
+        first, second = heapq.heappop(heap), heapq.heappop(heap)
+        children.append((first.index, second.index))
+        heapq.heappush(heap, _HeapItem(first.count + second.count, n))
+    codes, points = [[] for _ in range(v)], [[] for _ in range(v)]
+    stack = [(2 * v - 2, [], [])] if v > 1 else []
+    while stack:
+        node, code, point = stack.pop()
+        if node < v:
+            codes[node], points[node] = code, point
+            continue
+        left, right = children[node - v]
+        stack += [(left, code + [0], point + [node - v]), (right, code + [1], point + [node - v])]
+    return codes, points
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 100, 5000])
+@pytest.mark.parametrize("high", [3, 50])  # counts from a small range: many ties, broken as heapq breaks them
+def test_huffman_tree_equals_the_heapq_reference(size, high):
+    counts = np.random.default_rng(size * high).integers(1, high, size)
+    if size == 5000:
+        counts[:50] = np.random.default_rng(1).integers(10**5, 10**6, 50)  # a few frequent words, as Zipf
+    tree = huffman_tree(counts)
+    codes, points = _huffman_tree_reference(counts)
+    assert tree.lengths.tolist() == [len(c) for c in codes]
+    assert tree.codes.shape[1] == max(1, max(tree.lengths))
+    for w in range(size):
+        n = tree.lengths[w]
+        assert tree.codes[w, :n].tolist() == codes[w] and tree.points[w, :n].tolist() == points[w]
+        assert not tree.codes[w, n:].any() and not tree.points[w, n:].any()  # zero padding
+    assert tree.codes.dtype == np.uint8 and tree.points.dtype == np.int32 and tree.lengths.dtype == np.int32
 
 
 def test_noise_buckets_give_the_whole_table_bisect():
