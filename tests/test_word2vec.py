@@ -16,7 +16,8 @@ from bounds import gamma, u
 from helpers import train_epochs
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
-from seqlab.models.word2vec_kernels import _bisect_left, _sgd_pair, update_sigmoid
+from seqlab.models.word2vec_kernels import (_bisect_left, _distinct, _sgd_distinct, _sgd_pair,
+                                            update_sigmoid)
 from seqlab.models.word2vec_tables import cum_table, huffman_tree, noise_buckets
 from seqlab.vectors.keyed import KeyedVectors
 
@@ -192,6 +193,33 @@ def test_sgd_pair_is_a_gradient_step_on_the_torch_loss(labels):
     bias = alpha * 0.01 * np.abs(np.concatenate([out, syn0])).max() * len(labels)
     np.testing.assert_allclose(syn0, model.input.weight.detach().numpy(), atol=bias)
     np.testing.assert_allclose(out, model.ns_output.weight.detach().numpy(), atol=bias)
+
+
+@pytest.mark.parametrize("d", [3, 16, 100])
+def test_sgd_distinct_is_sgd_pair_to_the_bit(d):
+    """Scores read first (_sgd_distinct) or each before its own step (_sgd_pair): the same step and loss, to the bit,
+    when the outputs are distinct rows; a path longer than D, saturated scores and both labels included."""
+    rng = np.random.default_rng(d)
+    v, k = 40, 24
+    syn0 = rng.normal(0, 1.0, (v, d)).astype(np.float32)
+    out = rng.normal(0, 1.0, (v, d)).astype(np.float32)
+    targets = np.stack([rng.permutation(v)[:k] for _ in range(3)]).astype(np.int32)  # (3, K) distinct per row
+    labels = rng.integers(0, 2, (3, k)).astype(np.float32)
+    for row, c in enumerate([1, 7, 39]):
+        (s0, o0), (s1, o1) = (syn0.copy(), out.copy()), (syn0.copy(), out.copy())
+        want = _sgd_pair(s0, o0, c, targets, labels, row, k, np.float32(0.1), np.zeros((2, d), np.float32))
+        got = _sgd_distinct(s1, o1, c, targets, labels, row, k, np.float32(0.1), np.zeros((2, d), np.float32),
+                            np.zeros(k, np.float32))
+        assert got == want
+        np.testing.assert_array_equal(s1, s0)
+        np.testing.assert_array_equal(o1, o0)
+    scores = np.abs(out[targets[0]] @ syn0[1])  # (K,) of the first row
+    assert (scores < 6).any() and ((scores >= 6).any() or d < 16)  # steps and saturated scores (D >= 16)
+
+
+def test_distinct_spots_a_repeated_output():
+    t = np.array([[4, 2, 9, 2], [4, 2, 9, 1]], dtype=np.int32)
+    assert not _distinct(t, 0, 4) and _distinct(t, 1, 4) and _distinct(t, 0, 3) and _distinct(t, 0, 1)
 
 
 def test_update_sigmoid_is_gensims_table():
