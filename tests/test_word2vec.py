@@ -4,6 +4,7 @@ structure, the embed task's run directory and resume, the CLI verbs, bad input."
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 
 import numpy as np
@@ -15,7 +16,8 @@ from bounds import gamma, u
 from helpers import train_epochs
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig
-from seqlab.models.word2vec_kernels import _bisect_left, _sgd_pair, update_sigmoid
+from seqlab.models.word2vec_kernels import (_bisect_left, _distinct, _sgd_distinct, _sgd_pair,
+                                            update_sigmoid)
 from seqlab.models.word2vec_tables import cum_table, huffman_tree, noise_buckets
 from seqlab.vectors.keyed import KeyedVectors
 
@@ -74,6 +76,57 @@ def test_huffman_tree_by_hand():
     tree = huffman_tree(counts)
     assert sum(2.0 ** -tree.lengths) == 1.0  # a full binary tree (Kraft equality); powers of 2: exact in float64
     assert (tree.lengths[np.argsort(-counts)][:10] <= tree.lengths.mean()).all()  # frequent words: short paths
+
+
+class _HeapItem:
+    """A heapq entry ordered by count alone, as gensim's ``Heapitem`` (the reference below)."""
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, count: int, index: int):
+        self.count, self.index = count, index
+
+    def __lt__(self, other: _HeapItem) -> bool:
+        return self.count < other.count
+
+
+def _huffman_tree_reference(counts: np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
+    """gensim's _build_heap / _assign_binary_codes with Python's heapq: each word's (codes, points)."""
+    v = len(counts)
+    heap = [_HeapItem(int(c), i) for i, c in enumerate(counts)]
+    heapq.heapify(heap)
+    children = []  # children[n - v] = (left, right) of inner node n
+    for n in range(v, 2 * v - 1):
+        first, second = heapq.heappop(heap), heapq.heappop(heap)
+        children.append((first.index, second.index))
+        heapq.heappush(heap, _HeapItem(first.count + second.count, n))
+    codes, points = [[] for _ in range(v)], [[] for _ in range(v)]
+    stack = [(2 * v - 2, [], [])] if v > 1 else []
+    while stack:
+        node, code, point = stack.pop()
+        if node < v:
+            codes[node], points[node] = code, point
+            continue
+        left, right = children[node - v]
+        stack += [(left, code + [0], point + [node - v]), (right, code + [1], point + [node - v])]
+    return codes, points
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 100, 5000])
+@pytest.mark.parametrize("high", [3, 50])  # counts from a small range: many ties, broken as heapq breaks them
+def test_huffman_tree_equals_the_heapq_reference(size, high):
+    counts = np.random.default_rng(size * high).integers(1, high, size)
+    if size == 5000:
+        counts[:50] = np.random.default_rng(1).integers(10**5, 10**6, 50)  # a few frequent words, as Zipf
+    tree = huffman_tree(counts)
+    codes, points = _huffman_tree_reference(counts)
+    assert tree.lengths.tolist() == [len(c) for c in codes]
+    assert tree.codes.shape[1] == max(1, max(tree.lengths))
+    for w in range(size):
+        n = tree.lengths[w]
+        assert tree.codes[w, :n].tolist() == codes[w] and tree.points[w, :n].tolist() == points[w]
+        assert not tree.codes[w, n:].any() and not tree.points[w, n:].any()  # zero padding
+    assert tree.codes.dtype == np.uint8 and tree.points.dtype == np.int32 and tree.lengths.dtype == np.int32
 
 
 def test_noise_buckets_give_the_whole_table_bisect():
@@ -140,6 +193,33 @@ def test_sgd_pair_is_a_gradient_step_on_the_torch_loss(labels):
     bias = alpha * 0.01 * np.abs(np.concatenate([out, syn0])).max() * len(labels)
     np.testing.assert_allclose(syn0, model.input.weight.detach().numpy(), atol=bias)
     np.testing.assert_allclose(out, model.ns_output.weight.detach().numpy(), atol=bias)
+
+
+@pytest.mark.parametrize("d", [3, 16, 100])
+def test_sgd_distinct_is_sgd_pair_to_the_bit(d):
+    """Scores read first (_sgd_distinct) or each before its own step (_sgd_pair): the same step and loss, to the bit,
+    when the outputs are distinct rows; a path longer than D, saturated scores and both labels included."""
+    rng = np.random.default_rng(d)
+    v, k = 40, 24
+    syn0 = rng.normal(0, 1.0, (v, d)).astype(np.float32)
+    out = rng.normal(0, 1.0, (v, d)).astype(np.float32)
+    targets = np.stack([rng.permutation(v)[:k] for _ in range(3)]).astype(np.int32)  # (3, K) distinct per row
+    labels = rng.integers(0, 2, (3, k)).astype(np.float32)
+    for row, c in enumerate([1, 7, 39]):
+        (s0, o0), (s1, o1) = (syn0.copy(), out.copy()), (syn0.copy(), out.copy())
+        want = _sgd_pair(s0, o0, c, targets, labels, row, k, np.float32(0.1), np.zeros((2, d), np.float32))
+        got = _sgd_distinct(s1, o1, c, targets, labels, row, k, np.float32(0.1), np.zeros((2, d), np.float32),
+                            np.zeros(k, np.float32))
+        assert got == want
+        np.testing.assert_array_equal(s1, s0)
+        np.testing.assert_array_equal(o1, o0)
+    scores = np.abs(out[targets[0]] @ syn0[1])  # (K,) of the first row
+    assert (scores < 6).any() and ((scores >= 6).any() or d < 16)  # steps and saturated scores (D >= 16)
+
+
+def test_distinct_spots_a_repeated_output():
+    t = np.array([[4, 2, 9, 2], [4, 2, 9, 1]], dtype=np.int32)
+    assert not _distinct(t, 0, 4) and _distinct(t, 1, 4) and _distinct(t, 0, 3) and _distinct(t, 0, 1)
 
 
 def test_update_sigmoid_is_gensims_table():

@@ -12,10 +12,10 @@ Shapes: V words; depth (the longest root-to-leaf path).
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 def sample_ints(counts: np.ndarray, sample: float) -> np.ndarray:
@@ -75,17 +75,88 @@ class HuffmanTree:
     lengths: np.ndarray  # (V,) int32
 
 
-class _Node:
-    """A heap entry ordered by count alone, as gensim's ``Heapitem``: ties then fall as heapq's sift leaves
-    them, which decides some branch bits, so the tree is gensim's to the bit."""
+@njit(cache=True)
+def _sift_down(counts, nodes, start, pos):
+    """CPython's heapq._siftdown on the heap (counts, nodes) (heap size,) each, ordered by count alone: the
+    entry at pos moves up past every parent with a larger count (not an equal one)."""
+    count, node = counts[pos], nodes[pos]
+    while pos > start:
+        parent = (pos - 1) >> 1
+        if count < counts[parent]:
+            counts[pos], nodes[pos] = counts[parent], nodes[parent]
+            pos = parent
+            continue
+        break
+    counts[pos], nodes[pos] = count, node
 
-    __slots__ = ("count", "index")
 
-    def __init__(self, count: int, index: int):
-        self.count, self.index = count, index
+@njit(cache=True)
+def _sift_up(counts, nodes, pos, size):
+    """CPython's heapq._siftup on the first ``size`` entries: the smaller child moves up until a leaf (the right
+    one unless the left is strictly smaller), then the entry from pos sifts down from there."""
+    start = pos
+    count, node = counts[pos], nodes[pos]
+    child = 2 * pos + 1
+    while child < size:
+        if child + 1 < size and not counts[child] < counts[child + 1]:
+            child += 1
+        counts[pos], nodes[pos] = counts[child], nodes[child]
+        pos = child
+        child = 2 * pos + 1
+    counts[pos], nodes[pos] = count, node
+    _sift_down(counts, nodes, start, pos)
 
-    def __lt__(self, other: _Node) -> bool:
-        return self.count < other.count
+
+@njit(cache=True)
+def _huffman_children(word_counts):
+    """gensim's ``_build_heap`` with CPython's heapq (heapify, then V-1 times heappop, heappop, heappush of the
+    merged node): (V-1, 2) int64, the (left, right) children of inner node V + i, left the first popped."""
+    v = word_counts.shape[0]
+    counts = word_counts.astype(np.int64)  # (V,) the heap: counts and node ids side by side
+    nodes = np.arange(v)
+    for pos in range(v // 2 - 1, -1, -1):  # heapify
+        _sift_up(counts, nodes, pos, v)
+    children = np.empty((max(v - 1, 0), 2), dtype=np.int64)
+    size = v
+    for n in range(v, 2 * v - 1):
+        merged = 0
+        for side in range(2):  # heappop: the last entry replaces the root and sifts up
+            children[n - v, side] = nodes[0]
+            merged += counts[0]
+            size -= 1
+            counts[0], nodes[0] = counts[size], nodes[size]
+            _sift_up(counts, nodes, 0, size)
+        counts[size], nodes[size] = merged, n  # heappush: append, then sift down
+        _sift_down(counts, nodes, 0, size)
+        size += 1
+    return children
+
+
+@njit(cache=True)
+def _huffman_paths(children):
+    """Each word's root-to-leaf path through the inner nodes ``children`` (V-1, 2): (codes (V, depth) uint8,
+    points (V, depth) int32, lengths (V,) int32), walking up from each leaf (a parent's id exceeds its
+    children's, so one pass from the root down gives every node's depth)."""
+    v = children.shape[0] + 1
+    parent = np.zeros(2 * v - 1, dtype=np.int64)  # (2V-1,) over words 0..V-1 then inner nodes V..2V-2
+    bit = np.zeros(2 * v - 1, dtype=np.uint8)
+    depth = np.zeros(2 * v - 1, dtype=np.int32)
+    for i in range(v - 1):
+        for side in range(2):
+            parent[children[i, side]], bit[children[i, side]] = v + i, side
+    for node in range(2 * v - 3, -1, -1):  # the root 2V-2 has depth 0
+        depth[node] = depth[parent[node]] + 1
+    lengths = depth[:v].copy()
+    width = max(1, lengths.max())
+    codes = np.zeros((v, width), dtype=np.uint8)
+    points = np.zeros((v, width), dtype=np.int32)
+    for w in range(v):
+        node = w
+        for level in range(lengths[w] - 1, -1, -1):
+            codes[w, level] = bit[node]
+            node = parent[node]
+            points[w, level] = node - v
+    return codes, points, lengths
 
 
 def huffman_tree(counts: np.ndarray) -> HuffmanTree:
@@ -102,29 +173,5 @@ def huffman_tree(counts: np.ndarray) -> HuffmanTree:
         notes: a tree whose paths have "around $\log_2 n$" nodes, $O(\log_2 V)$ per word (a balanced tree).
         seqlab: word2vec's Huffman tree: a word's path has about $-\log_2 P(w)$ nodes, short for frequent words
         and longer than $\log_2 V$ for rare ones; weighted by frequency the mean is below $\log_2 V + 1$."""
-    v = len(counts)
-    heap = [_Node(int(c), i) for i, c in enumerate(counts)]
-    heapq.heapify(heap)
-    children = []  # children[n - v] = (left, right) of inner node n
-    for n in range(v, 2 * v - 1):
-        first, second = heapq.heappop(heap), heapq.heappop(heap)
-        children.append((first.index, second.index))
-        heapq.heappush(heap, _Node(first.count + second.count, n))
-    paths: list[tuple[list[int], list[int]]] = [([], [])] * v
-    stack = [(2 * v - 2, [], [])] if v > 1 else []
-    while stack:
-        node, codes, points = stack.pop()
-        if node < v:
-            paths[node] = (codes, points)
-            continue
-        points = points + [node - v]
-        left, right = children[node - v]
-        stack.append((left, codes + [0], points))
-        stack.append((right, codes + [1], points))
-    depth = max(1, max(len(c) for c, _ in paths))
-    codes = np.zeros((v, depth), dtype=np.uint8)
-    points = np.zeros((v, depth), dtype=np.int32)
-    lengths = np.zeros(v, dtype=np.int32)
-    for w, (c, p) in enumerate(paths):
-        codes[w, :len(c)], points[w, :len(p)], lengths[w] = c, p, len(c)
+    codes, points, lengths = _huffman_paths(_huffman_children(np.asarray(counts)))
     return HuffmanTree(codes, points, lengths)
