@@ -8,8 +8,11 @@ softmax) with labels l_k,
 
 (every theta update uses the old e_c, the e_c update the old thetas: a gradient step on
 L(c, t) = sum_k -log sigma(+-theta_{u_k} . e_c), with sigma read from gensim's table: update_sigmoid).
-When the u_k are distinct (always for a tree path, nearly always for noise words) ``_sgd_distinct`` takes the
-same step to the bit with every score read first.
+When negative sampling's u_k are distinct (97% of pairs at V = 34,600) ``_sgd_distinct`` takes the same step
+to the bit with every score read first. Hierarchical softmax keeps ``_sgd_pair`` although a tree path is always
+distinct: its first nodes are shared by nearly every word, so two Hogwild threads write them all the time, and
+reading a path's scores before writing lengthened each row's read-to-write time; measured at 2 threads on 20 MB
+of enwiki_sample (Intel Xeon, AMX), reading first ran 275k-283k effective words/s against 379k-391k (3 runs each).
 Following the word2vec C tool and gensim (word2vec_inner.pyx): subsampling against a fresh 32-bit random per
 occurrence, a dynamic window (radius uniform in 1..window, its own random stream), noise words drawn in
 gensim's order from gensim's stream formula (a bisect of the cumulative table, sped up by a bucket index
@@ -127,11 +130,11 @@ def _sgd_pair(syn0, out, c, targets, labels, row, k, alpha, work):
 
 @njit(fastmath=True, cache=True)
 def _sgd_distinct(syn0, out, c, targets, labels, row, k, alpha, work, scores):
-    """_sgd_pair's step, to the bit, for outputs targets[row, :k] that are k distinct rows of out (a Huffman path;
-    noise words without a repeat): as no θ_u's update then touches another's score, all k scores are read first
-    (independent dot products that the CPU overlaps), then the losses and steps in _sgd_pair's order: the
-    one-thread epoch 8% (hierarchical softmax) to 11% (negative sampling) faster at D = 100. scores (>= k,) float32
-    is scratch."""
+    """_sgd_pair's step, to the bit, for outputs targets[row, :k] that are k distinct rows of out (noise words
+    without a repeat): as no θ_u's update then touches another's score, all k scores are read first (independent
+    dot products that the CPU overlaps), then the losses and steps in _sgd_pair's order. Negative sampling at
+    D = 100, 2 threads, 20 MB of enwiki_sample (Intel Xeon, AMX): 698k-708k effective words/s against _sgd_pair's
+    651k-659k (3 runs each). scores (>= k,) float32 is scratch."""
     dim = syn0.shape[1]
     grad, e = work[0], work[1]
     for d in range(dim):
@@ -185,7 +188,6 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
     c % n_threads == t (Hogwild), continuing its two LCG streams rng[t] (see thread_seeds)."""
     for t in prange(n_threads):
         work = np.zeros((2, syn0.shape[1]), dtype=np.float32)
-        path_scores = np.zeros(points.shape[1], dtype=np.float32)  # (depth,) the scores of a Huffman path
         kept = np.empty(MAX_WORDS_IN_CHUNK, dtype=np.int32)  # the sentence after subsampling
         ns_targets = np.zeros((1, negative + 1), dtype=np.int32)
         ns_labels = np.zeros((1, negative + 1), dtype=np.float32)
@@ -221,8 +223,8 @@ def _train_chunks(syn0, syn1, syn1neg, ids, sentence_starts, chunk_starts, c0, c
                             continue
                         pairs += 1
                         if hs:
-                            loss += _sgd_distinct(syn0, syn1, kept[j], points, hs_labels, target,
-                                                  path_lengths[target], alpha, work, path_scores)
+                            loss += _sgd_pair(syn0, syn1, kept[j], points, hs_labels, target,
+                                              path_lengths[target], alpha, work)
                         if negative > 0:
                             ns_targets[0, 0] = target
                             k = 1
