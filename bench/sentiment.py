@@ -153,7 +153,7 @@ def ablation(args) -> dict:
                   "the only choice made per row." + choice + " Each row follows the preset's schedule over its "
                   f"steps, {args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once" if args.concurrent > 1 else "")
-                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}."]
+                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}." + (f" {args.note}" if args.note else "")]
         lines += coverage_note(rows, args.w2v)
         write_section("sentiment-ablation", "\n".join(lines))
     print(json.dumps(rows))
@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="what the w2v run was trained on, for the table")
     parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
     parser.add_argument("--phrase-steps", type=int, default=0, help="steps of the glove-phrases row (0 = --steps)")
+    parser.add_argument("--note", default="", help="a sentence added to the ablation section (how the rows ran)")
     parser.add_argument("--row-minutes", type=float, default=0.0,
                         help="fit each ablation row's steps to this budget (0 = train the steps given)")
     parser.add_argument("--glove", default="glove-6b-50d",
