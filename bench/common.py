@@ -279,15 +279,33 @@ def store_row(run_dir: Path, overrides: list[str], result: dict) -> None:
                                           encoding="utf-8")
 
 
-def train_with_vector_coverage(cfg, run_dir: Path) -> tuple[float, str | None]:
-    """Train ``cfg`` into ``run_dir`` (replacing it); (minutes, the coverage line training logged for
-    ``model.vectors``, ``embeddings: N of V words from ...``, or None without vectors)."""
+def train_with_vector_coverage(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[float, str | None]:
+    """Train ``cfg`` into ``run_dir``; (training minutes, the coverage line training logged for ``model.vectors``,
+    ``embeddings: N of V words from ...``, or None without vectors).
+
+    With ``key`` (the row's :func:`store_row` key) a row whose training was cut off (a killed process, the end of
+    a session) resumes from its last checkpoint when the same key trains it again, and its minutes add up the
+    tries, each counted to its last checkpoint (``state.json``'s time); otherwise ``run_dir`` is replaced. The
+    try in progress is noted beside the run (``RUN.pending.json``: the key, its start, the minutes before it)."""
     from seqlab import api
 
+    run_dir = Path(run_dir)
+    pending, before = run_dir.with_name(run_dir.name + ".pending.json"), 0.0
+    earlier = json.loads(pending.read_text(encoding="utf-8")) if pending.exists() else {}
+    resume = key is not None and earlier.get("overrides") == key and (run_dir / "state.json").exists()
+    if resume:
+        before = earlier["minutes_before"] + max(0.0, ((run_dir / "state.json").stat().st_mtime
+                                                         - earlier["started"]) / 60)
+    if key is not None:
+        pending.parent.mkdir(parents=True, exist_ok=True)
+        pending.write_text(json.dumps({"overrides": key, "started": time.time(), "minutes_before": before}) + "\n",
+                           encoding="utf-8")
     logged: list[str] = []
     started = time.perf_counter()
-    api.train_run(cfg, run_dir, force=True, log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
-    minutes = (time.perf_counter() - started) / 60
+    api.train_run(cfg, run_dir, resume=resume, force=not resume,
+                  log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
+    minutes = before + (time.perf_counter() - started) / 60
+    pending.unlink(missing_ok=True)
     return minutes, next((line for line in logged if line.startswith("embeddings:")), None)
 
 
