@@ -160,6 +160,21 @@ def last_step_scores(run_dir: Path, args) -> dict:
     return {"f1_last": last["f1"], "valid_f1_best": valid.get(best), "valid_f1_last": valid.get(max(valid))}
 
 
+def dev_curves(runs: dict[str, Path], every: int = 2000) -> list[str]:
+    """The validation entity F1 that training logged every ``every`` steps (and at the last step), one line per
+    run: the curve that shows whether a row had stopped improving when its steps ran out."""
+    from seqlab.base.io import read_metrics
+
+    lines = []
+    for name, run_dir in runs.items():
+        valid = [(r["step"], r["f1"]) for r in read_metrics(run_dir / "metrics.jsonl")
+                 if r["split"] == "valid" and r.get("f1") is not None]
+        shown = [(step, f1) for i, (step, f1) in enumerate(valid) if step % every == 0 or i == len(valid) - 1]
+        lines.append(f"- {name}: " + ", ".join(f"{step:,}: {f1:.4f}" for step, f1 in shown))
+    return ["", f"Validation entity F1 on eng.testa during training (every {every:,} steps and the last; the "
+            "periodic estimate on `train.eval_batches` batches), the headline rows:", *lines] if lines else []
+
+
 def training_sentences(path: Path) -> int:
     """The sentences of a CoNLL file (blank-line separated, ``-DOCSTART-`` lines not counted)."""
     count, inside = 0, False
@@ -212,8 +227,10 @@ def ablation(args, base: list[str]) -> dict:
                   "steps; training minutes include data preparation and periodic validation, with "
                   f"{args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once on the machine" if args.concurrent > 1 else "")
-                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}."]
+                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}." + (f" {args.note}" if args.note else "")]
         lines += coverage_note(rows, args.w2v)
+        lines += dev_curves({name: (args.out or ROOT / "runs" / "bench-ner-ablation") / name
+                             for name in HEADLINE if rows.get(name)})
         write_section("ner-ablation", "\n".join(lines))
     print(json.dumps(rows))
     return rows
@@ -239,6 +256,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help=f"steps of the headline rows {', '.join(HEADLINE)} (0 = --steps)")
     parser.add_argument("--row-minutes", type=float, default=0.0,
                         help="fit each ablation row's steps to this budget (0 = train the steps given)")
+    parser.add_argument("--note", default="", help="a sentence added to the ablation section (how the rows ran)")
     parser.add_argument("--glove", default="glove-6b-50d",
                         help="the GloVe 6B 50-d vectors of the glove row: the named vectors or a file of them")
     args = parser.parse_args(argv)

@@ -1,0 +1,75 @@
+"""bench/common.py's resumable ablation rows: a row cut off mid-training (a killed process, a session's end)
+continues from its last checkpoint when the same key trains it again, its minutes adding up the tries; another
+key starts it over."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from seqlab import api, tasks
+
+from helpers import write_conll
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import train_with_vector_coverage  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def tiny_tagger(tmp_path: Path, max_steps: int):
+    rng = random.Random(0)
+    words = ["the", "a", "runs", "Paris", "Anna", "Bonn"]
+
+    def sentence():
+        return [(w, "B-NAME" if w[0].isupper() else "O") for w in rng.choices(words, k=rng.randint(2, 6))]
+
+    files = {s: write_conll(tmp_path / f"{s}.txt", [sentence() for _ in range(n)])
+             for s, n in (("train", 60), ("valid", 8), ("test", 4))}
+    return tasks.from_dict({
+        "task": {"kind": "tag"}, "data": {**files, "tokenizer": "word"},
+        "model": {"arch": "lstm", "d_model": 8, "hidden_size": 8, "n_layers": 1, "dropout": 0.0},
+        "train": {"max_steps": max_steps, "batch_size": 8, "log_every": 1, "eval_every": 0, "save_every": 4,
+                  "progress": False, "precision": "fp32", "device": "cpu", "threads": 1}})
+
+
+def cut_off_after_four_steps(tmp_path: Path, key: list[str]) -> Path:
+    """A run trained to its step-4 checkpoint by a try that started two minutes before that checkpoint, after 0.5
+    minutes of earlier tries, and never finished (its pending note left beside the run)."""
+    run = tmp_path / "row"
+    api.train_run(tiny_tagger(tmp_path, 4), run, log=lambda *a, **k: None)
+    (run / "kept-by-resume.txt").write_text("a resumed run keeps its directory")
+    checkpoint_time = time.time()
+    os.utime(run / "state.json", (checkpoint_time, checkpoint_time))
+    (tmp_path / "row.pending.json").write_text(json.dumps(
+        {"overrides": key, "started": checkpoint_time - 120, "minutes_before": 0.5}))
+    return run
+
+
+def train_steps(run: Path) -> list[int]:
+    rows = map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+    return [r["step"] for r in rows if r["split"] == "train"]
+
+
+def test_a_row_cut_off_resumes_from_its_checkpoint_and_adds_up_its_minutes(tmp_path):
+    key = ["model.d_model=8", "train.max_steps=8"]
+    run = cut_off_after_four_steps(tmp_path, key)
+    started = time.perf_counter()
+    minutes, coverage = train_with_vector_coverage(tiny_tagger(tmp_path, 8), run, key)
+    this_try = (time.perf_counter() - started) / 60
+    assert (run / "kept-by-resume.txt").exists() and train_steps(run) == list(range(1, 9))
+    assert 2.5 <= minutes <= 2.5 + this_try  # 0.5 before, 2 to the checkpoint, then this try
+    assert coverage is None and not (tmp_path / "row.pending.json").exists()
+
+
+def test_a_row_with_another_key_starts_over(tmp_path):
+    run = cut_off_after_four_steps(tmp_path, ["train.max_steps=8"])
+    minutes, _ = train_with_vector_coverage(tiny_tagger(tmp_path, 8), run, ["train.max_steps=8", "model.crf=true"])
+    assert not (run / "kept-by-resume.txt").exists() and train_steps(run) == list(range(1, 9))
+    assert minutes < 0.5 and not (tmp_path / "row.pending.json").exists()
