@@ -144,6 +144,81 @@ def test_build_corpus_from_a_file_in_blocks_equals_the_whole_text(split, tmp_pat
     assert_same_corpus(want, build_corpus(cfg))  # in memory
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_line_parts_are_the_line_pieces_in_order_cut_between_lines(seed):
+    rng = random.Random(seed)
+    words = ["a", "b", "é", " ", " ", ".", "longword"]
+    text = "".join("".join(rng.choice(words) for _ in range(rng.choice([0, 1, 3, 60])))  # lines across blocks
+                   + rng.choice(["\n", "\r\n", "\u2028"]) for _ in range(120))
+    stream = sources.TextStream(lambda: (text[i:i + 97] for i in range(0, len(text), 97)), len(text))
+    max_chars = [5, 1000][seed % 2]  # 5: long lines in several pieces
+    want = list(line_pieces(stream(), max_chars))
+    for parts in (1, 2, 3, 7, 200):  # 200: more parts than lines
+        runs = [list(run()) for run in sources.line_parts(stream, parts, max_chars)]
+        assert sum(runs, []) == want and len(runs) == parts
+        for before, run in zip(runs, runs[1:]):
+            assert not before or not run or before[-1][1]  # a cut falls after a line's last piece
+    assert all(len(list(run())) > 0 for run in sources.line_parts(stream, 3))  # the text shared out
+
+
+def parts_of(sentences: list, parts: int) -> list:
+    cuts = [len(sentences) * k // parts for k in range(parts + 1)]
+    return [lambda a=a, b=b: iter(sentences[a:b]) for a, b in zip(cuts, cuts[1:])]
+
+
+@pytest.mark.parametrize("case", ["pydocs", "pydocs-max-size", "long"])
+def test_a_corpus_read_in_parts_by_worker_processes_equals_one_pass(case, tmp_path):
+    sentences = long_sentences() if case == "long" else sentences_of(pydocs_text(), lowercase=True)
+    min_freq, max_size = {"pydocs": (5, 0), "pydocs-max-size": (1, 1000), "long": (3, 20)}[case]
+    want = reference_corpus(sentences, min_freq, max_size)
+    for parts in (2, 3, len(sentences) + 2 if case == "long" else 9):  # long: some parts empty
+        assert_same_corpus(want, Corpus.stream_parts(parts_of(sentences, parts), min_freq, max_size))
+        on_disk = Corpus.stream_parts(parts_of(sentences, parts), min_freq, max_size, tmp_path / f"c{parts}")
+        assert_same_corpus(want, on_disk)
+        assert sorted(p.name for p in (tmp_path / f"c{parts}").iterdir()) == ["ids.bin", "sentence_starts.bin"]
+
+
+def test_a_worker_that_fails_or_dies_is_an_error_and_leaves_no_file(tmp_path):
+    import os
+
+    def refused():
+        raise SeqlabError("part two is unreadable: fix it")
+        yield
+
+    def killed():
+        os._exit(3)
+        yield
+
+    good = lambda: iter([["a", "b"], ["b", "c"]])  # noqa: E731
+    with pytest.raises(SeqlabError, match="^part two is unreadable: fix it$"):
+        Corpus.stream_parts([good, refused], 1, 0, tmp_path / "refused")
+    with pytest.raises(SeqlabError, match="worker reading part 2 of the text ended without a result .exit code 3."):
+        Corpus.stream_parts([good, killed, good], 1, 0, tmp_path / "killed")
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_build_corpus_reads_a_large_file_in_parts_with_the_same_result(tmp_path, monkeypatch):
+    from seqlab.tasks import embed
+
+    rng = random.Random(2)
+    words = ["the", "The", "cat", "Σοφία", "naïve", "x", "sat", ",", "."]
+    text = "\n".join(" ".join(rng.choice(words) + rng.choice(["", "s", "ed"]) for _ in range(rng.randint(0, 40)))
+                     for _ in range(600))
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8")
+    want = reference_corpus(sentences_of(split_text(text, (0.9, 0.05, 0.05))[0], lowercase=True), min_freq=2)
+    monkeypatch.setattr(embed, "PART_CHARS", 1000)
+    passes, stream_parts = [], Corpus.stream_parts.__func__
+    monkeypatch.setattr(Corpus, "stream_parts", classmethod(
+        lambda cls, parts, *a, **k: (passes.append(len(parts)), stream_parts(cls, parts, *a, **k))[1]))
+    for threads, expected in ((3, 3), (1, 1)):
+        cfg = embed_config(str(path), (0.9, 0.05, 0.05), min_freq=2)
+        cfg = cfg.__class__(**{**cfg.__dict__, "train": cfg.train.__class__(**{**cfg.train.__dict__,
+                                                                              "threads": threads})})
+        assert_same_corpus(want, build_corpus(cfg, tmp_path / f"run{threads}" / "corpus"))
+        assert passes[-1] == expected
+
+
 def test_build_corpus_embedded_source_is_unchanged():
     cfg = embed_config("pydocs")
     assert_same_corpus(reference_corpus(sentences_of(pydocs_text(), lowercase=True)), build_corpus(cfg))

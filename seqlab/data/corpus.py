@@ -5,8 +5,9 @@ occurrence first), and the in-vocabulary ids are laid out sentence after sentenc
 sentences grouped into chunks of at most ``MAX_WORDS_IN_CHUNK`` raw words (gensim's jobs): the unit of work
 of a Hogwild thread and the position that word2vec's learning rate is a function of.
 
-A corpus is built in one streaming pass over its sentences (:meth:`Corpus.stream`), which writes each word's key
-(first-occurrence order) and counts them, then a vectorised pass that maps the keys to the vocabulary's ids, in
+A corpus is built in one streaming pass over its sentences (:meth:`Corpus.stream`; or over consecutive parts of
+them at once, a process per part: :meth:`Corpus.stream_parts`), which writes each word's key (first-occurrence
+order) and counts them, then a vectorised pass that maps the keys to the vocabulary's ids, in
 memory or to files in a directory that are then memory-mapped (so a large corpus costs
 its vocabulary and index arrays, not its text; :meth:`Corpus.release` drops the mapped pages after each step).
 
@@ -15,6 +16,8 @@ Shapes: V words in the vocabulary; tokens (in-vocabulary words of the corpus); s
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -79,12 +82,24 @@ class Corpus:
         (``KeyedVectors.sort_by_descending_frequency``); ``max_size`` raises the count threshold as gensim's
         ``max_final_vocab`` does, so tied words are kept or dropped together.
         """
-        keys = _FirstSeen()  # word -> key, keys 0, 1, ... in first-occurrence order (gensim's raw_vocab order)
-        with _Keys(directory) as raw:
-            for sentence in sentences():
-                for s in range(0, len(sentence), MAX_WORDS_IN_CHUNK):
-                    raw.add(map(keys.__getitem__, sentence[s:s + MAX_WORDS_IN_CHUNK]))
-            counts = raw.counts(len(keys))
+        return cls.stream_parts([sentences], min_freq, max_size, directory)
+
+    @classmethod
+    def stream_parts(cls, parts: Sequence[Callable[[], Iterable[Sequence[str]]]], min_freq: int = 5,
+                     max_size: int = 0, directory: Path | None = None) -> Corpus:
+        """:meth:`stream` over a text given as consecutive parts (``parts[k]()`` yields part k's sentences), the
+        first pass over every part at once: part 0 in this process, each other one in a forked worker process
+        (where the system forks; else one after another here). The corpus is :meth:`stream`'s over all the
+        sentences in order, to the bit: each part keys its words in its own first-occurrence order, and the
+        parts' word lists, read in order, give every word its global key (a part's new words follow the words
+        of the parts before it, as in one pass)."""
+        with contextlib.ExitStack() as stack:
+            passes = _first_passes(parts, directory, stack)
+            keys = _FirstSeen()  # word -> key in first-occurrence order over the whole text
+            remaps = [np.fromiter(map(keys.__getitem__, p.words), np.int64, len(p.words)) for p in passes]
+            counts = np.zeros(len(keys), np.int64)
+            for p, remap in zip(passes, remaps):
+                counts[remap] += p.count[:len(remap)]  # a part's keys are distinct words: no repeats in remap
             kept, threshold = _vocabulary(counts, min_freq, max_size)
             if len(kept) < 2:
                 raise SeqlabError(f"the corpus has {len(kept)} distinct word(s) seen at least {threshold} times "
@@ -95,9 +110,92 @@ class Corpus:
             vocab_id = np.full(len(first_seen), -1, dtype=np.int32)  # key -> vocabulary id, -1 = dropped
             vocab_id[kept] = np.arange(len(kept), dtype=np.int32)
             with _Layout(directory) as layout:
-                for block, lengths in raw.blocks():
-                    layout.add(vocab_id[block], lengths)
+                for p, remap in zip(passes, remaps):
+                    part_id = vocab_id[remap]  # the part's key -> vocabulary id
+                    for block, lengths in p.blocks():
+                        layout.add(part_id[block], lengths)
                 return cls([first_seen[k] for k in kept], counts[kept], *layout.arrays())
+
+
+def _first_pass(sentences: Callable[[], Iterable[Sequence[str]]], directory: Path | None, part: int) -> _Keys:
+    """The first pass over one part: its sentences' keys (the part's own first-occurrence order) and lengths,
+    kept by a :class:`_Keys` that holds the part's words in key order (``words``) and their counts."""
+    keys = _FirstSeen()
+    raw = _Keys(directory, part)
+    try:
+        for sentence in sentences():
+            for s in range(0, len(sentence), MAX_WORDS_IN_CHUNK):
+                raw.add(map(keys.__getitem__, sentence[s:s + MAX_WORDS_IN_CHUNK]))
+        raw.finish(list(keys))
+    except BaseException:
+        raw.remove()
+        raise
+    return raw
+
+
+def _first_passes(parts: Sequence[Callable[[], Iterable[Sequence[str]]]], directory: Path | None,
+                  stack: contextlib.ExitStack) -> list[_Keys]:
+    """Every part's :func:`_first_pass`, part 0 here while the others run in forked workers; each pass's files
+    are removed when ``stack`` closes, and a worker still running then is ended."""
+    import multiprocessing
+
+    for k in range(len(parts)):  # whatever becomes of the passes (an error, a worker ended), no file stays
+        stack.callback(_Keys(None, k, directory).remove)
+    forked = len(parts) > 1 and "fork" in multiprocessing.get_all_start_methods()
+    workers = [_start_worker(multiprocessing.get_context("fork"), parts[k], directory, k, stack)
+               for k in range(1, len(parts))] if forked else []
+    passes = [_first_pass(parts[0], directory, 0)]
+    for k in range(1, len(parts)):
+        passes.append(_worker_result(*workers[k - 1]) if forked else _first_pass(parts[k], directory, k))
+    return passes
+
+
+def _start_worker(context, sentences, directory: Path | None, part: int, stack: contextlib.ExitStack):
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=_worker, args=(sending, sentences, directory, part), daemon=True)
+    process.start()
+    sending.close()
+    stack.callback(_end_worker, process, receiving)
+    return process, receiving, part, directory
+
+
+def _worker(sending, sentences, directory: Path | None, part: int) -> None:
+    """A forked worker: the part's first pass, sent back (or the error that stopped it). Ctrl-C and SIGTERM are
+    the parent's to handle (it ends the worker): not the handlers the fork copied."""
+    from seqlab.base import signals
+
+    signals.install({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL})
+    try:
+        result = ("done", _first_pass(sentences, directory, part))
+    except SeqlabError as e:
+        result = ("error", str(e))
+    except BaseException as e:  # noqa: BLE001 (any failure is reported to the parent, which raises it)
+        result = ("failed", f"{type(e).__name__}: {e}")
+    sending.send(result)
+    sending.close()
+
+
+def _worker_result(process, receiving, part: int, directory: Path | None) -> _Keys:
+    try:
+        kind, value = receiving.recv()
+    except EOFError:
+        process.join()
+        raise SeqlabError(f"the worker reading part {part + 1} of the text ended without a result (exit code "
+                          f"{process.exitcode}); run again, or with train.threads=1 to read it in one process"
+                          ) from None
+    process.join()
+    if kind == "done":
+        return value
+    if kind == "error":
+        raise SeqlabError(value)
+    raise RuntimeError(f"the worker reading part {part + 1} of the text failed: {value}")
+
+
+def _end_worker(process, receiving) -> None:
+    receiving.close()
+    if process.is_alive():
+        process.terminate()
+    process.join()
 
 
 class _FirstSeen(dict):
@@ -123,24 +221,28 @@ def _vocabulary(counts: np.ndarray, min_freq: int, max_size: int) -> tuple[np.nd
 
 
 class _Keys:
-    """The first pass's output: every sentence's word keys (int32) and its length, in memory or in ``keys.bin`` /
-    ``lengths.bin`` in a directory (removed when the block ends); the keys' counts kept as they are added."""
+    """One part's first pass: every sentence's word keys (int32) and its length, in memory or in
+    ``keys-K.bin`` / ``lengths-K.bin`` in a directory (K the part; :meth:`remove` deletes them); the keys' counts
+    kept as they are added, and at the end the part's words in key order. Sent from a worker process as it is
+    (its files closed)."""
 
     FLUSH_WORDS = 1 << 20
 
-    def __init__(self, directory: Path | None):
+    def __init__(self, directory: Path | None, part: int = 0, files_in: Path | None = None):
+        """A pass writing to ``directory`` (None: memory); ``files_in`` alone: the names of part ``part``'s
+        files there, to remove them."""
         self.directory = directory
         self.buffer = array("i")  # keys of the words since the last flush
         self.lengths = array("q")  # words of the sentences since the last flush
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []  # in memory: the flushed (keys, lengths)
-        self.count = np.zeros(0, np.int64)
-
-    def __enter__(self) -> _Keys:
-        if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self.paths = [self.directory / name for name in ("keys.bin", "lengths.bin")]
+        self.count = np.zeros(0, np.int64)  # occurrences of each key
+        self.words: list[str] = []  # the part's words in key order (first occurrence), set by finish
+        self.paths = [(directory or files_in) / f"{name}-{part}.bin" for name in ("keys", "lengths")
+                      ] if (directory or files_in) is not None else []
+        self.files = []
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
             self.files = [open(path, "wb") for path in self.paths]
-        return self
 
     def add(self, keys: Iterable[int]) -> None:
         start = len(self.buffer)
@@ -162,13 +264,23 @@ class _Keys:
             lengths.tofile(self.files[1])
         self.buffer, self.lengths = array("i"), array("q")
 
-    def counts(self, n: int) -> np.ndarray:
-        """(n,) int64: occurrences of each key."""
+    def finish(self, words: list[str]) -> None:
+        """The pass is over: the last keys written, the files closed, ``words`` (the part's words in key order)
+        kept, and ``count`` one entry per word."""
         self.flush()
-        if self.directory is not None:
-            for f in self.files:
-                f.close()
-        return np.concatenate([self.count, np.zeros(n - len(self.count), np.int64)])
+        self.close()
+        self.words = words
+        self.count = np.concatenate([self.count, np.zeros(len(words) - len(self.count), np.int64)])
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        self.files = []
+
+    def remove(self) -> None:
+        self.close()
+        for path in self.paths:
+            path.unlink(missing_ok=True)
 
     def blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(keys of whole sentences, their lengths) in blocks of about FLUSH_WORDS words."""
@@ -184,12 +296,6 @@ class _Keys:
                 last = max(first + 1, int(np.searchsorted(ends, before + self.FLUSH_WORDS, side="right")))
                 yield np.fromfile(f, np.int32, int(ends[last - 1]) - before), lengths[first:last]
                 first = last
-
-    def __exit__(self, *exc) -> None:
-        if self.directory is not None:
-            for f, path in zip(self.files, self.paths):
-                f.close()
-                path.unlink(missing_ok=True)
 
 
 class _Layout:

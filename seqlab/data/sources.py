@@ -158,15 +158,26 @@ _TRAILING_WORD = re.compile(r"\S*\Z")
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines cuts
 
 
-def stream_text(source: str | os.PathLike, fractions: Sequence[float] = (1.0, 0.0, 0.0)) -> Callable[[], Iterator[str]]:
+class TextStream:
+    """A text read in fresh passes: each call yields it in blocks of at most :data:`BLOCK_CHARS` characters;
+    ``chars`` is its length in characters (what :func:`line_parts` cuts by)."""
+
+    def __init__(self, blocks: Callable[[], Iterator[str]], chars: int):
+        self.blocks, self.chars = blocks, chars
+
+    def __call__(self) -> Iterator[str]:
+        return self.blocks()
+
+
+def stream_text(source: str | os.PathLike, fractions: Sequence[float] = (1.0, 0.0, 0.0)) -> TextStream:
     """The train part of ``source``'s text (cut by ``fractions`` exactly as :func:`split_text` cuts the text of
-    :func:`read_text`), as a function whose every call is a fresh pass yielding it in blocks of at most
+    :func:`read_text`), as a :class:`TextStream` whose every call is a fresh pass yielding it in blocks of at most
     :data:`BLOCK_CHARS` characters: a file is never held whole in memory. A file is checked in one pass before
     this returns (missing, a directory, not UTF-8, empty: :func:`read_text_file`'s errors; the split's)."""
     found = source_file(source)
     if isinstance(found, str):  # an embedded corpus: its text is in memory anyway
         train = split_text(found, fractions)[0]
-        return lambda: (train[i:i + BLOCK_CHARS] for i in range(0, len(train), BLOCK_CHARS))
+        return TextStream(lambda: (train[i:i + BLOCK_CHARS] for i in range(0, len(train), BLOCK_CHARS)), len(train))
     n, blank = 0, True
     for block in _decoded_blocks(found):
         n += len(block)
@@ -174,7 +185,7 @@ def stream_text(source: str | os.PathLike, fractions: Sequence[float] = (1.0, 0.
     if blank:
         raise empty_file_error(found)
     a = split_points(n, fractions)[0]
-    return lambda: _decoded_blocks(found, a)
+    return TextStream(lambda: _decoded_blocks(found, a), a)
 
 
 def _decoded_blocks(path: Path, limit: int | None = None) -> Iterator[str]:
@@ -219,6 +230,31 @@ def line_pieces(blocks: Iterable[str], max_chars: int = BLOCK_CHARS) -> Iterator
                 carry = carry[cut:]
     if carry:
         yield carry[:-1] if carry[-1] in _LINE_BREAKS else carry, True
+
+
+def line_parts(text: TextStream, parts: int,
+               max_chars: int = BLOCK_CHARS) -> list[Callable[[], Iterator[tuple[str, bool]]]]:
+    """:func:`line_pieces` of ``text`` in ``parts`` consecutive runs of whole lines, each a function whose every
+    call is a fresh pass: run k holds the lines that start at a position in [k c, (k + 1) c) of the text without
+    its line breaks, c = text.chars / parts (a position every run computes alike from the same pieces), the last
+    run every line after (a line cut into pieces of at most ``max_chars`` stays in one run). Together they are
+    ``line_pieces(text())`` in order; run k reads the text before its lines (blocks and line cuts, no more) and
+    stops after them. So several processes can each take a run."""
+    step = text.chars / parts
+
+    def run(k: int) -> Iterator[tuple[str, bool]]:
+        lo, hi = k * step, (k + 1) * step if k < parts - 1 else float("inf")
+        position = line_start = 0  # characters (line breaks not counted) before this piece, before its line
+        for piece, ends in line_pieces(text(), max_chars):
+            if line_start >= hi:
+                return
+            if line_start >= lo:
+                yield piece, ends
+            position += len(piece)
+            if ends:
+                line_start = position
+
+    return [lambda k=k: run(k) for k in range(parts)]
 
 
 def _looks_like_path(name: str) -> bool:

@@ -42,7 +42,8 @@ from seqlab.training import checkpoint
 from seqlab.base.config import RunConfig
 from seqlab.data import download
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
-from seqlab.data.sources import line_pieces, stream_text
+from seqlab.data.sources import line_parts, stream_text
+from seqlab.data.workers import worker_count
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import read_json, write_text_atomic
 from seqlab.models.arrays import ArrayModel
@@ -67,6 +68,7 @@ _WORD2VEC_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_mi
                   "batch_size", "report_to", "progress")
 TRAIN_KEYS = {"sgns": _WORD2VEC_KEYS, "hs": _WORD2VEC_KEYS,  # GloVe's AdaGrad keeps lr constant: no min_lr
               "glove": tuple(k for k in _WORD2VEC_KEYS if k != "min_lr")}
+PART_CHARS = 1 << 22  # the least text (characters) a process of the vocabulary pass takes: a fork costs ~10 ms
 DATA_DIR = "corpus"  # in the run directory while training: the corpus ids on disk, GloVe's count shards
 ANALOGY_SET = "analogy-google"  # default evaluation sets (download registry names)
 SIMILARITY_SETS = ("wordsim353", "simlex999")
@@ -99,13 +101,17 @@ def stream_sentences(pieces: Iterable[tuple[str, bool]], lowercase: bool = False
 
 def build_corpus(cfg: RunConfig, directory: Path | None = None) -> Corpus:
     """The training text's corpus (the train part of data.train or data.source), read in streaming passes; with
-    ``directory``, its ids are written there and memory-mapped (:meth:`Corpus.stream`)."""
+    ``directory``, its ids are written there and memory-mapped (:meth:`Corpus.stream`). A text of PART_CHARS
+    characters or more is read in parts, one process per part and per training thread (``train.threads``, 0:
+    every core): :meth:`Corpus.stream_parts`, the same corpus to the bit."""
     d = cfg.data
     if d.tokenizer != "word":
         raise SeqlabError(f'embedding tasks split text into words: set data.tokenizer = "word" (got {d.tokenizer!r})')
-    blocks = stream_text(d.train or d.source, d.split)
-    return Corpus.stream(lambda: stream_sentences(line_pieces(blocks()), d.lowercase), min_freq=d.min_freq,
-                         max_size=d.max_size, directory=directory)
+    text = stream_text(d.train or d.source, d.split)
+    parts = max(1, min(cfg.train.threads or worker_count(), text.chars // PART_CHARS))
+    runs = line_parts(text, parts)
+    return Corpus.stream_parts([lambda run=run: stream_sentences(run(), d.lowercase) for run in runs],
+                               min_freq=d.min_freq, max_size=d.max_size, directory=directory)
 
 
 def _epochs(cfg: RunConfig) -> int:
