@@ -279,7 +279,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
             with calling(callbacks):
                 state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
                                                          log=log if dist.main else (lambda *a, **k: None))
-            if dist.main:
+            if dist.main and not state.get("plotted"):  # a task may have drawn it beside its last writes
                 from seqlab.views.viz import plot_loss
 
                 chosen = state.get("best_step") if checkpoint.exists(run_dir / "best") else None

@@ -192,7 +192,7 @@ def test_a_worker_that_fails_or_dies_is_an_error_and_leaves_no_file(tmp_path):
     good = lambda: iter([["a", "b"], ["b", "c"]])  # noqa: E731
     with pytest.raises(SeqlabError, match="^part two is unreadable: fix it$"):
         Corpus.stream_parts([good, refused], 1, 0, tmp_path / "refused")
-    with pytest.raises(SeqlabError, match="worker reading part 2 of the text ended without a result .exit code 3."):
+    with pytest.raises(SeqlabError, match="worker process reading part 2 of the text ended without a result .exit code 3."):
         Corpus.stream_parts([good, killed, good], 1, 0, tmp_path / "killed")
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 

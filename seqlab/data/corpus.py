@@ -17,7 +17,6 @@ Shapes: V words in the vocabulary; tokens (in-vocabulary words of the corpus); s
 from __future__ import annotations
 
 import contextlib
-import signal
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.base.errors import SeqlabError
+from seqlab.base.forked import Forked
 from seqlab.base.io import drop_pages, map_array, replace_atomic
 
 MAX_WORDS_IN_CHUNK = 10_000  # gensim's job size (raw words) and longest sentence
@@ -135,67 +135,16 @@ def _first_pass(sentences: Callable[[], Iterable[Sequence[str]]], directory: Pat
 
 def _first_passes(parts: Sequence[Callable[[], Iterable[Sequence[str]]]], directory: Path | None,
                   stack: contextlib.ExitStack) -> list[_Keys]:
-    """Every part's :func:`_first_pass`, part 0 here while the others run in forked workers; each pass's files
-    are removed when ``stack`` closes, and a worker still running then is ended."""
-    import multiprocessing
-
+    """Every part's :func:`_first_pass`, part 0 here while the others run in forked workers
+    (:class:`~seqlab.base.forked.Forked`); each pass's files are removed when ``stack`` closes, and a worker still
+    running then is ended."""
     for k in range(len(parts)):  # whatever becomes of the passes (an error, a worker ended), no file stays
         stack.callback(_Keys(None, k, directory).remove)
-    forked = len(parts) > 1 and "fork" in multiprocessing.get_all_start_methods()
-    workers = [_start_worker(multiprocessing.get_context("fork"), parts[k], directory, k, stack)
-               for k in range(1, len(parts))] if forked else []
-    passes = [_first_pass(parts[0], directory, 0)]
+    workers = []
     for k in range(1, len(parts)):
-        passes.append(_worker_result(*workers[k - 1]) if forked else _first_pass(parts[k], directory, k))
-    return passes
-
-
-def _start_worker(context, sentences, directory: Path | None, part: int, stack: contextlib.ExitStack):
-    receiving, sending = context.Pipe(duplex=False)
-    process = context.Process(target=_worker, args=(sending, sentences, directory, part), daemon=True)
-    process.start()
-    sending.close()
-    stack.callback(_end_worker, process, receiving)
-    return process, receiving, part, directory
-
-
-def _worker(sending, sentences, directory: Path | None, part: int) -> None:
-    """A forked worker: the part's first pass, sent back (or the error that stopped it). Ctrl-C and SIGTERM are
-    the parent's to handle (it ends the worker): not the handlers the fork copied."""
-    from seqlab.base import signals
-
-    signals.install({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL})
-    try:
-        result = ("done", _first_pass(sentences, directory, part))
-    except SeqlabError as e:
-        result = ("error", str(e))
-    except BaseException as e:  # noqa: BLE001 (any failure is reported to the parent, which raises it)
-        result = ("failed", f"{type(e).__name__}: {e}")
-    sending.send(result)
-    sending.close()
-
-
-def _worker_result(process, receiving, part: int, directory: Path | None) -> _Keys:
-    try:
-        kind, value = receiving.recv()
-    except EOFError:
-        process.join()
-        raise SeqlabError(f"the worker reading part {part + 1} of the text ended without a result (exit code "
-                          f"{process.exitcode}); run again, or with train.threads=1 to read it in one process"
-                          ) from None
-    process.join()
-    if kind == "done":
-        return value
-    if kind == "error":
-        raise SeqlabError(value)
-    raise RuntimeError(f"the worker reading part {part + 1} of the text failed: {value}")
-
-
-def _end_worker(process, receiving) -> None:
-    receiving.close()
-    if process.is_alive():
-        process.terminate()
-    process.join()
+        workers.append(Forked(_first_pass, parts[k], directory, k, what=f"reading part {k + 1} of the text"))
+        stack.callback(workers[-1].close)
+    return [_first_pass(parts[0], directory, 0), *(worker.result() for worker in workers)]
 
 
 class _FirstSeen(dict):
