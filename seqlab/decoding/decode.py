@@ -115,8 +115,8 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
 
     With ``compile`` (models with a ``step`` method, i.e. the Transformer) the step runs through
     ``torch.compile``: the one-token step over a preallocated cache has the same shapes at every
-    position and reads no Python counter, so it is one graph (about 30-45 s to compile cold on 2 CPU
-    cores). It is compiled once per model and ``products``: "blas" leaves the matrix products to the BLAS
+    position and reads no Python counter, so it is one graph (its cold compile: the "cold first call" column of
+    the generate sections of bench/RESULTS.md). It is compiled once per model and ``products``: "blas" leaves the matrix products to the BLAS
     (MKL's or oneDNN's GEMV), "stream" makes those of a few rows streaming reductions (:mod:`seqlab.nn.gemv`:
     2-3x the BLAS's GEMV on an AMD EPYC, while MKL's GEMV wins on Intel CPUs). The caller chooses
     (:func:`seqlab.training.devices.decode_products` measures this CPU once).
