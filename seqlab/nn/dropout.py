@@ -1,13 +1,14 @@
-"""Dropout (Srivastava et al., 2014): in training, keep each unit with probability 1 - p and scale the kept ones
-by 1 / (1 - p), so that E[dropout(x)] = x; in evaluation, the identity.
+"""Dropout (Srivastava et al., 2014): in training, keep each unit with probability 1 - p and scale the kept ones by 1
+/ (1 - p), so that E[dropout(x)] = x; in evaluation, the identity.
 
-On CPU, torch draws one Bernoulli sample per element (``bernoulli_``), and with p = 0.1 that was more than
-half of a 6-layer, d_model 384 Transformer LM's training step (bench/dropout.py; its section of
-bench/RESULTS.md has the seconds per step on the CPU it ran on). This version takes the keep decision from 16-bit
-slices of 64-bit random integers instead (a quarter of the generator calls, no float draws) and applies it as one
-multiply by a mask of x's dtype, which takes about a third off that step's time. p is rounded to a multiple of 2^-16 and the scale uses the rounded p, so the expectation stays exactly
-x. The integers come from torch's default generator, so ``torch.manual_seed`` and checkpointed RNG state
-reproduce the masks. On other devices (CUDA), ``F.dropout``'s fused kernels are used.
+On CPU, torch draws one Bernoulli sample per element (``bernoulli_``), and with p = 0.1 that was more than half of
+a 6-layer, d_model 384 Transformer LM's training step (bench/dropout.py; its section of bench/RESULTS.md has the
+seconds per step on the CPU it ran on). This version takes the keep decision from 16-bit slices of 64-bit random
+integers instead (a quarter of the generator calls, no float draws) and applies it as one multiply by a mask of x's
+dtype, which takes about a third off that step's time. p is rounded to a multiple of 2^-16 and the scale uses the
+rounded p, so the expectation stays exactly x. The integers come from torch's default generator, so
+``torch.manual_seed`` and checkpointed RNG state reproduce the masks. On other devices (CUDA), ``F.dropout``'s
+fused kernels are used.
 """
 
 from __future__ import annotations
