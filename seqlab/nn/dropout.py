@@ -1,5 +1,5 @@
-"""Dropout (Srivastava et al., 2014): in training, keep each unit with probability 1 - p and scale the kept ones by 1
-/ (1 - p), so that E[dropout(x)] = x; in evaluation, the identity.
+"""Dropout (Srivastava et al., 2014): in training, keep each unit with probability 1 - p and scale the kept ones
+by 1 / (1 - p), so that E[dropout(x)] = x; in evaluation, the identity.
 
 On CPU, torch draws one Bernoulli sample per element (``bernoulli_``), and with p = 0.1 that was more than half of
 a 6-layer, d_model 384 Transformer LM's training step (bench/dropout.py; its section of bench/RESULTS.md has the
