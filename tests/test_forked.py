@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -49,11 +50,23 @@ def test_errors_come_back_as_the_parent_raises_them():
         Forked(die, what="checking Y").result()
 
 
-def test_close_ends_a_child_still_running():
-    worker = Forked(time.sleep, 60)
-    started = time.perf_counter()
+def write_after_a_minute(started: Path, cleaned: Path) -> None:
+    try:
+        started.write_text("started")
+        time.sleep(60)
+    finally:
+        cleaned.write_text("the call unwound")
+
+
+def test_close_ends_a_child_still_running_and_its_call_unwinds(tmp_path):
+    started, cleaned = tmp_path / "started", tmp_path / "cleaned"
+    worker = Forked(write_after_a_minute, started, cleaned)
+    begun = time.perf_counter()
+    while not started.exists() and time.perf_counter() - begun < 30:
+        time.sleep(0.01)
     worker.close()
-    assert not worker.process.is_alive() and time.perf_counter() - started < 10
+    assert not worker.process.is_alive() and time.perf_counter() - begun < 20
+    assert cleaned.read_text() == "the call unwound"
 
 
 def test_without_fork_the_call_runs_here_when_its_result_is_asked(monkeypatch):

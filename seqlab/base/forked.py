@@ -4,7 +4,8 @@ core idle (a vocabulary pass over half a text, a file written while this process
 The child starts from a copy of this process (fork: nothing is pickled on the way in; arrays are shared
 copy-on-write) and sends back the call's return value, pickled. Where the system cannot fork, the call runs in
 this process when its result is asked for: the same result, one after another. Ctrl-C and SIGTERM are the
-parent's to handle (:meth:`Forked.close` ends the child); the child never runs the handlers the fork copied.
+parent's to handle (:meth:`Forked.close` ends the child, whose call unwinds: its ``finally`` blocks run); the
+child never runs the handlers the fork copied.
 """
 
 from __future__ import annotations
@@ -61,12 +62,21 @@ class Forked:
 def _child(sending, fn: Callable[..., Any], args: tuple) -> None:
     from seqlab.base import signals
 
-    signals.install({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL})
+    signals.install({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: _unwind})
     try:
         result = ("done", fn(*args))
     except SeqlabError as e:
         result = ("error", str(e))
     except BaseException as e:  # noqa: BLE001 (any failure is reported to the parent, which raises it)
         result = ("failed", f"{type(e).__name__}: {e}")
-    sending.send(result)
+    try:
+        sending.send(result)
+    except OSError:  # the parent stopped listening: it is ending this worker
+        pass
     sending.close()
+
+
+def _unwind(signum: int, frame: Any) -> None:
+    """SIGTERM in a worker (the parent's :meth:`Forked.close`): unwind the call, so that its ``finally`` blocks
+    remove what it was writing (a temporary file), then end."""
+    raise SystemExit(128 + signum)
