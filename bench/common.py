@@ -279,7 +279,7 @@ def store_row(run_dir: Path, overrides: list[str], result: dict) -> None:
                                           encoding="utf-8")
 
 
-def train_with_vector_coverage(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[float, str | None]:
+def train_resumable(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[float, str | None]:
     """Train ``cfg`` into ``run_dir``; (training minutes, the coverage line training logged for ``model.vectors``,
     ``embeddings: N of V words from ...``, or None without vectors).
 

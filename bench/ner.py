@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    coverage_note, cpu_line, device_name, init_device, store_row, stored_row, train_with_vector_coverage, write_section)
+    coverage_note, cpu_line, device_name, init_device, store_row, stored_row, train_resumable, write_section)
 
 PRESETS = {"lstm": "ner-bilstm", "transformer": "ner-transformer"}
 DATA = ROOT.parent / "shared" / "data" / "conll2003"
@@ -135,7 +135,7 @@ def ablation_row(name: str, args, base: list[str]) -> dict | None:
     key, stored, overrides = row_plan(run_dir, overrides, cap, args.row_minutes, lambda o: resolve(preset, base + o))
     if stored is not None:
         return stored
-    minutes, vectors_found = train_with_vector_coverage(resolve(preset, base + overrides), run_dir, key)
+    minutes, vectors_found = train_resumable(resolve(preset, base + overrides), run_dir, key)
     state = json.loads((run_dir / "state.json").read_text())
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
     result = {"row": name, "preset": preset, "steps": state["step"], "train_minutes": round(minutes, 2),

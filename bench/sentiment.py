@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    coverage_note, cpu_line, device_name, init_device, store_row, train_with_vector_coverage, write_section)
+    coverage_note, cpu_line, device_name, init_device, store_row, train_resumable, write_section)
 from bench.ner import budget_overrides, row_plan, train_and_time  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -104,7 +104,7 @@ def ablation_row(name: str, args) -> dict | None:
                                       lambda o: resolve("sentiment-lstm", base + o))
     if stored is not None:
         return stored
-    minutes, vectors_found = train_with_vector_coverage(resolve("sentiment-lstm", base + overrides), run_dir)
+    minutes, vectors_found = train_resumable(resolve("sentiment-lstm", base + overrides), run_dir)
     state = json.loads((run_dir / "state.json").read_text())
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
     result = {"row": name, "steps": state["step"], "best_step": state.get("best_step"),

@@ -12,7 +12,9 @@ the reverse) on ../shared/data/multi30k (train / val / test = test2016) for ``--
 Reference figure: ``--reference`` (default 30.0, issue 5's target for the Transformer on Multi30k de->en
 test2016, sacreBLEU-compatible and detokenised). The last line is JSON with ``ratio`` = our BLEU / the
 reference (above 1: the target is met). A short run (few steps, part of the test set) measures the pipeline,
-not the model's quality: its BLEU is not comparable to the reference.
+not the model's quality: its BLEU is not comparable to the reference. A run cut off mid-training (a killed
+process, the end of a session) resumes from its last checkpoint when the same command runs again
+(bench/common.py ``train_resumable``), its minutes adding up the tries.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import write_section  # noqa: E402
+from bench.common import cpu_line, device_name, train_resumable, write_section  # noqa: E402
 
 PRESETS = {"transformer": "mt-transformer", "seq2seq-attention": "mt-gru-attention"}
 DATA = ROOT.parent / "shared" / "data" / "multi30k"
@@ -57,6 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--reference", type=float, default=30.0, help="reference BLEU for the ratio")
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/bench-mt-ARCH-DIR)")
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
+    parser.add_argument("--note", default="", help="a sentence added to the section (how the run went)")
     args = parser.parse_args(argv)
 
     from seqlab import api
@@ -74,9 +77,7 @@ def main(argv: list[str] | None = None) -> dict:
     cfg = resolve(PRESETS[args.arch], overrides)
     run_dir = args.out or ROOT / "runs" / f"bench-mt-{args.arch}-{args.direction}"
 
-    started = time.perf_counter()
-    api.train_run(cfg, run_dir, force=True)
-    train_minutes = (time.perf_counter() - started) / 60
+    train_minutes, _ = train_resumable(cfg, run_dir, overrides + [f"arch={args.arch}"])  # a cut-off run resumes
     steps = json.loads((run_dir / "state.json").read_text())["step"]
 
     model = api.load(run_dir, device=None if args.device == "auto" else args.device)
@@ -110,7 +111,8 @@ def main(argv: list[str] | None = None) -> dict:
                f"`{peer['signature']}`. " if peer else "")
             + ("" if n == len(test) and steps >= cfg.train.max_steps else
                "This is a short run (fewer steps or sentences than the full benchmark): it checks the pipeline, "
-               "its BLEU is not comparable to the reference."),
+               "its BLEU is not comparable to the reference. ")
+            + f"Trained on: {device_name()}. CPU: {cpu_line()}." + (f" {args.note}" if args.note else ""),
         ]))
     print(json.dumps(row))
     return row

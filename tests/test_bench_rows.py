@@ -18,7 +18,7 @@ from seqlab import api, tasks
 from helpers import write_conll
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import train_with_vector_coverage  # noqa: E402
+from bench.common import train_resumable  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -61,7 +61,7 @@ def test_a_row_cut_off_resumes_from_its_checkpoint_and_adds_up_its_minutes(tmp_p
     key = ["model.d_model=8", "train.max_steps=8"]
     run = cut_off_after_four_steps(tmp_path, key)
     started = time.perf_counter()
-    minutes, coverage = train_with_vector_coverage(tiny_tagger(tmp_path, 8), run, key)
+    minutes, coverage = train_resumable(tiny_tagger(tmp_path, 8), run, key)
     this_try = (time.perf_counter() - started) / 60
     assert (run / "kept-by-resume.txt").exists() and train_steps(run) == list(range(1, 9))
     assert 2.5 <= minutes <= 2.5 + this_try  # 0.5 before, 2 to the checkpoint, then this try
@@ -70,6 +70,6 @@ def test_a_row_cut_off_resumes_from_its_checkpoint_and_adds_up_its_minutes(tmp_p
 
 def test_a_row_with_another_key_starts_over(tmp_path):
     run = cut_off_after_four_steps(tmp_path, ["train.max_steps=8"])
-    minutes, _ = train_with_vector_coverage(tiny_tagger(tmp_path, 8), run, ["train.max_steps=8", "model.crf=true"])
+    minutes, _ = train_resumable(tiny_tagger(tmp_path, 8), run, ["train.max_steps=8", "model.crf=true"])
     assert not (run / "kept-by-resume.txt").exists() and train_steps(run) == list(range(1, 9))
     assert minutes < 0.5 and not (tmp_path / "row.pending.json").exists()
