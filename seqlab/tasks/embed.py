@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,9 +109,12 @@ def build_corpus(cfg: RunConfig, directory: Path | None = None) -> Corpus:
         raise SeqlabError(f'embedding tasks split text into words: set data.tokenizer = "word" (got {d.tokenizer!r})')
     text = stream_text(d.train or d.source, d.split)
     parts = max(1, min(cfg.train.threads or worker_count(), text.chars // PART_CHARS))
-    runs = line_parts(text, parts)
-    return Corpus.stream_parts([lambda run=run: stream_sentences(run(), d.lowercase) for run in runs],
-                               min_freq=d.min_freq, max_size=d.max_size, directory=directory)
+
+    def sentences(run: Callable[[], Iterator[tuple[str, bool]]]) -> Callable[[], Iterator[list[str]]]:
+        return lambda: stream_sentences(run(), d.lowercase)
+
+    return Corpus.stream_parts([sentences(run) for run in line_parts(text, parts)], min_freq=d.min_freq,
+                               max_size=d.max_size, directory=directory)
 
 
 def _epochs(cfg: RunConfig) -> int:
