@@ -120,6 +120,11 @@ ABLATION = {  # row -> (preset, overrides, what it adds, the published figure of
 }
 
 
+def row_dir(args, name: str) -> Path:
+    """The run directory of ablation row ``name`` (under ``--out``, default runs/bench-ner-ablation)."""
+    return (args.out or ROOT / "runs" / "bench-ner-ablation") / name
+
+
 def ablation_row(name: str, args, base: list[str]) -> dict | None:
     """Train (or reuse) one ablation row; its test scores, steps and minutes. None when its vectors are missing."""
     from seqlab import api
@@ -132,7 +137,7 @@ def ablation_row(name: str, args, base: list[str]) -> dict | None:
         return None
     overrides = [o.format(w2v=args.w2v, glove=args.glove) for o in extra]
     cap = args.headline_steps if name in HEADLINE else args.steps
-    run_dir = (args.out or ROOT / "runs" / "bench-ner-ablation") / name
+    run_dir = row_dir(args, name)
     key, stored, overrides = row_plan(run_dir, overrides, cap, args.row_minutes, lambda o: resolve(preset, base + o))
     if stored is not None:
         return stored
@@ -234,8 +239,7 @@ def ablation(args, base: list[str]) -> dict:
                + ("**met**" if rows[name]["f1"] >= target else "**missed**")
                for name, target in TARGETS.items() if rows.get(name)]
         lines += ["", "Targets (issue #39, test F1 of the headline rows): " + "; ".join(met) + "."] if met else []
-        lines += dev_curves({name: (args.out or ROOT / "runs" / "bench-ner-ablation") / name
-                             for name in HEADLINE if rows.get(name)})
+        lines += dev_curves({name: row_dir(args, name) for name in HEADLINE if rows.get(name)})
         write_section("ner-ablation", "\n".join(lines))
     print(json.dumps(rows))
     return rows

@@ -10,6 +10,7 @@ child never runs the handlers the fork copied.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -69,10 +70,8 @@ def _child(sending, fn: Callable[..., Any], args: tuple) -> None:
         result = ("error", str(e))
     except BaseException as e:  # noqa: BLE001 (any failure is reported to the parent, which raises it)
         result = ("failed", f"{type(e).__name__}: {e}")
-    try:
+    with contextlib.suppress(OSError):  # the parent stopped listening: it is ending this worker
         sending.send(result)
-    except OSError:  # the parent stopped listening: it is ending this worker
-        pass
     sending.close()
 
 

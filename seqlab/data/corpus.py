@@ -99,7 +99,7 @@ class Corpus:
             remaps = [np.fromiter(map(keys.__getitem__, p.words), np.int64, len(p.words)) for p in passes]
             counts = np.zeros(len(keys), np.int64)
             for p, remap in zip(passes, remaps):
-                counts[remap] += p.count[:len(remap)]  # a part's keys are distinct words: no repeats in remap
+                counts[remap] += p.count  # a part's keys are distinct words: no repeats in remap
             kept, threshold = _vocabulary(counts, min_freq, max_size)
             if len(kept) < 2:
                 raise SeqlabError(f"the corpus has {len(kept)} distinct word(s) seen at least {threshold} times "
@@ -139,7 +139,7 @@ def _first_passes(parts: Sequence[Callable[[], Iterable[Sequence[str]]]], direct
     (:class:`~seqlab.base.forked.Forked`); each pass's files are removed when ``stack`` closes, and a worker still
     running then is ended."""
     for k in range(len(parts)):  # whatever becomes of the passes (an error, a worker ended), no file stays
-        stack.callback(_Keys(None, k, directory).remove)
+        stack.callback(_remove, _part_files(directory, k))
     workers = []
     for k in range(1, len(parts)):
         workers.append(Forked(_first_pass, parts[k], directory, k, what=f"reading part {k + 1} of the text"))
@@ -177,17 +177,15 @@ class _Keys:
 
     FLUSH_WORDS = 1 << 20
 
-    def __init__(self, directory: Path | None, part: int = 0, files_in: Path | None = None):
-        """A pass writing to ``directory`` (None: memory); ``files_in`` alone: the names of part ``part``'s
-        files there, to remove them."""
+    def __init__(self, directory: Path | None, part: int = 0):
+        """A pass writing to ``directory`` (None: memory), its files named for ``part``."""
         self.directory = directory
         self.buffer = array("i")  # keys of the words since the last flush
         self.lengths = array("q")  # words of the sentences since the last flush
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []  # in memory: the flushed (keys, lengths)
         self.count = np.zeros(0, np.int64)  # occurrences of each key
         self.words: list[str] = []  # the part's words in key order (first occurrence), set by finish
-        self.paths = [(directory or files_in) / f"{name}-{part}.bin" for name in ("keys", "lengths")
-                      ] if (directory or files_in) is not None else []
+        self.paths = _part_files(directory, part)
         self.files = []
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
@@ -228,8 +226,7 @@ class _Keys:
 
     def remove(self) -> None:
         self.close()
-        for path in self.paths:
-            path.unlink(missing_ok=True)
+        _remove(self.paths)
 
     def blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(keys of whole sentences, their lengths) in blocks of about FLUSH_WORDS words."""
@@ -245,6 +242,16 @@ class _Keys:
                 last = max(first + 1, int(np.searchsorted(ends, before + self.FLUSH_WORDS, side="right")))
                 yield np.fromfile(f, np.int32, int(ends[last - 1]) - before), lengths[first:last]
                 first = last
+
+
+def _part_files(directory: Path | None, part: int) -> list[Path]:
+    """Where a part's first pass keeps its keys and sentence lengths in ``directory`` (none in memory)."""
+    return [] if directory is None else [directory / f"{name}-{part}.bin" for name in ("keys", "lengths")]
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 class _Layout:
