@@ -309,6 +309,17 @@ def train_resumable(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[f
     return minutes, next((line for line in logged if line.startswith("embeddings:")), None)
 
 
+def ablation_arguments(parser, rows) -> None:
+    """The ablation benches' shared options (bench/ner.py, bench/sentiment.py): which ``rows`` to train, the w2v
+    run the w2v row reads and what it was trained on, and how many rows ran at once (for the table)."""
+    parser.add_argument("--ablation", default="", help=f"comma-separated ablation rows from {', '.join(rows)}")
+    parser.add_argument("--w2v", type=Path, default=Path(__file__).resolve().parents[1] / "runs" / "w2v-shakespeare",
+                        help="the w2v-sgns run whose vectors the w2v row reads")
+    parser.add_argument("--w2v-corpus", default="shakespeare_complete.txt, 8.6 MB, the largest shared corpus",
+                        help="what the w2v run was trained on, for the table")
+    parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
+
+
 def coverage_note(rows: dict, w2v: Path) -> list[str]:
     """The ablation tables' closing lines: each vector row's coverage, the w2v run named by its folder alone."""
     coverage = [f"{n}: {r['vectors_found']}" for n, r in rows.items() if r and r.get("vectors_found")]

@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    coverage_note, cpu_line, device_name, init_device, store_row, stored_row, train_resumable, write_section)
+    ablation_arguments, coverage_note, cpu_line, device_name, init_device, store_row, stored_row, train_resumable,
+    write_section)
 
 PRESETS = {"lstm": "ner-bilstm", "transformer": "ner-transformer"}
 DATA = ROOT.parent / "shared" / "data" / "conll2003"
@@ -255,12 +256,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data", type=Path, default=DATA, help="folder with eng.train, eng.testa, eng.testb")
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/bench-ner-ARCH)")
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
-    parser.add_argument("--ablation", default="", help=f"comma-separated ablation rows from {', '.join(ABLATION)}")
-    parser.add_argument("--w2v", type=Path, default=ROOT / "runs" / "w2v-shakespeare",
-                        help="the w2v-sgns run whose vectors the w2v row reads")
-    parser.add_argument("--w2v-corpus", default="shakespeare_complete.txt, 8.6 MB, the largest shared corpus",
-                        help="what the w2v run was trained on, for the table")
-    parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
+    ablation_arguments(parser, ABLATION)
     parser.add_argument("--headline-steps", type=int, default=0,
                         help=f"steps of the headline rows {', '.join(HEADLINE)} (0 = --steps)")
     parser.add_argument("--row-minutes", type=float, default=0.0,

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    coverage_note, cpu_line, device_name, init_device, store_row, train_resumable, write_section)
+    ablation_arguments, coverage_note, cpu_line, device_name, init_device, store_row, train_resumable, write_section)
 from bench.ner import budget_overrides, row_plan, train_and_time  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -170,12 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data", type=Path, default=DATA, help="folder with sst2/ and sst5/")
     parser.add_argument("--out", type=Path, default=None, help="folder of the run directories (default runs/)")
     parser.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")
-    parser.add_argument("--ablation", default="", help=f"comma-separated ablation rows from {', '.join(ABLATION)}")
-    parser.add_argument("--w2v", type=Path, default=ROOT / "runs" / "w2v-shakespeare",
-                        help="the w2v-sgns run whose vectors the w2v row reads")
-    parser.add_argument("--w2v-corpus", default="shakespeare_complete.txt, 8.6 MB, the largest shared corpus",
-                        help="what the w2v run was trained on, for the table")
-    parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
+    ablation_arguments(parser, ABLATION)
     parser.add_argument("--phrase-steps", type=int, default=0, help="steps of the glove-phrases row (0 = --steps)")
     parser.add_argument("--note", default="", help="a sentence added to the ablation section (how the rows ran)")
     parser.add_argument("--row-minutes", type=float, default=0.0,
