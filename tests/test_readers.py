@@ -4,6 +4,8 @@ reported as one-line SeqlabErrors with file:line."""
 
 from __future__ import annotations
 
+import random
+
 import re
 from collections import Counter
 from functools import lru_cache
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from seqlab.data.conll import Sentence, detect_scheme, read_conll, to_iob2
+from seqlab.data.conll import Sentence, convert_scheme, detect_scheme, read_conll, to_iob2
 from seqlab.data.labelled import detect_format, read_labelled
 from seqlab.base.errors import SeqlabError
 from seqlab.metrics.entities import get_entities
@@ -88,6 +90,43 @@ def test_conll_small_file_two_columns_docstart_and_blank_runs(tmp_path):
 ])
 def test_to_iob2(tags, iob2):
     assert to_iob2(tags.split()) == tuple(iob2.split())
+
+
+@pytest.mark.parametrize("tags, scheme, expected", [
+    ("B-PER I-PER O B-LOC B-LOC I-LOC I-LOC", "iobes", "B-PER E-PER O S-LOC B-LOC I-LOC E-LOC"),
+    ("B-PER I-LOC", "iobes", "S-PER S-LOC"),  # an I- of another type opens (and here ends) an entity
+    ("S-PER B-LOC I-LOC E-LOC O", "iob2", "B-PER B-LOC I-LOC I-LOC O"),
+    ("U-PER B-LOC L-LOC", "iob2", "B-PER B-LOC I-LOC"),  # BILOU
+    ("U-PER B-LOC L-LOC", "iobes", "S-PER B-LOC E-LOC"),
+    ("S-PER E-PER", "auto", "S-PER E-PER"),  # auto keeps what is not IOB1 as written
+])
+def test_convert_scheme(tags, scheme, expected):
+    assert convert_scheme(tags.split(), scheme) == tuple(expected.split())
+
+
+def test_iob1_converts_to_iobes_through_iob2():
+    assert convert_scheme("I-PER I-PER O I-LOC B-LOC".split(), "iobes", iob1=True) == (
+        "B-PER", "E-PER", "O", "S-LOC", "S-LOC")
+
+
+def test_iobes_and_iob2_name_the_same_entities():
+    """Random well-formed IOB2 sentences: to IOBES and back is the identity, and both name the same entities as
+    the entity F1 reads them (seqeval's default mode)."""
+    from seqlab.metrics.entities import get_entities
+
+    rng = random.Random(0)
+    for _ in range(500):
+        tags: list[str] = []
+        while len(tags) < rng.randint(1, 12):
+            if rng.random() < 0.4:
+                tags.append("O")
+            else:
+                kind = rng.choice(["PER", "LOC"])
+                tags += [f"B-{kind}"] + [f"I-{kind}"] * rng.choice([0, 0, 1, 2])
+        iobes = convert_scheme(tags, "iobes")
+        assert convert_scheme(iobes, "iob2") == tuple(tags)
+        assert get_entities(list(iobes)) == get_entities(tags)
+        assert all(t[0] in "BIESO" for t in iobes)
 
 
 def test_detect_scheme_variants():

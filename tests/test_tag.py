@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -164,6 +166,98 @@ def test_iob1_files_are_learned_and_scored_in_iob2(tmp_path):
     assert tagger.evaluate()["f1"] == 1.0
 
 
+def test_iobes_scheme_is_learned_and_scores_the_entities_iob2_scores(tmp_path):
+    """data.tag_scheme = "iobes" converts every split (here IOB1 files) to IOBES: the labels and predictions are
+    IOBES, and the entity F1 equals the one of the same predictions read back in IOB2 against IOB2 gold (the CRF
+    keeps every predicted sequence well formed, so the two schemes name the same entities)."""
+    from seqlab.data.conll import convert_scheme, read_conll
+
+    rng = random.Random(2)
+    sentences = []
+    for _ in range(200):  # "Anna Kim" one two-word entity (IOB1: I-NAME I-NAME), "Oslo" a one-word one
+        s = [(w, "O") for w in rng.sample(LOWER, 2)] + [("Anna", "I-NAME"), ("Kim", "I-NAME"), ("near", "O"),
+                                                         ("Oslo", "I-NAME")]
+        sentences.append(s[rng.randint(0, 1):])
+    corpus = {split: write_conll(tmp_path / f"{split}.txt", sentences) for split in ("train", "valid", "test")}
+    cfg = run_config(corpus, steps=40, data={"tag_scheme": "iobes"}, crf=True)
+    run = api.train_run(cfg, tmp_path / "run", **QUIET)
+    assert set(json.loads((run / "labels.json").read_text())["labels"]) == {"O", "B-NAME", "E-NAME", "S-NAME"}
+    tagger = api.load(run, device="cpu")
+    assert tagger.predict(["the Anna Kim near Oslo"])[0]["tags"] == ["O", "B-NAME", "E-NAME", "O", "S-NAME"]
+    assert tagger.evaluate()["f1"] == 1.0
+    assert tagger.evaluate(data=[[("Anna", "B-NAME"), ("Kim", "I-NAME"), ("near", "O"), ("Oslo", "B-NAME")]]
+                           )["f1"] == 1.0  # IOB2 in memory: read in the run's scheme too
+
+    barely = api.load(api.train_run(replace_steps(cfg, 3), tmp_path / "barely", **QUIET), device="cpu")
+    gold = [list(convert_scheme(s.tags, "iob2", iob1=True)) for s in read_conll(corpus["test"])]
+    predicted = barely.predict([" ".join(s.tokens) for s in read_conll(corpus["test"])])
+    assert any(p["tags"] != list(convert_scheme(g, "iobes")) for p, g in zip(predicted, gold))  # errors to score
+    assert barely.evaluate() == entity_f1(gold, [list(convert_scheme(p["tags"], "iob2")) for p in predicted])
+
+
+def test_tag_scheme_is_refused_elsewhere_and_checked():
+    with pytest.raises(SeqlabError, match='data.tag_scheme is used by task.kind = "tag" only'):
+        tasks.resolve("sentiment-lstm", ['data.tag_scheme="iobes"'])
+    with pytest.raises(SeqlabError, match="data.tag_scheme"):
+        tasks.resolve("ner-bilstm", ['data.tag_scheme="bilou"'])
+
+
+def test_singleton_replacement_reads_words_seen_once_as_unk_at_rate_p():
+    """Singletons.apply: of 200,000 singleton positions, the share replaced is p within 6 standard deviations of
+    a binomial share (6 * sqrt(p(1 - p) / n) = 0.0067), the other ids never; p = 0 and p = 1 replace none and all."""
+    from seqlab.tasks.singletons import Singletons
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 40, (400, 500))  # batch, seq
+    singleton = (ids >= 30) & (ids < 40)
+    for p in (0.0, 0.5, 1.0):
+        out = Singletons(p, first=30, end=40, unk=1).apply(ids)
+        assert torch.equal(out[~singleton], ids[~singleton])
+        replaced = (out[singleton] == 1).double().mean().item()
+        assert abs(replaced - p) <= 6 * math.sqrt(p * (1 - p) / int(singleton.sum())) + 1e-12, (p, replaced)
+
+
+def test_singleton_unk_trains_resumes_exactly_and_is_checked(tmp_path):
+    """train.singleton_unk = 0.5 with data.min_freq = 1: RUN/singletons.json names the run of ids of the words
+    seen once in training; training draws the replacements from the generator the checkpoint keeps (a resumed run
+    equals the straight one) and differs from a run without them; a min_freq that drops those words, a value
+    outside [0, 1] and a task that has no words of its own are refused."""
+    from collections import Counter
+
+    from seqlab.data.conll import read_conll
+    from seqlab.text.vocab import Vocab
+
+    rng = random.Random(3)
+    sentences = [sentence(rng) + [(f"rare{i}", "O")] * (i % 3 == 0) for i in range(300)]  # 100 words seen once
+    corpus = {split: write_conll(tmp_path / f"{split}.txt", sentences[:n]) for split, n in
+              (("train", 300), ("valid", 20), ("test", 20))}
+    cfg = run_config(corpus, steps=10, data={"min_freq": 1})
+    cfg = replace(cfg, train=replace(cfg.train, singleton_unk=0.5))
+    straight = api.train_run(cfg, tmp_path / "a", **QUIET)
+    counts = Counter(w for s in read_conll(corpus["train"]) for w in s.tokens)
+    vocab = Vocab.load(straight / "vocab.json")
+    ids = json.loads((straight / "singletons.json").read_text())
+    assert sorted(vocab.stoi(w) for w, n in counts.items() if n == 1) == list(range(ids["first"], ids["end"]))
+    assert ids["end"] - ids["first"] == 100
+    api.train_run(replace(cfg, train=replace(cfg.train, max_steps=5)), tmp_path / "b", **QUIET)
+    assert_same_weights(straight, api.train_run(cfg, tmp_path / "b", resume=True, **QUIET))
+    plain = api.train_run(replace(cfg, train=replace(cfg.train, singleton_unk=0.0)), tmp_path / "c", **QUIET)
+    assert not (plain / "singletons.json").exists()
+    with pytest.raises(AssertionError):
+        assert_same_weights(straight, plain)
+
+    with pytest.raises(SeqlabError, match="data.min_freq=2 leaves them out of the vocabulary"):
+        api.train_run(replace(cfg, data=replace(cfg.data, min_freq=2)), tmp_path / "d", **QUIET)
+    with pytest.raises(SeqlabError, match=r"train.singleton_unk=1.5 is outside \[0, 1\]"):
+        tasks.resolve("ner-bilstm", ["data.min_freq=1", "train.singleton_unk=1.5"])
+    with pytest.raises(SeqlabError, match="train.singleton_unk is not used by"):
+        tasks.resolve("sentiment-lstm", ["train.singleton_unk=0.5"])
+
+
+def replace_steps(cfg, steps):
+    return replace(cfg, train=replace(cfg.train, max_steps=steps))
+
+
 def test_one_file_is_cut_into_splits_in_order(corpus, tmp_path):
     from seqlab.tasks.tag import read_data
 
@@ -246,7 +340,8 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
 def test_unknown_label_in_validation_file_names_the_line(corpus, tmp_path):
     valid = tmp_path / "valid.txt"
     valid.write_text("the NN O O\nruns NN O I-THING\n", encoding="utf-8")
-    with pytest.raises(SeqlabError, match=rf"{valid}:2 \(written 'I-THING', read as IOB2\): label 'B-THING' does not"):
+    with pytest.raises(SeqlabError, match=rf"{valid}:2 \(written 'I-THING', read as 'B-THING'\): label 'B-THING' "
+                                          "does not"):
         api.train_run(run_config({**corpus, "valid": str(valid)}), tmp_path / "run", **QUIET)
 
 

@@ -67,9 +67,11 @@ class DataConfig:
     analogies: str = ""  # embed: analogy questions file or dataset name (default analogy-google)
     similarity: str = ""  # embed: word-pair sets, comma-separated files or dataset names (default wordsim353,simlex999)
     max_memory_mb: int = 1024  # embed (GloVe): memory for co-occurrence counting; above it, sorted shards spill to disk
+    tag_scheme: str = "auto"  # tag: auto (IOB1 read as IOB2, others as written) | iob2 | iobes: every split converted
 
     def __post_init__(self):
         _choice("data.tokenizer", self.tokenizer, ("char", "word", "bpe"))
+        _choice("data.tag_scheme", self.tag_scheme, ("auto", "iob2", "iobes"))
         if len(self.split) != 3 or not all(f >= 0 for f in self.split) or not abs(sum(self.split) - 1) <= 1e-6:
             raise SeqlabError(f"data.split must be three non-negative fractions summing to 1, got {list(self.split)}; "
                               "e.g. --set data.split=[0.9,0.05,0.05]")
@@ -107,6 +109,7 @@ class TrainConfig:
     beta2: float = 0.99  # AdamW: decay rate of the running mean of the squared gradient
     grad_clip: float = 1.0  # max global gradient norm (0 = off)
     label_smoothing: float = 0.0  # eps of the smoothed cross-entropy training loss (validation stays plain NLL)
+    singleton_unk: float = 0.0  # tag: each training occurrence of a word seen once reads as <unk> with this chance
     seed: int = 1337  # seeds initialisation, data order and dropout: the same seed gives the same run
     precision: str = "auto"  # auto | fp32 | bf16 | fp16 (fp16 on CUDA only, with a gradient scaler)
     compile: bool = False  # torch.compile the model for training
@@ -144,6 +147,9 @@ class TrainConfig:
         if not 0.0 <= self.label_smoothing < 1.0:
             raise SeqlabError(f"train.label_smoothing={self.label_smoothing} is outside [0, 1); use e.g. 0.1, or 0 "
                               "to turn it off")
+        if not 0.0 <= self.singleton_unk <= 1.0:
+            raise SeqlabError(f"train.singleton_unk={self.singleton_unk} is outside [0, 1]; use e.g. 0.5, or 0 to "
+                              "turn it off")
         _choice("train.precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
         _choice("train.schedule", self.schedule, ("cosine", "wsd", "wsd-time"))
         _choice("train.best_by", self.best_by, tuple(METRIC_HIGHER_IS_BETTER))

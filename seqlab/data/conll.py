@@ -8,7 +8,9 @@ and are not sentences.
 Tagging schemes: the original ``eng.*`` files use IOB1 (``I-X`` inside entities, ``B-X`` only where
 two entities of type X touch); most tools expect IOB2 (``B-X`` at the start of every entity).
 :func:`detect_scheme` tells them apart (an ``I-`` tag that starts an entity means IOB1) and
-:func:`to_iob2` converts. :func:`iter_conll` streams a file's sentences one at a time (the tagging task's
+:func:`to_iob2` converts. IOBES (``S-X`` a one-token entity, ``E-X`` an entity's last token) and BILOU (``U-``,
+``L-``) mark both ends: :func:`convert_scheme` turns any of them into IOB2 or IOBES (``data.tag_scheme``),
+the same entities written another way. :func:`iter_conll` streams a file's sentences one at a time (the tagging task's
 preparation reads them so, never the whole file); :func:`read_conll` is the list.
 """
 
@@ -157,3 +159,35 @@ def to_iob2(tags: Sequence[str]) -> tuple[str, ...]:
         out.append("B" + tag[1:] if _starts_entity_iob1(prev, tag) else tag)
         prev = tag
     return tuple(out)
+
+
+# The schemes data.tag_scheme may ask for, and the prefixes that each other one maps to IOB2 (its I/B reading)
+TAG_SCHEMES = ("auto", "iob2", "iobes")
+_TO_IOB2 = {"B": "B", "I": "I", "E": "I", "S": "B", "L": "I", "U": "B"}
+
+
+def to_iobes(tags: Sequence[str]) -> tuple[str, ...]:
+    """IOB2 -> IOBES: an entity's one token is ``S-X``; of a longer entity, the first token ``B-X``, the last
+    ``E-X``, those between ``I-X``. An entity ends where the next tag is not ``I-`` of its type."""
+    out = []
+    for i, tag in enumerate(tags):
+        prefix, type_ = _split(tag)
+        if prefix == "O":
+            out.append(tag)
+            continue
+        goes_on = i + 1 < len(tags) and _split(tags[i + 1]) == ("I", type_)
+        out.append({("B", True): "B", ("B", False): "S", ("I", True): "I", ("I", False): "E"}[prefix, goes_on]
+                   + "-" + type_)
+    return tuple(out)
+
+
+def convert_scheme(tags: Sequence[str], scheme: str, iob1: bool = False) -> tuple[str, ...]:
+    """One sentence's tags in ``scheme`` (:data:`TAG_SCHEMES`): "iob2" or "iobes" from any of IOB1 (``iob1``:
+    the file's scheme, :func:`detect_scheme`), IOB2, IOBES and BILOU (an ``I-`` that opens an entity, as the
+    entity F1 reads it, starts one: ``B-``); "auto" reads IOB1 as IOB2 and keeps the others as written."""
+    if iob1:
+        tags = to_iob2(tags)
+    if scheme == "auto":
+        return tuple(tags)
+    iob2 = to_iob2([tag if tag == "O" else _TO_IOB2[tag[0]] + tag[1:] for tag in tags])  # an opening I- is a B-
+    return iob2 if scheme == "iob2" else to_iobes(iob2)

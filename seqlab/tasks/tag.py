@@ -4,11 +4,17 @@ summed over real tokens and divided by their count, scored with entity-level F1 
 
 Data: CoNLL files (:func:`seqlab.data.conll.read_conll`; the NER tag is the last column). IOB1 files (the
 original ``eng.*``) are converted to IOB2, so the model learns, predicts and is scored in IOB2 (what seqeval
-and most tools expect); other schemes are kept as written. ``data.source = "conll2003"`` reads the cached
+and most tools expect); other schemes are kept as written. ``data.tag_scheme = "iobes"`` (Lample et al. 2016's
+scheme: ``S-`` single-token entities, ``E-`` their last tokens) or ``"iob2"`` converts every split to that scheme
+instead (:func:`seqlab.data.conll.convert_scheme`): the model learns, predicts and is scored in it, and the
+entities, hence the entity F1, are the same ones either way. ``data.source = "conll2003"`` reads the cached
 ``conll2003/iob2/{train,valid,test}.txt``; ``data.train/valid/test`` name CoNLL files (:mod:`seqlab.tasks.splits`).
 
 Words: the vocabulary of the training words (``data.min_freq``, ``data.max_size``; ``data.lowercase``
 lowercases words, never tags), frequency-ordered with the specials first; unknown words read as <unk>. With
+``train.singleton_unk`` = p > 0 (and ``data.min_freq = 1``) a word seen once in training reads as <unk> with
+probability p at each training occurrence (Lample et al. 2016's singleton replacement,
+:mod:`seqlab.tasks.singletons`). With
 ``model.vectors_vocab`` > 0 the vectors' most frequent words follow (:mod:`seqlab.tasks.labelling`) and an unknown
 word is looked up lowercased before <unk> (a :class:`~seqlab.text.tokenizers.CaseFoldVocab`).
 Tokens are CoNLL's first column at training and whitespace-separated words at prediction, so
@@ -45,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -55,7 +62,7 @@ from torch import Tensor, nn
 
 from seqlab.base.config import RunConfig
 from seqlab.data.batching import pad_batch, sorted_batches
-from seqlab.data.conll import detect_scheme, iter_conll, to_iob2
+from seqlab.data.conll import convert_scheme, detect_scheme, iter_conll
 from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
 from seqlab.base.errors import SeqlabError
@@ -69,6 +76,7 @@ from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, char_bound
     learning_chars, load_chars, sentence_chars
 from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
     first_labels, labelling_model, load_labeller, start_embedding
+from seqlab.tasks import singletons
 from seqlab.tasks.results import Entity
 from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, scratch_run_dir, split_stores, \
     spooled, stored_splits
@@ -82,7 +90,7 @@ from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_voc
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
-TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing", "singleton_unk")  # the Trainer's, the loss's, the words' train.* keys
 BEST_BY = ("loss", "f1")  # the validation metrics train.best_by may name (entity F1 as seqeval scores it)
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
 VOCAB = "vocab.json"
@@ -96,14 +104,14 @@ class Example(NamedTuple):
     """One tagged sentence of a CoNLL file."""
 
     tokens: tuple[str, ...]
-    tags: tuple[str, ...]  # IOB2 when the file is IOB1, else as written
+    tags: tuple[str, ...]  # in data.tag_scheme's scheme ("auto": IOB2 when the file is IOB1, else as written)
     written: tuple[str, ...]  # the tags as the file writes them
     path: str  # the file it came from
     line: int  # line of its first token (token i is on line + i)
 
     def where(self, i: int) -> str:
-        """file:line of token i, and the tag as written when IOB1 was converted."""
-        note = f" (written {self.written[i]!r}, read as IOB2)" if self.written[i] != self.tags[i] else ""
+        """file:line of token i, and the tag as written when it was converted to another scheme."""
+        note = f" (written {self.written[i]!r}, read as {self.tags[i]!r})" if self.written[i] != self.tags[i] else ""
         return f"{self.path}:{self.line + i}{note}"
 
 
@@ -125,15 +133,16 @@ class Batch(NamedTuple):
     scored: Tensor  # batch, seq: True = a word's tag is read here (the real tokens, or first sub-words)
 
 
-def read_examples(path: str) -> Streamed[Example]:
+def read_examples(path: str, scheme: str = "auto") -> Streamed[Example]:
     """The sentences of a CoNLL file as a streamed view: one pass checks the file, counts the sentences and tells
-    IOB1 from the other schemes (IOB1 tags are read as IOB2); each later pass streams them again."""
+    IOB1 from the other schemes; each later pass streams them again, the tags in ``scheme`` (``data.tag_scheme``,
+    :func:`~seqlab.data.conll.convert_scheme`: "auto" reads IOB1 as IOB2 and the others as written)."""
     count = [0]
     iob1 = detect_scheme(s.tags for s in counted(iter_conll(path), count)) == "IOB1"
 
     def read() -> Iterator[Example]:
         for s in iter_conll(path):
-            yield Example(s.tokens, to_iob2(s.tags) if iob1 else s.tags, s.tags, str(path), s.line)
+            yield Example(s.tokens, convert_scheme(s.tags, scheme, iob1), s.tags, str(path), s.line)
 
     return Streamed(read, (Path(path),), count[0])
 
@@ -142,7 +151,8 @@ def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, Streamed[Example]]:
     if cfg.data.tokenizer != "word":
         raise SeqlabError(f"data.tokenizer={cfg.data.tokenizer!r}, but tagging labels whitespace-separated words "
                           "(one tag each); set data.tokenizer=word")
-    return read_splits(cfg.data, read_examples, DATASETS, "tagging", splits)
+    return read_splits(cfg.data, functools.partial(read_examples, scheme=cfg.data.tag_scheme), DATASETS, "tagging",
+                       splits)
 
 
 def words(tokens, lowercase: bool) -> list[str]:
@@ -212,8 +222,12 @@ def prepare_data(cfg: RunConfig, run_dir: Path, dist: Dist, log=print, vectors: 
     vectors = vectors or RunVectors(cfg)
 
     def learn(train_tokens: Iterator[Sequence[str]]) -> None:  # the word vocabulary of the training split
-        vocab = Vocab.build((words(t, d.lowercase) for t in train_tokens), min_freq=d.min_freq,
-                            max_size=d.max_size or None)
+        counts: Counter[str] = Counter()  # first-occurrence order breaks ties in frequency, as Vocab.build
+        for tokens in train_tokens:
+            counts.update(words(tokens, d.lowercase))
+        vocab = Vocab.from_counts(counts, min_freq=d.min_freq, max_size=d.max_size or None)
+        if cfg.train.singleton_unk:
+            singletons.save(run_dir, vocab, counts)
         extend_vocabulary(cfg, vocab, vectors, log).save(run_dir / VOCAB)
 
     labels = first_labels(run_dir, dist, examples["train"], lambda ex: ex.tokens, lambda ex: ex.tags,
@@ -285,16 +299,19 @@ class TagTask(LabellingTask):
     collate = staticmethod(collate)
 
     def __init__(self, model: nn.Module, train: Encoded, valid: Encoded, labels: Labels, eval_batch_size: int,
-                 label_smoothing: float = 0.0):
+                 label_smoothing: float = 0.0, replaced: singletons.Singletons | None = None):
         super().__init__(model, train, valid, lengths_of(train.words), int(lengths_of(train.tags).sum()),  # words
                          eval_batch_size, label_smoothing)
         self.labels = labels
+        self.replaced = replaced  # train.singleton_unk > 0: training words seen once read as <unk> at times
 
     def count(self, batch: Batch | CharBatch) -> int:
         return int(batch.scored.sum())
 
     def loss_sum(self, model: nn.Module, batch: Batch | CharBatch, device: torch.device) -> Tensor:
         ids, mask, tags, scored, *chars = (t.to(device, non_blocking=True) for t in batch)  # chars: [] or [chars]
+        if self.replaced is not None and model.training:
+            ids = self.replaced.apply(ids)  # batch, seq; the characters stay: the word is still spelled out
         return loss_sum(model, model(ids, mask, *chars), tags, scored, self.label_smoothing)  # over the scored words
 
     def validate(self, model: nn.Module, device: torch.device, max_batches: int | None) -> dict[str, float]:
@@ -314,6 +331,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     if cfg.model.crf and cfg.train.label_smoothing:
         raise SeqlabError(f"train.label_smoothing={cfg.train.label_smoothing} has no CRF form (model.crf = true "
                           "scores whole tag sequences); set train.label_smoothing=0 or model.crf=false")
+    singletons.check(cfg, isinstance(cfg.model, PretrainedTaggerConfig))
     vectors = RunVectors(cfg)  # model.vectors, read once for the vocabulary and E
     model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log, vectors)
     start_embedding(cfg, run_dir, resume, model, vocab, "words", log, vectors)
@@ -323,7 +341,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
         f"{len(labels)} tags")
     task = TagTask(model, data["train"], data["valid"], labels,
                    eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
-                   label_smoothing=cfg.train.label_smoothing)
+                   label_smoothing=cfg.train.label_smoothing,
+                   replaced=singletons.load(cfg, run_dir, cast(Vocab, vocab)))
     trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
     return trainer.run(resume)
 
@@ -430,12 +449,12 @@ class SequenceTagger(Labeller):
     def evaluate(self, split: str = "test", *, data: Iterable[Sequence[tuple[str, str]]] | None = None) -> dict:
         """Entity-level ``precision``, ``recall``, ``f1`` (micro) and ``per_type`` on a split (seqeval default
         mode), or with ``data`` on tagged sentences in memory, each a list of (token, tag) pairs (written as a
-        CoNLL file and read as a split is: IOB1 is read as IOB2); an unknown gold tag is an error naming its
-        file:line."""
+        CoNLL file and read as a split is, in the run's ``data.tag_scheme``); an unknown gold tag is an error
+        naming its file:line."""
         if data is None:
             return self._entity_scores(evaluation_split(self.config, split, read_data), split)
         with spooled("tag", data, "data.conll") as path:
-            return self._entity_scores(read_examples(str(path)), "data")
+            return self._entity_scores(read_examples(str(path), self.config.data.tag_scheme), "data")
 
     def _entity_scores(self, examples: Streamed[Example], name: str) -> dict:
         for ex in examples:
