@@ -286,7 +286,8 @@ def train_resumable(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[f
     With ``key`` (the row's :func:`store_row` key) a row whose training was cut off (a killed process, the end of
     a session) resumes from its last checkpoint when the same key trains it again, and its minutes add up the
     tries, each counted to its last checkpoint (``state.json``'s time); otherwise ``run_dir`` is replaced. The
-    try in progress is noted beside the run (``RUN.pending.json``: the key, its start, the minutes before it)."""
+    try in progress is noted beside the run (``RUN.pending.json``: the key, its start, the minutes before it, and
+    the coverage line once training logs it: a resumed run starts from its checkpoint's E and logs none)."""
     from seqlab import api
 
     run_dir = Path(run_dir)
@@ -296,17 +297,27 @@ def train_resumable(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[f
     if resume:
         before = earlier["minutes_before"] + max(0.0, ((run_dir / "state.json").stat().st_mtime
                                                          - earlier["started"]) / 60)
+    note = {"overrides": key, "started": time.time(), "minutes_before": before,
+            "coverage": earlier.get("coverage") if resume else None}
+
+    def write_note() -> None:
+        pending.write_text(json.dumps(note) + "\n", encoding="utf-8")
+
+    def log(*parts, **_) -> None:
+        line = " ".join(map(str, parts))
+        if line.startswith("embeddings:"):
+            note["coverage"] = line
+            if key is not None:
+                write_note()
+
     if key is not None:
         pending.parent.mkdir(parents=True, exist_ok=True)
-        pending.write_text(json.dumps({"overrides": key, "started": time.time(), "minutes_before": before}) + "\n",
-                           encoding="utf-8")
-    logged: list[str] = []
+        write_note()
     started = time.perf_counter()
-    api.train_run(cfg, run_dir, resume=resume, force=not resume,
-                  log=lambda *parts, **_: logged.append(" ".join(map(str, parts))))
+    api.train_run(cfg, run_dir, resume=resume, force=not resume, log=log)
     minutes = before + (time.perf_counter() - started) / 60
     pending.unlink(missing_ok=True)
-    return minutes, next((line for line in logged if line.startswith("embeddings:")), None)
+    return minutes, note["coverage"]
 
 
 def ablation_arguments(parser, rows) -> None:

@@ -9,6 +9,7 @@ import os
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,31 @@ def test_a_row_with_another_key_starts_over(tmp_path):
     minutes, _ = train_resumable(tiny_tagger(tmp_path, 8), run, ["train.max_steps=8", "model.crf=true"])
     assert not (run / "kept-by-resume.txt").exists() and train_steps(run) == list(range(1, 9))
     assert minutes < 0.5 and not (tmp_path / "row.pending.json").exists()
+
+
+def test_a_resumed_row_keeps_the_coverage_line_of_its_first_try(tmp_path, monkeypatch):
+    """Training logs the vectors' coverage when it starts E from them; a resumed run starts from its checkpoint's E
+    and logs none, so the row keeps the line its first try noted beside the run."""
+    words = ["the", "a", "runs", "Paris", "Anna", "Bonn"]
+    (tmp_path / "vectors.txt").write_text(f"{len(words) - 1} 8\n" + "".join(
+        f"{w} " + " ".join(f"{(i + j) % 5 / 10:.1f}" for j in range(8)) + "\n" for i, w in enumerate(words[1:])))
+    key = ["model.vectors", "train.max_steps=8"]
+
+    def cfg(steps):
+        base = tiny_tagger(tmp_path, steps)
+        return tasks.from_dict({**base.to_dict(), "model": {**base.to_dict()["model"],
+                                                             "vectors": str(tmp_path / "vectors.txt")}})
+
+    run, real = tmp_path / "row", api.train_run
+
+    def cut_off(c, run_dir, **options):  # the first try: killed after its step-4 checkpoint
+        real(replace(c, train=replace(c.train, max_steps=4)), run_dir, **options)
+        raise api.Interrupted("cut off")
+
+    monkeypatch.setattr(api, "train_run", cut_off)
+    with pytest.raises(api.Interrupted):
+        train_resumable(cfg(8), run, key)
+    monkeypatch.undo()
+    minutes, coverage = train_resumable(cfg(8), run, key)
+    assert coverage is not None and coverage.startswith("embeddings: 5 of ") and "vectors.txt" in coverage
+    assert train_steps(run) == list(range(1, 9))
