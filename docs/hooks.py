@@ -245,7 +245,18 @@ def on_page_content(html, page, config, files):
     if isinstance(started, float):
         _state["timings"][page.file.src_uri] = round(time.perf_counter() - started, 3)
     _forget_sessions()
-    return html
+    return show_specials(html)
+
+
+# The vocabulary's special tokens as prose writes them (docstrings, config comments): Markdown passes "<unk>" through
+# as an HTML element, which a browser hides. No HTML element has these names, and code spans and blocks arrive
+# escaped already, so every such tag left in a page's HTML is a token to show.
+SPECIAL_TAGS = re.compile(r"<(/?)(pad|unk|sos|eos)>")
+
+
+def show_specials(html: str) -> str:
+    """``html`` with each special token written as a tag (``<unk>``) escaped to show as text."""
+    return SPECIAL_TAGS.sub(lambda m: f"&lt;{m[1]}{m[2]}&gt;", html)
 
 
 def _forget_sessions() -> None:

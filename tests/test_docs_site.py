@@ -128,6 +128,17 @@ def _target(site_root: Path, page: Path, url: str) -> tuple[Path, str]:
     return path, unquote(parts.fragment)
 
 
+def test_special_tokens_in_prose_show_as_text(site):
+    """Markdown passes "<unk>" in a docstring or config comment through as an HTML element, which a browser hides:
+    the build escapes them (docs/hooks.py ``show_specials``), so no page holds one and the config reference shows
+    data.min_freq's "(they map to <unk>)"."""
+    raw = re.compile(r"</?(pad|unk|sos|eos)>")
+    pages = sorted(site.root.rglob("*.html"))
+    assert len(pages) >= len(PAGES)
+    assert [p.relative_to(site.root).as_posix() for p in pages if raw.search(p.read_text(encoding="utf-8"))] == []
+    assert "they map to &lt;unk&gt;)" in site.html("reference/config/index.html")
+
+
 def test_every_internal_link_and_anchor_resolves_and_nothing_loads_from_another_host(site):
     broken, external_loads = [], []
     pages = sorted(p for p in site.root.rglob("*.html") if p.name != "404.html")  # 404.html: site-absolute links
