@@ -44,6 +44,9 @@ class TaskConfig:
         _choice("task.kind", self.kind, TASK_KINDS)
 
 
+TAG_SCHEMES = ("auto", "iob2", "iobes")  # data.tag_scheme: seqlab.data.conll.convert_scheme's schemes
+
+
 @dataclass(frozen=True)
 class DataConfig:
     source: str = "pydocs"  # embedded corpus (pydocs, pystdlib), downloadable dataset name, or a file path
@@ -71,7 +74,7 @@ class DataConfig:
 
     def __post_init__(self):
         _choice("data.tokenizer", self.tokenizer, ("char", "word", "bpe"))
-        _choice("data.tag_scheme", self.tag_scheme, ("auto", "iob2", "iobes"))
+        _choice("data.tag_scheme", self.tag_scheme, TAG_SCHEMES)
         if len(self.split) != 3 or not all(f >= 0 for f in self.split) or not abs(sum(self.split) - 1) <= 1e-6:
             raise SeqlabError(f"data.split must be three non-negative fractions summing to 1, got {list(self.split)}; "
                               "e.g. --set data.split=[0.9,0.05,0.05]")

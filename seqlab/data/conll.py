@@ -161,8 +161,7 @@ def to_iob2(tags: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-# The schemes data.tag_scheme may ask for, and the prefixes that each other one maps to IOB2 (its I/B reading)
-TAG_SCHEMES = ("auto", "iob2", "iobes")
+# The prefixes of each scheme mapped to IOB2's (its I/B reading)
 _TO_IOB2 = {"B": "B", "I": "I", "E": "I", "S": "B", "L": "I", "U": "B"}
 
 
@@ -182,7 +181,7 @@ def to_iobes(tags: Sequence[str]) -> tuple[str, ...]:
 
 
 def convert_scheme(tags: Sequence[str], scheme: str, iob1: bool = False) -> tuple[str, ...]:
-    """One sentence's tags in ``scheme`` (:data:`TAG_SCHEMES`): "iob2" or "iobes" from any of IOB1 (``iob1``:
+    """One sentence's tags in ``scheme`` (:data:`seqlab.base.config.TAG_SCHEMES`): "iob2" or "iobes" from any of IOB1 (``iob1``:
     the file's scheme, :func:`detect_scheme`), IOB2, IOBES and BILOU (an ``I-`` that opens an entity, as the
     entity F1 reads it, starts one: ``B-``); "auto" reads IOB1 as IOB2 and keeps the others as written."""
     if iob1:
