@@ -67,7 +67,7 @@ def pydocs_score(lm, split: str) -> tuple[float, float]:
     return perplexity(total, count), perplexity(bigram_total, bigram_count)
 
 
-def run_row(name: str, overrides: list[str], out: Path, chunk_minutes: float = 0.0) -> dict | None:
+def run_row(name: str, overrides: list[str], out: Path, chunk_minutes: float = 0.0, threads: int = 0) -> dict | None:
     """Train a row and score it (its result, stored beside the run); None while a row trained in chunks of
     ``chunk_minutes`` is unfinished (the next invocation resumes it)."""
     from seqlab.api import Interrupted, load, train_run
@@ -78,7 +78,8 @@ def run_row(name: str, overrides: list[str], out: Path, chunk_minutes: float = 0
     before = json.loads(partial.read_text()) if partial.exists() else None
     resume = before is not None and before["overrides"] == overrides
     chunk = [f"train.max_minutes={chunk_minutes}"] if chunk_minutes else []
-    cfg = resolve("lm-char", [*DEMO_OVERRIDES, *overrides, "train.progress=false", *chunk])
+    cfg = resolve("lm-char", [*DEMO_OVERRIDES, *overrides, "train.progress=false", f"train.threads={threads}",
+                              *chunk])
     t0 = time.perf_counter()
 
     def unfinished() -> None:  # the minutes so far, for the invocation that resumes the row
@@ -226,6 +227,7 @@ def main() -> int:
     p.add_argument("--chunk-minutes", type=float, default=0.0,
                    help="train at most this long of a row per invocation, resumed by the next (0: no limit)")
     p.add_argument("--cap-minutes", type=float, default=50.0)
+    p.add_argument("--threads", type=int, default=0, help="train.threads of every row (0 = every core)")
     p.add_argument("--out", default="runs/bench-demo-scaling")
     args = p.parse_args()
     steps = [int(s) for s in args.steps.split(",")]
@@ -247,7 +249,7 @@ def main() -> int:
             print(f"{name}: skipped, {spent + rate * n:.0f} min would pass the {args.cap_minutes:g}-minute cap",
                   file=sys.stderr)
             continue
-        result = stored or run_row(name, row["overrides"], Path(args.out), args.chunk_minutes)
+        result = stored or run_row(name, row["overrides"], Path(args.out), args.chunk_minutes, args.threads)
         if result is None:
             print(f"{name}: unfinished, resumed by the next invocation (--chunk-minutes)", file=sys.stderr)
             continue
@@ -264,7 +266,9 @@ def main() -> int:
     md = "\n".join([
         "## `make demo` scaling: the plan at N steps, chosen on validation, reported on held-out test characters",
         "",
-        f"_{cpu_line()}; `train.threads = 0` (every core: {os.cpu_count()}); one row at a time, each to completion (fixed seed 1337, the clock of steps, no "
+        f"_{cpu_line()}; `train.threads = {args.threads}`"
+        + (f" (every core: {os.cpu_count()})" if not args.threads else "")
+        + "; one row at a time, each to completion (fixed seed 1337, the clock of steps, no "
         f"time budget, no early stop); {spent:.0f} min of rows in all. The wall column is each row's own "
         "time and includes whatever else ran on the machine meanwhile: compare the quality columns across rows, "
         "not the wall times. Rows marked not run were not trained by the invocations that wrote this section._",
