@@ -131,10 +131,12 @@ def main():
     curves = "\n".join(f"- seed {r['seed']}: " + ", ".join(f"{s}: {v}" for s, v in r["curve"]) for r in rows)
     median = statistics.median(r["valid_loss"] for r in rows)
     label = f"-{args.label}" if args.label else ""
+    from_rows = ("" if args.rows is None else " The runs are the seqlab runs of bench/lm_quality_nanogpt.py (the same "
+                 "run and overrides, trained alternating with nanoGPT's), their rows read from its log (`--rows`).")
     write_section(f"lm_quality_{args.run}{label}", f"""## LM quality on tinyshakespeare, `{args.run}`{label} (bench/lm_quality.py)
 
 CPU: {cpu_line()}. `{' '.join(RUNS[args.run] + extra)}`, 90/10 split, character level, budget {minutes or 'none'} min;
-the validation loss of every character of the split, scored once. Reference: {target}.
+the validation loss of every character of the split, scored once. Reference: {target}.{from_rows}
 
 | seed | steps | wall minutes | final checkpoint's valid loss | best checkpoint's valid loss | its perplexity |
 |---|---|---|---|---|---|

@@ -11,7 +11,9 @@ windows of 64, every character after the first scored once).
   ``torch.manual_seed``'s argument offset by the seed (nanoGPT seeds with ``1337 + seed_offset``) and the
   thread count pinned. The checkpoint is loaded with ``weights_only=True`` into nanoGPT's own ``GPT`` class;
   its own 20-batch estimate at step 2000 is read from its log.
-- seqlab: bench/lm_quality.py's ``cpu`` run (the same configuration) with the same seed numbers and threads.
+- seqlab: bench/lm_quality.py's ``cpu`` run (the same configuration) with the same seed numbers and threads. Each
+  run's row is printed as bench/lm_quality.py prints it, so ``lm_quality.py cpu --rows LOG --threads N`` writes
+  that section from the same runs.
 
 The two sides use different random streams, so rows pair by seed number only; the medians are the comparison.
 Nothing of nanoGPT is stored in this repository.
@@ -274,6 +276,7 @@ def main():
             nanogpt = train_nanogpt(checkout, seed, args.threads, args.max_iters)
             run_dir = Path(scratch) / f"seqlab-seed-{seed}"
             seqlab_row = run_seqlab(seed, args.threads, args.max_iters, run_dir)
+            print(json.dumps(seqlab_row), file=sys.stderr)  # lm_quality.py's row: `lm_quality.py cpu --rows LOG`
             nanogpt.update(score_nanogpt(checkout, nanogpt.pop("checkpoint"), max_len, seqlab_valid_text(run_dir)))
             if nanogpt["step"] != args.max_iters or seqlab_row["steps"] != args.max_iters:
                 raise SystemExit(f"the models are not both at step {args.max_iters}: {nanogpt}, {seqlab_row}")
