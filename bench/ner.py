@@ -304,6 +304,10 @@ def main(argv: list[str] | None = None) -> dict:
             "",
             "Entity-level micro F1, seqeval default mode, IOB2 (eng.* converted from IOB1); no pretrained vectors. "
             "Training minutes include data preparation and periodic validation on eng.testa. "
+            f"Threads: {args.threads or 'every core'} (`--threads`); "
+            + (f"the budget stopped training at step {steps} of the {cfg.train.max_steps} its calibration fitted. "
+               if steps < cfg.train.max_steps else
+               f"{steps} steps ({'--steps' if args.steps else 'fitted to the budget'}). ")
             + ("This is a short run, below the 30-minute budget of the target: it checks the pipeline and the trend, "
                "not the target." if short else ""),
         ]))
