@@ -170,28 +170,35 @@ def bf16_emulation_reason() -> str | None:
 
 def cpu_has_fast_bf16() -> bool:
     """Native bf16 as this process runs (:func:`bf16_emulation_reason`): bf16 autocast then doubles training speed
-    (notes/cpu-performance.md); where it is emulated, bf16 matrix products run 70-400x slower than fp32."""
+    (notes/cpu-performance.md); where it is emulated, bf16 matrix products run 20-400x slower than fp32."""
     return bf16_emulation_reason() is None
 
 
 @functools.cache  # once per process
 def bf16_slowdown(n: int = 256, reps: int = 5) -> float:
-    """Seconds of an n x n x n bf16 matrix product over the same in fp32 on this CPU at the process's thread
-    count, each the best of ``reps`` interleaved calls (robust to other work on the cores): about 0.05-0.5 with
-    native bf16, 40-400 where it is emulated (then about 0.5 s in all)."""
+    """Seconds of an n x n x n bf16 matrix product over the same in fp32 on this CPU, each the best of ``reps``
+    interleaved calls on one thread: about 0.05-0.5 with native bf16, 20-400 where it is emulated (then about
+    0.5 s in all). One thread, whatever the process's count: with two, a product waits for its partner thread
+    whenever other work deschedules it, which inflated the fp32 side in every call (a ratio of 1.7 where it is
+    20-35 idle, on a 2-core AMD EPYC with the other core busy); a best-of only removes noise that spares a call."""
     import torch
 
     gen = torch.Generator().manual_seed(0)
     a, b = torch.randn(n, n, generator=gen), torch.randn(n, n, generator=gen)
     pairs = {dtype: (a.to(dtype), b.to(dtype)) for dtype in (torch.float32, torch.bfloat16)}
     best = dict.fromkeys(pairs, math.inf)
-    for x, y in pairs.values():  # warm: oneDNN generates its kernel on first use
-        x @ y
-    for _ in range(reps):
-        for dtype, (x, y) in pairs.items():
-            t0 = time.perf_counter()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for x, y in pairs.values():  # warm: oneDNN generates its kernel on first use
             x @ y
-            best[dtype] = min(best[dtype], time.perf_counter() - t0)
+        for _ in range(reps):
+            for dtype, (x, y) in pairs.items():
+                t0 = time.perf_counter()
+                x @ y
+                best[dtype] = min(best[dtype], time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(threads)
     return best[torch.bfloat16] / max(best[torch.float32], 1e-9)
 
 
