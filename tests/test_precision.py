@@ -37,7 +37,7 @@ def test_a_onednn_cap_below_bf16_makes_auto_fp32_and_explicit_bf16_warn():
     assert warning.startswith("warning: train.precision=bf16 on a CPU without native bf16")
     assert "x slower than fp32 here; use train.precision=fp32" in warning
     slowdown = float(warning.split("measured ")[1].split("x slower")[0])
-    assert slowdown >= 2  # a bf16 product through the AVX2 path: 20-400x measured (one thread)
+    assert slowdown >= 2  # a bf16 product through the AVX2 path: 20-400x measured
 
     reason, auto, warning, kept = _probe({"ONEDNN_MAX_CPU_ISA": "ALL"})
     assert (reason, auto, warning, kept) == ("native", "bf16", "-", "bf16")
