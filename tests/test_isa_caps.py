@@ -234,7 +234,12 @@ def test_host_dispatch_is_avx512(request, tmp_path_factory, tmp_path):
     assert openblas and all(b["arch"] not in ("Haswell", "Nehalem", "Sandybridge") for b in openblas), got["blas"]
 
 
-@pytest.mark.parametrize("level", list(LEVELS))
+# The AVX2 level is the narrowest vector width of the CPUs our users run (an AVX2-only AMD EPYC): it runs in
+# `make test`. The generic level (x86-64 baseline: 4-wide, no FMA) is below every one of them; it stays as a
+# deeper guard, marked slow (`pytest -m slow tests/test_isa_caps.py`): 35-40 s of the suite's budget on a
+# 2-core AVX-512 EPYC, compiling seqlab's numba kernels for that level from nothing as a fresh clone does.
+@pytest.mark.parametrize("level", [pytest.param(level, marks=pytest.mark.slow) if level == "generic" else level
+                                   for level in LEVELS])
 def test_parity_under_isa_cap(level, request, tmp_path_factory, tmp_path):
     """The caps of `level` take effect in every library (the probe, at the start of the rerun's session), and
     SELECTION passes under them."""
