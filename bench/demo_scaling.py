@@ -67,6 +67,21 @@ def pydocs_score(lm, split: str) -> tuple[float, float]:
     return perplexity(total, count), perplexity(bigram_total, bigram_count)
 
 
+def threads_line(results: dict, out: Path) -> str:
+    """The ``train.threads`` the rows of ``results`` trained on, read from each run's config.toml (rows may come
+    from several invocations): "1", or e.g. "1 (12 rows), 0 = every core (2; 3 rows)"."""
+    import tomllib
+
+    counts: dict[int, int] = {}
+    for name in results:
+        threads = tomllib.loads((out / name / "config.toml").read_text(encoding="utf-8"))["train"]["threads"]
+        counts[threads] = counts.get(threads, 0) + 1
+    said = {t: f"0 = every core ({os.cpu_count()})" if t == 0 else str(t) for t in counts}
+    if len(counts) == 1:
+        return next(iter(said.values()))
+    return ", ".join(f"{said[t]} ({n} rows)" for t, n in sorted(counts.items()))
+
+
 def run_row(name: str, overrides: list[str], out: Path, chunk_minutes: float = 0.0, threads: int = 0) -> dict | None:
     """Train a row and score it (its result, stored beside the run); None while a row trained in chunks of
     ``chunk_minutes`` is unfinished (the next invocation resumes it)."""
@@ -266,12 +281,12 @@ def main() -> int:
     md = "\n".join([
         "## `make demo` scaling: the plan at N steps, chosen on validation, reported on held-out test characters",
         "",
-        f"_{cpu_line()}; `train.threads = {args.threads}`"
-        + (f" (every core: {os.cpu_count()})" if not args.threads else "")
-        + "; one row at a time, each to completion (fixed seed 1337, the clock of steps, no "
-        f"time budget, no early stop); {spent:.0f} min of rows in all. The wall column is each row's own "
-        "time and includes whatever else ran on the machine meanwhile: compare the quality columns across rows, "
-        "not the wall times. Rows marked not run were not trained by the invocations that wrote this section._",
+        f"_{cpu_line()}; `train.threads = {threads_line(results, Path(args.out))}`"
+        + "; each row to completion (fixed seed 1337, the clock of steps, no time budget, no early stop), the rows "
+        f"of one invocation one after another; {spent:.0f} min of rows in all. The wall column is each row's own "
+        "time and includes whatever else ran on the machine meanwhile (other invocations' rows included, where "
+        "they ran side by side): compare the quality columns across rows, not the wall times. Rows marked not run "
+        "were not trained by the invocations that wrote this section._",
         "",
         "A machine that trains N steps of the demo's probe model (3 layers of width 192) in its 4-minute budget "
         "gets the plan `seqlab.commands.demo.plan_steps(N, ...)`: the model's size (layers x width, 4 heads, "
