@@ -27,7 +27,7 @@ BLOCK = re.compile(r"<!-- (\S+?):start(?: (\S+))? -->\n(.*?)<!-- \1:end -->", re
 HASH = re.compile(r"; body sha256 ([0-9a-f]{16})\._$")
 ISA = ("avx512f", "avx512_bf16", "amx_bf16")  # named yes/no on every _Recorded line (avx2 too on hashed ones)
 UNHASHED = {  # recorded before write_section hashed the body (issue #43: re-record them on the final tree)
-    "demo_scaling", "lm_throughput-cuda"}
+    "lm_throughput-cuda"}
 WITHOUT_ISA: set[str] = set()  # recorded with the CPU written as "x86_64" (no model, no instruction sets)
 
 
