@@ -69,7 +69,7 @@ def pydocs_score(lm, split: str) -> tuple[float, float]:
 
 def threads_line(results: dict, out: Path) -> str:
     """The ``train.threads`` the rows of ``results`` trained on, read from each run's config.toml (rows may come
-    from several invocations): "1", or e.g. "1 (12 rows), 0 = every core (2; 3 rows)"."""
+    from several invocations): "1", or e.g. "0 = every core (2) (3 rows), 1 (12 rows)"."""
     import tomllib
 
     counts: dict[int, int] = {}

@@ -53,8 +53,9 @@ def test_demo_end_to_end_probe_plan_test_and_validation_blocks(tmp_path, capsys,
     import seqlab.training.optim as optim
 
     monkeypatch.setattr(seqlab.commands.demo, "free_threads", lambda: 0)  # one probe, whatever else runs
-    probe_rate = optim.probe_rate  # the probe runs whole, for 8 steps instead of PROBE_STEPS (40: 11 s of
-    monkeypatch.setattr(optim, "probe_rate", lambda probe, out: probe_rate(probe, out, 8))  # 1-thread steps)
+    # the probe runs whole, for 8 steps instead of PROBE_STEPS (40 one-thread steps: 11 s)
+    probe_rate = optim.probe_rate
+    monkeypatch.setattr(optim, "probe_rate", lambda probe, out: probe_rate(probe, out, 8))
     out = tmp_path / "demo"
     assert main(["demo", "--minutes", "0.02", "--out", str(out)]) == 0  # the probe fits a handful of steps
     printed, log = capsys.readouterr()

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import pytest
 
-from seqlab.base.machine import ISA_CAPS
+from seqlab.base.machine import ISA_CAPS, cpuinfo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -196,22 +196,13 @@ def _mkl_header(lines: list[str]) -> str | None:
     header = [line for line in lines if line.startswith("MKL_VERBOSE oneMKL") or line.startswith("MKL_VERBOSE Intel")]
     assert header, "MKL printed no verbose header (is torch's BLAS MKL here? torch.__config__.show()):\n" + \
         "\n".join(lines[:5])
-    if "(Intel(R)" not in header[0] and "AVX" not in header[0] and _cpu_vendor() != "GenuineIntel":
+    if "(Intel(R)" not in header[0] and "AVX" not in header[0] and cpuinfo().get("vendor_id") != "GenuineIntel":
         return None
     return header[0]
 
 
-def _cpu_vendor() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else ():
-        if line.startswith("vendor_id"):
-            return line.split(":", 1)[1].strip()
-    return ""
-
-
 def _host_has(flag: str) -> bool:
-    cpuinfo = Path("/proc/cpuinfo")
-    return cpuinfo.exists() and flag in cpuinfo.read_text().split()
+    return flag in cpuinfo().get("flags", "").split()
 
 
 def test_host_dispatch_is_avx512(request, tmp_path_factory, tmp_path):
