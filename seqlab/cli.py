@@ -16,7 +16,7 @@ import importlib
 import sys
 
 from seqlab.base.version import __version__
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, command_line
 
 # The verbs, in the order `seqlab --help` lists them; each is a module in seqlab/commands.
 COMMANDS = [
@@ -97,6 +97,11 @@ def _show_library_log() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with command_line():  # messages name --force, --out, ... rather than force=True, out=
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     _show_library_log()
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -4,7 +4,10 @@ Library code raises :class:`SeqlabError` with a message that names the problem a
 the command line prints it as one line, ``error: <message>``, and exits with code 2.
 """
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 
 
 class SeqlabError(ValueError):
@@ -29,3 +32,33 @@ def check_size(name: str, value: object) -> None:
     data and sets it with ``dataclasses.replace``; a positive whole number once set."""
     if value is not None:
         check_positive(name, value)
+
+
+# ------------------------------------------------------------------------------------------------------
+# errors in the caller's words: one message, spelled for the command line or for Python
+
+_CALLER: contextvars.ContextVar[str] = contextvars.ContextVar("seqlab_caller", default="python")
+
+# an argument as each caller writes it: (command line, Python); others are --name-with-dashes / name=
+SPELLINGS: dict[str, tuple[str, str]] = {
+    "force": ("--force", "force=True"),
+    "resume": ("--resume", "resume=True"),
+    "last": ("--last", "last=True"),
+}
+
+
+def spelled(name: str) -> str:
+    """``name`` (a parameter of the Python API) as the caller writes it: ``spelled("force")`` is ``--force`` under
+    the command line and ``force=True`` from Python; ``spelled("out")`` is ``--out`` or ``out=``."""
+    cli, python = SPELLINGS.get(name, (f"--{name.replace('_', '-')}", f"{name}="))
+    return cli if _CALLER.get() == "cli" else python
+
+
+@contextlib.contextmanager
+def command_line() -> Iterator[None]:
+    """Messages raised inside speak the command line's words (``--force``); the CLI's ``main`` wraps every verb."""
+    token = _CALLER.set("cli")
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
