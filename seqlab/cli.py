@@ -37,6 +37,7 @@ COMMANDS = [
     "export",
     "data",
     "serve",
+    "course",
 ]
 
 EXAMPLES = """\
@@ -60,6 +61,7 @@ examples:
   seqlab data list
   seqlab data get tinyshakespeare
   seqlab serve runs                             web inspector + JSON API on http://127.0.0.1:8000/
+  seqlab course check 06.1 my_attention.py      check your solution of an exercise against seqlab's
 """
 
 

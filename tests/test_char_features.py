@@ -18,7 +18,7 @@ from seqlab.nn.char_features import CharBiLSTM
 from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, encode_chars
 from seqlab.text.vocab import Vocab
 
-from bounds import chain_bound
+from seqlab.base.bounds import chain_bound
 from helpers import write_conll
 
 QUIET = {"log": lambda *a, **k: None}

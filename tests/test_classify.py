@@ -20,7 +20,7 @@ from seqlab.metrics.accuracy import classification_scores
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier, pool
 from seqlab.models.recurrent import RecurrentEncoder
 
-from bounds import chain_bound, gamma
+from seqlab.base.bounds import chain_bound, gamma
 from helpers import assert_same_weights
 
 QUIET = {"log": lambda *a, **k: None}

@@ -17,7 +17,7 @@ from seqlab import api, tasks
 from seqlab.base.errors import SeqlabError
 from seqlab.nn.crf import CRF, Constraints, gather_scored, label_scheme, transition_constraints
 
-from bounds import gamma
+from seqlab.base.bounds import gamma
 from helpers import write_conll
 
 QUIET = {"log": lambda *a, **k: None}

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from bounds import chain_bound, gamma, matmul_bound, u
+from seqlab.base.bounds import chain_bound, gamma, matmul_bound, u
 from seqlab.views import explain
 from seqlab.nn.masks import key_padding_to_attn
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from bounds import gamma, u
+from seqlab.base.bounds import gamma, u
 from helpers import train_epochs
 from seqlab.data.corpus import Corpus
 from seqlab.models.arrays import weight_array

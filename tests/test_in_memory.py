@@ -83,8 +83,8 @@ def test_classify_pairs(tmp_path):
     path = spool("classify", Once(data), tmp_path / "train.tsv")
     assert [(ex.text, ex.label) for ex in read_examples(str(path))] == data
     # an int label reads back as its digits, as from a file; surrounding whitespace is stripped as in a file
-    path = spool("classify", [(" padded text ", 1)], tmp_path / "int.tsv")
-    assert [(ex.text, ex.label) for ex in read_examples(str(path))] == [("padded text", "1")]
+    path = spool("classify", [(" padded text ", 1), ("other", 2)], tmp_path / "int.tsv")
+    assert [(ex.text, ex.label) for ex in read_examples(str(path))] == [("padded text", "1"), ("other", "2")]
 
 
 def test_translate_pairs(tmp_path):
@@ -194,3 +194,75 @@ def test_failure_part_way_leaves_the_previous_file(tmp_path):
     with pytest.raises(SeqlabError, match=re.escape("item 1: the target is empty")):
         spool("translate", [("a", "b"), ("c", " ")], tmp_path / "pairs")
     assert no_files(tmp_path) == ["train.tsv"]  # neither side of a translation is left
+
+
+# --- classify pairs that look swapped or have one label; DataFrames (issue #52) ----------------------------
+
+SENTENCES = ["a fine film with a good cast", "dull and far too long", "the best thing this year",
+             "i walked out before the end", "warm funny and kind", "a mess from start to finish",
+             "it made me smile", "nothing happens for two hours", "worth every minute", "i want my money back"]
+
+
+@pytest.mark.parametrize("data, pattern", [
+    ([("pos" if i % 2 else "neg", s) for i, s in enumerate(SENTENCES)],
+     r"^train_data has as many distinct labels as examples \(10\): the pairs look swapped, \(label, text\); give "
+     r"\(text, label\) pairs, the text first"),
+    ([("pos" if i % 2 else "neg", SENTENCES[i % 6]) for i in range(10)],  # 6 distinct "labels" of 10
+     r"^train_data's labels are longer than its texts \(5\.\d words against 1\.0 on average\): the pairs look "
+     r"swapped"),
+    ([("pos", "great film"), ("neg", "awful")], r"labels are longer than its texts.*look swapped"),
+    ([(s, "pos") for s in SENTENCES[:5]],
+     r"^train_data has a single label \('pos'\) in its 5 examples; a classifier needs at least two classes"),
+])
+def test_classify_pairs_swapped_or_of_one_label_are_one_line_errors(tmp_path, data, pattern):
+    with pytest.raises(SeqlabError, match=pattern) as err:
+        spool("classify", Once(data), tmp_path / "train.tsv")
+    assert "\n" not in str(err.value) and no_files(tmp_path) == []
+
+
+def test_small_legitimate_classify_data_passes(tmp_path):
+    """Four examples of two labels, one-word texts with long label names, numeric labels, a one-label test
+    split: none looks swapped."""
+    for i, data in enumerate([[("good", "pos"), ("bad", "neg"), ("fine", "pos"), ("awful", "neg")],
+                              [("ok", "positive"), ("bad", "negative")],
+                              [(s, i % 3) for i, s in enumerate(SENTENCES)],
+                              [("a fine film", "pos"), ("dull", "neg")]]):
+        spool("classify", data, tmp_path / f"train{i}.tsv")
+    spool("classify", [(s, "pos") for s in SENTENCES[:3]], tmp_path / "test.tsv", what="test_data")
+
+
+class FakeFrame:
+    """A DataFrame by its looks (``columns``, ``itertuples``), as pandas' is read without importing pandas."""
+
+    def __init__(self, columns: dict):
+        self.columns, self._data = list(columns), columns
+
+    def __iter__(self):  # what iterating a DataFrame yields: its column names
+        return iter(self.columns)
+
+    def itertuples(self, index=True):
+        assert index is False
+        return zip(*self._data.values())
+
+
+FakeFrame.__name__ = "DataFrame"
+
+
+@pytest.mark.parametrize("make", [pd.DataFrame, FakeFrame], ids=["pandas", "stand-in"])
+def test_a_dataframe_of_text_and_label_columns_is_read_by_name_or_position(tmp_path, make):
+    from seqlab.tasks.classify import read_examples
+
+    texts, labels = SENTENCES[:4], ["pos", "neg", "pos", "neg"]
+    for i, columns in enumerate([{"id": [1, 2, 3, 4], "label": labels, "text": texts},  # by name
+                                 {"review": texts, "stars": labels}]):  # two columns: text first
+        path = spool("classify", make(columns), tmp_path / f"train{i}.tsv")
+        assert [(ex.text, ex.label) for ex in read_examples(str(path))] == list(zip(texts, labels))
+    numeric = spool("classify", make({"text": texts, "label": np.array([0, 1, 0, 1])}), tmp_path / "n.tsv")
+    assert [ex.label for ex in read_examples(str(numeric))] == ["0", "1", "0", "1"]
+    with pytest.raises(SeqlabError, match=r"^train_data is a DataFrame with columns a, b, c; name two of them "
+                                          r"'text' and 'label'.*df\[\[TEXT, LABEL\]\]\.itertuples\(index=False\)"):
+        spool("classify", make({"a": texts, "b": labels, "c": labels}), tmp_path / "bad.tsv")
+    with pytest.raises(SeqlabError, match=r"^train_data is a DataFrame, whose iteration yields its column names "
+                                          r"\(text\); .*df\.itertuples\(index=False\)"):
+        spool("lm", make({"text": texts}), tmp_path / "lm.txt")
+    assert sorted(no_files(tmp_path)) == ["n.tsv", "train0.tsv", "train1.tsv"]

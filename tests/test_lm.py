@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from bounds import chain_bound, gamma, matmul_bound, u
+from seqlab.base.bounds import chain_bound, gamma, matmul_bound, u
 from seqlab.decoding.decode import Sampling, filter_logits, generate
 from seqlab.base.errors import SeqlabError
 from seqlab.metrics.lm import eval_windows, ngram_nll, nll_sum, perplexity, score_stream

@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from bounds import gamma
+from seqlab.base.bounds import gamma
 from seqlab.data.series import read_series
 from seqlab.base.errors import SeqlabError
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR, design_matrix, order_criteria, select_order

@@ -11,7 +11,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from bounds import chain_bound  # noqa: E402
+from seqlab.base.bounds import chain_bound  # noqa: E402
 from seqlab.decoding.decode import Sampling, generate  # noqa: E402
 from seqlab.models.gpt2 import from_gpt2  # noqa: E402
 

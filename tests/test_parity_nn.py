@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch import nn
 
-from bounds import chain_bound, gamma
+from seqlab.base.bounds import chain_bound, gamma
 from seqlab.models.transformer import (
     DecoderLayer,
     EncoderDecoder,

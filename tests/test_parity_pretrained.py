@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 transformers = pytest.importorskip("transformers")
 
-from bounds import chain_bound, gamma  # noqa: E402
+from seqlab.base.bounds import chain_bound, gamma  # noqa: E402
 from seqlab.base.errors import SeqlabError  # noqa: E402
 from seqlab.models import pretrained  # noqa: E402
 from seqlab.models.pretrained import from_pretrained, mean_pool, resolve_pretrained  # noqa: E402

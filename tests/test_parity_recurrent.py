@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from bounds import chain_bound, u
+from seqlab.base.bounds import chain_bound, u
 from seqlab.base.errors import SeqlabError
 from seqlab.nn.recurrent import RecurrentCell, RecurrentConfig, RecurrentStack
 

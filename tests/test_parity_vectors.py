@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from seqlab.data.sources import pydocs_text
-from bounds import binomial_sd, gamma, hoeffding_bound, u
+from seqlab.base.bounds import binomial_sd, gamma, hoeffding_bound, u
 from helpers import train_epochs
 from seqlab.data.corpus import Corpus
 from seqlab.models.arrays import weight_array

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from bounds import chain_bound, gamma
+from seqlab.base.bounds import chain_bound, gamma
 from seqlab.decoding.beam import greedy_search
 from seqlab.data.batching import pad_batch
 from seqlab.base.errors import SeqlabError

@@ -20,7 +20,7 @@ from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.vectors.embedding import init_embeddings
 
-from bounds import chain_bound, gamma
+from seqlab.base.bounds import chain_bound, gamma
 from helpers import assert_same_weights, write_conll
 
 QUIET = {"log": lambda *a, **k: None}

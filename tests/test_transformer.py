@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bounds import chain_bound, gamma, u
+from seqlab.base.bounds import chain_bound, gamma, u
 from seqlab.base.errors import SeqlabError
 from seqlab.models.transformer import (
     AttendedLayers,

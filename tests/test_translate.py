@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from bounds import chain_bound, gamma
+from seqlab.base.bounds import chain_bound, gamma
 from seqlab import api, tasks
 from seqlab.training import checkpoint
 from seqlab.base import config

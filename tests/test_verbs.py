@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from bounds import chain_bound, gamma, u
+from seqlab.base.bounds import chain_bound, gamma, u
 from seqlab import api
 from seqlab.data.conll import read_conll
 from seqlab.data.parallel import read_parallel

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bounds import gamma, u
+from seqlab.base.bounds import gamma, u
 from seqlab import api, cli
 from seqlab.decoding import decode
 from seqlab.decoding.decode import Sampling, generate

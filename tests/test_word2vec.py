@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from seqlab.base.errors import SeqlabError
-from bounds import gamma, u
+from seqlab.base.bounds import gamma, u
 from helpers import train_epochs
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.models.word2vec import SkipGram, SkipGramSGD, Word2VecConfig

@@ -1,4 +1,5 @@
-"""Floating-point error bounds the numerical tests take their tolerances from (imported as ``from bounds import ...``).
+"""Floating-point error bounds that tolerances are taken from: the numerical tests' and the course checker's
+(:mod:`seqlab.course`), ``from seqlab.base.bounds import ...``.
 
 A tolerance here is a bound on what rounding can do, never a margin over one machine's measurement: summation
 order (AVX2, AVX-512, generic builds), FMA contraction and library versions all change the rounding, and a bound

@@ -1,0 +1,70 @@
+"""``seqlab course exercises [CHAPTER]`` (what to write) and ``seqlab course check ID FILE.py`` (a learner's
+function against seqlab's own): exit 0 when it passes, 1 on a wrong answer, 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seqlab.base.errors import SeqlabError, shown
+from seqlab.commands import add_parser
+
+
+def add(sub) -> None:
+    p = add_parser(
+        sub,
+        "course",
+        help="the course's exercises: list them, check your solution of one",
+        example="seqlab course check 06.1 my_attention.py",
+        description="Exercises for every chapter of the notes, each checked against seqlab's own implementation "
+        "of the same equation on inputs at several sizes; a wrong answer gets the first failing case and, when it "
+        "is a usual mistake, its name and the notes' equation.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    listing = add_parser(actions, "exercises", help="list the exercises: id, the function to write, the notes' "
+                         "section", example="seqlab course exercises 06")
+    listing.add_argument("chapter", metavar="CHAPTER", nargs="?", help="one chapter, 01 to 07 (default: all)")
+    check = add_parser(actions, "check", help="check the function FILE.py defines against seqlab's (exit 0: "
+                       "passed, 1: a wrong answer, 2: bad input)", example="seqlab course check 06.1 my_attention.py")
+    check.add_argument("exercise", metavar="ID", help="the exercise, e.g. 06.1 (`seqlab course exercises`)")
+    check.add_argument("file", metavar="FILE.py", help="a Python file defining the function the exercise names")
+    p.set_defaults(run=run, action=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from seqlab import course
+    from seqlab.course.catalogue import find
+
+    if args.action == "exercises":
+        for exercise in course.exercises(args.chapter):
+            print(f"{exercise.id}\t{exercise.signature}\t{exercise.title} ({exercise.section})")
+        return 0
+    if args.action == "check":
+        exercise = find(args.exercise)
+        if exercise is None:
+            raise SeqlabError(f"there is no exercise {args.exercise!r}; `seqlab course exercises` lists them")
+        result = course.check(exercise.id, _defined(Path(args.file), exercise.name, exercise.signature))
+        print(result)
+        return 0 if result.passed else 1
+    raise SeqlabError("missing action; use `seqlab course exercises` or `seqlab course check ID FILE.py`")
+
+
+def _defined(path: Path, name: str, signature: str):
+    """The function ``name`` that the learner's file defines (the file runs as a script would)."""
+    if not path.is_file():
+        raise SeqlabError(f"{shown(path)} not found; give the Python file that defines {name}")
+    source = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        code = compile(source, str(path), "exec")
+    except SyntaxError as error:
+        raise SeqlabError(f"{shown(path)} line {error.lineno}: {error.msg}; fix it and check again") from None
+    namespace: dict = {"__name__": "__course__", "__file__": str(path)}
+    try:
+        exec(code, namespace)  # the learner's own file, run as `python FILE.py` would run it
+    except Exception as error:
+        raise SeqlabError(f"running {shown(path)} raised {type(error).__name__}: {' '.join(str(error).split())}; "
+                          "fix it and check again") from None
+    fn = namespace.get(name)
+    if not callable(fn):
+        raise SeqlabError(f"{shown(path)} defines no function {name}; the exercise asks for {signature}")
+    return fn

@@ -1,0 +1,39 @@
+"""The course's chapters, one per tutorial of the site, and their exercises in order.
+
+Each chapter module holds a tuple ``EXERCISES``; ids are "CHAPTER.NUMBER" ("06.2"), numbered in the order the
+tutorial teaches them.
+"""
+
+from __future__ import annotations
+
+from seqlab.course import (ch01_time_series, ch02_tokens, ch03_recurrent, ch04_embeddings, ch05_seq2seq,
+                           ch06_transformer, ch07_pretrained)
+from seqlab.course.exercise import Exercise
+
+# chapter -> (title, the tutorial's page under docs/tutorials/, its exercises)
+CHAPTERS: dict[str, tuple[str, str, tuple[Exercise, ...]]] = {
+    "01": ("Time series and AR(p)", "01-time-series-ar", ch01_time_series.EXERCISES),
+    "02": ("Tokens and vocabularies", "02-tokens-and-vocabularies", ch02_tokens.EXERCISES),
+    "03": ("RNN, GRU and LSTM", "03-recurrent-networks", ch03_recurrent.EXERCISES),
+    "04": ("Word embeddings", "04-word-embeddings", ch04_embeddings.EXERCISES),
+    "05": ("Seq2seq with attention", "05-seq2seq-attention", ch05_seq2seq.EXERCISES),
+    "06": ("The Transformer", "06-transformer", ch06_transformer.EXERCISES),
+    "07": ("Pretrained encoders", "07-pretrained-encoders", ch07_pretrained.EXERCISES),
+}
+
+
+def exercises(chapter: str | int | None = None) -> list[Exercise]:
+    """Every exercise, or one chapter's ("06" or 6), in the order the chapters teach them."""
+    if chapter is None:
+        return [exercise for _, _, listed in CHAPTERS.values() for exercise in listed]
+    key = f"{int(chapter):02d}" if str(chapter).isdigit() else str(chapter)
+    if key not in CHAPTERS:
+        from seqlab.base.errors import SeqlabError
+
+        raise SeqlabError(f"there is no chapter {chapter!r}; the chapters are {', '.join(CHAPTERS)}")
+    return list(CHAPTERS[key][2])
+
+
+def find(exercise_id: str) -> Exercise | None:
+    """The exercise with this id ("06.2"), or None."""
+    return next((exercise for exercise in exercises() if exercise.id == str(exercise_id).strip()), None)
