@@ -13,6 +13,7 @@ Pages made from the code at build time (never committed; nothing typed by hand c
 - reference/presets.md: every preset TOML of seqlab/presets;
 - reference/api.md and reference/api/*.md: mkdocstrings pages of every module;
 - notes-to-code.md: the equation tags of the docstrings (docs/notes_map.py);
+- course.md: every exercise of the course by chapter (docs/course_pages.py);
 - departures.md: the departure admonitions of the docstrings, "Notation and departures from the notes"
   (docs/notes_map.py), with the Transformer presets against the notes' Transformer.
 
@@ -21,6 +22,8 @@ Markers in a page's markdown, replaced before it is converted (an unknown marker
 - ``<!-- seqlab:results-intro -->``: the text above RESULTS.md's first section;
 - ``<!-- seqlab:tour PATH -->``: the jupytext notebook at PATH (relative to docs/), run cell by cell in its own
   workdir, each code cell shown with its printed output and the figures it made;
+- ``<!-- seqlab:exercises CHAPTER -->``: the chapter's exercises of the course (docs/course_pages.py): statement,
+  starter code, the ``check`` call, the solution collapsed with what ``check`` prints for it;
 - ``<!-- seqlab:extras -->``: the optional dependencies of pyproject.toml, one row per extra with what it is for
   (the comment above it in pyproject.toml) and what it installs.
 
@@ -63,6 +66,7 @@ if str(DOCS) not in sys.path:
     sys.path.insert(0, str(DOCS))
 os.environ["MPLBACKEND"] = "Agg"  # before anything imports matplotlib
 
+import course_pages  # noqa: E402
 import docs_support  # noqa: E402
 import notes_map  # noqa: E402  (imported here: mkdocs takes docs/ off sys.path once this module is loaded)
 import page_results  # noqa: E402
@@ -148,6 +152,7 @@ def on_files(files, config):
         "reference/presets.md": presets_markdown(),
         "notes-to-code.md": _notes_to_code(),
         "departures.md": _departures(),
+        "course.md": course_pages.course_index_markdown(),
         API_PAGE: api_index_markdown(),
         **{f"{API_DIR}/{slug}.md": text for slug, text in api_module_pages().items()},
         MATHJAX_CONFIG: MATHJAX_CONFIG_JS,
@@ -191,8 +196,12 @@ def on_page_markdown(markdown, page, config, files):
             return tour_markdown(DOCS / args[0])
         if kind == "extras":
             return extras_markdown()
+        if kind == "exercises":
+            if len(args) != 1:
+                raise PluginError(f"{page.file.src_uri}: <!-- seqlab:exercises CHAPTER --> takes one chapter")
+            return course_pages.exercises_markdown(args[0])
         raise PluginError(f"{page.file.src_uri}: unknown marker <!-- seqlab:{kind} -->; known: results, "
-                          "results-intro, tour, extras")
+                          "results-intro, tour, extras, exercises")
 
     return MARKER.sub(expand, markdown)
 

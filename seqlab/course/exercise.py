@@ -93,9 +93,8 @@ class Exercise:
         return self.id.split(".")[0]
 
     def starter(self) -> str:
-        """The code a learner starts from: the signature and the statement's first line, no body."""
-        first = self.statement.strip().splitlines()[0]
-        return f'def {self.signature}:\n    """{first}"""\n    ...\n'
+        """The code a learner starts from: the signature, a docstring naming the task, no body."""
+        return f'def {self.signature}:\n    """{self.title} (the notes: {self.section})."""\n    ...\n'
 
 
 def sqrt_text(value: float) -> str:
