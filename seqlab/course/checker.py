@@ -206,7 +206,7 @@ def _compare_array(expected: Any, actual: Any, exercise: Exercise, case: Case, w
         if not bad.any():
             return None
         index = tuple(int(i) for i in np.argwhere(bad)[0])
-        return (f"{what} at index {index} is {a[index]!r} where {e[index]!r} is expected "
+        return (f"{what} at index {index} is {a[index].item()!r} where {e[index].item()!r} is expected "
                 f"({int(bad.sum())} of {e.size} values differ)")
     if not np.issubdtype(a.dtype, np.floating):
         return f"{what} holds {a.dtype} values where floating-point values are expected"
