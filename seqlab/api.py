@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from seqlab.training import checkpoint, rundir
 from seqlab.base import signals
 from seqlab.base.config import DataConfig, RunConfig, dumps_toml
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, given, spelled
+from seqlab.base.outputs import check_replaceable
 from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
 from seqlab.tasks import registry
 from seqlab.tasks.registry import task_module
@@ -100,7 +101,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
     replace (force, moved aside until the new run's first checkpoint). What existed before is journalled in
     the lock, so that a failure before the first checkpoint undoes the start (``lock.close(failed=True)``)."""
     if run_dir.exists() and not run_dir.is_dir():
-        raise SeqlabError(f"--out {run_dir} is a file; give a folder path")
+        raise SeqlabError(f"{given('out', run_dir)} is a file; give a folder path")
     if run_dir.exists():
         rundir.settle(run_dir, log)  # a live writer is refused; what a killed start left is undone
     has_content = run_dir.exists() and any(run_dir.iterdir())
@@ -121,8 +122,10 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
                 raise SeqlabError(f"cannot resume {run_dir}: {', '.join(changed)} differ from the run's config.toml; "
                                   "on resume only train.max_steps and train.epochs may change")
     elif has_content and not force:
-        raise SeqlabError(f"run directory {run_dir} already exists; continue it with --resume or replace it with --force")
+        raise SeqlabError(f"run directory {run_dir} already exists; continue it with {spelled('resume')} or replace "
+                          f"it with {spelled('force')}")
     elif has_content and force:
+        check_replaceable(run_dir)  # a run (or another seqlab output) only: nothing else is ever moved or deleted
         rundir.RunLock.acquire(run_dir)  # hold the old run while it is moved aside (or cleared)
         aside = rundir.set_aside(run_dir)
         if aside is None:
@@ -298,7 +301,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
 
         signum = state.get("signal") or signal.SIGINT
         raise Interrupted(f"interrupted by {signal.Signals(signum).name}: checkpoint saved at step {state['step']} "
-                          f"in {run_dir}; continue with --resume (resume=True from Python)",
+                          f"in {run_dir}; continue with {spelled('resume')}",
                           exit_code=128 + signum)
     return run_dir
 
@@ -454,7 +457,7 @@ def _explained(e: BaseException, run_dir: Path, kept: bool) -> BaseException:
             return SeqlabError(f"{disk_full_message(e)}; nothing of the new run {run_dir} was kept; free some space "
                                "and run the command again")
         where = _last_checkpoint(run_dir)
-        return SeqlabError(f"{disk_full_message(e)}; {where}; free some space and continue with --resume")
+        return SeqlabError(f"{disk_full_message(e)}; {where}; free some space and continue with {spelled('resume')}")
     return e
 
 
@@ -496,7 +499,8 @@ def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> 
                 if checkpoint.load_state(weights) == state:
                     break
     except checkpoint.DamagedCheckpoint as e:
-        other = "without --last (best/)" if last or weights == run_dir else "with --last (the final one)"
+        other = (f"without {spelled('last')} (best/)" if last or weights == run_dir
+                 else f"with {spelled('last')} (the final one)")
         raise SeqlabError(f"{e}; read the other checkpoint ({other}) or continue the run with `seqlab train ... "
                           "--resume`, which falls back to an intact earlier checkpoint") from None
     obj.checkpoint = {**state, "dir": str(weights)}

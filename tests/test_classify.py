@@ -257,7 +257,7 @@ def test_bad_input_names_file_and_line(corpus, tmp_path):
         classifier.evaluate("test")
     with pytest.raises(SeqlabError, match="input line 3 is empty"):
         classifier.predict(["a film", "great", ""])
-    with pytest.raises(SeqlabError, match="takes no --beam"):
+    with pytest.raises(SeqlabError, match="takes no beam"):  # from Python; --beam from the CLI
         classifier.predict(["a film"], beam=2)
 
 

@@ -22,7 +22,7 @@ from seqlab.training import checkpoint
 from seqlab.cli import main
 from seqlab.base.config import DataConfig, RunConfig, TaskConfig
 from seqlab.data.series import read_series
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, command_line
 from seqlab.models.autoregressive import AR, ARConfig
 from seqlab.models.forecaster import (
     LSTMForecasterConfig,
@@ -126,11 +126,14 @@ def test_cli_train_ar_with_fixed_p(births_csv, tmp_path, capsys):
 
 
 def test_predict_needs_steps(ar_run):
-    with pytest.raises(SeqlabError, match="--steps"):
+    """In the caller's words: steps=N from Python, --steps N from the command line."""
+    with pytest.raises(SeqlabError, match="steps=N$"):
         api.load(ar_run).predict(["1", "2"])
-    with pytest.raises(SeqlabError, match="--steps"):
+    with pytest.raises(SeqlabError, match="^steps must be a whole number"):
         api.load(ar_run).predict(steps=0)
-    with pytest.raises(SeqlabError, match="--beam is for translation"):
+    with pytest.raises(SeqlabError, match="^beam is for translation; a forecast takes steps=N only"):
+        api.load(ar_run).predict(steps=3, beam=2)
+    with command_line(), pytest.raises(SeqlabError, match="^--beam is for translation; a forecast takes --steps N"):
         api.load(ar_run).predict(steps=3, beam=2)
 
 

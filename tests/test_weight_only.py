@@ -65,7 +65,7 @@ def test_every_untied_linear_is_converted_and_the_tied_head_is_not():
     assert model.head.weight is model.embed.tokens.weight and model.head.weight.dtype == torch.float32
     kinds = {type(m).__name__ for m in model.modules()}
     assert "WeightOnlyLinear" in kinds and "Linear" in kinds  # only the head stays an nn.Linear
-    with pytest.raises(SeqlabError, match="unknown --dtype 'int4'"):
+    with pytest.raises(SeqlabError, match="unknown dtype 'int4'"):  # from Python; --dtype from the CLI
         to_weight_only(tiny_lm(), "int4")
 
 

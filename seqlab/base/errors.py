@@ -44,6 +44,7 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "force": ("--force", "force=True"),
     "resume": ("--resume", "resume=True"),
     "last": ("--last", "last=True"),
+    "n_words": ("--words", "n_words="),  # seqlab map's --words is KeyedVectors' n_words
 }
 
 
@@ -52,6 +53,21 @@ def spelled(name: str) -> str:
     the command line and ``force=True`` from Python; ``spelled("out")`` is ``--out`` or ``out=``."""
     cli, python = SPELLINGS.get(name, (f"--{name.replace('_', '-')}", f"{name}="))
     return cli if _CALLER.get() == "cli" else python
+
+
+def named(name: str) -> str:
+    """The argument ``name`` named, as the caller writes it: ``--dtype`` under the command line, ``dtype`` from
+    Python (``named("n_words")`` is ``--words`` or ``n_words``)."""
+    cli, _ = SPELLINGS.get(name, (f"--{name.replace('_', '-')}", ""))
+    return cli if _CALLER.get() == "cli" else name
+
+
+def given(name: str, value: object) -> str:
+    """``name`` with the ``value`` the caller gave, as they wrote it: ``--out runs/x`` under the command line,
+    ``out=runs/x`` from Python (a path shown as :func:`shown` shows it)."""
+    text = shown(value) if isinstance(value, (str, os.PathLike)) else repr(value)
+    flag = spelled(name)
+    return f"{flag}{text}" if flag.endswith("=") else f"{flag} {text}"
 
 
 @contextlib.contextmanager

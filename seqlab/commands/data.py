@@ -49,7 +49,9 @@ def add(sub) -> None:
     prep.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                       help="override one config key (repeatable), e.g. --set data.source=big.txt")
     prep.add_argument("--out", metavar="DIR", required=True, help="the folder to write (must not exist)")
-    prep.add_argument("--force", action="store_true", help="replace an existing DIR (once the new one is complete)")
+    prep.add_argument("--force", action="store_true",
+                      help="replace an existing DIR (once the new one is complete) when it is a seqlab output, a "
+                           "prepared corpus or a run; a folder holding anything else is refused")
     prep.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     p.set_defaults(run=run, action=None)
 

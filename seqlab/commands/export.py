@@ -17,7 +17,9 @@ def add(sub):
     p.add_argument("run_dir", metavar="RUN")
     p.add_argument("--format", required=True, help="hf, onnx, word2vec or word2vec-binary")
     p.add_argument("--out", required=True, help="the directory (hf) or file (onnx, word2vec) to write")
-    p.add_argument("--force", action="store_true", help="replace an existing --out")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out when it is a seqlab export (or another seqlab output); anything "
+                        "else is refused")
     p.add_argument("--last", action="store_true", help="export the final checkpoint instead of the best one")
     p.set_defaults(run=run)
 

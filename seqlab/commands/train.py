@@ -15,7 +15,9 @@ def add(sub):
     p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume, metavar="auto",
                    help="continue the run in --out from its last checkpoint (an error when --out does not exist); "
                         "--resume auto continues it when it exists and starts it otherwise (requeue scripts)")
-    p.add_argument("--force", action="store_true", help="replace an existing run directory")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing run directory (a run seqlab wrote, or what a killed start left; a "
+                        "folder holding anything else is refused)")
     p.set_defaults(run=run)
 
 

@@ -25,7 +25,7 @@ from seqlab.base.config import DataConfig, RunConfig
 from seqlab.data import beacon, prepared, text_pieces, workers
 from seqlab.data.prose import pyprose_manifest
 from seqlab.data.sources import source_file, split_points
-from seqlab.base.errors import SeqlabError, shown
+from seqlab.base.errors import SeqlabError, shown, spelled
 from seqlab.base.io import copy_atomic, read_json, versions, write_json_atomic
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer, train_configured
 
@@ -253,7 +253,7 @@ def text_bytes(manifest: dict) -> int:
 def load_splits(run_dir: Path) -> dict[str, np.ndarray]:
     """A run's token streams, memory-mapped: its own ``data/`` folder, or the data.prepared folder it names."""
     data = run_dir / DATA_DIR
-    fix = "train the run again with --force"
+    fix = f"train the run again with {spelled('force')}"
     if (data / prepared.MANIFEST).exists():
         return prepared.memmap_splits(data, prepared.read_manifest(data, fix))
     meta = read_json(data / "meta.json", "token data index", fix, expect=dict)

@@ -25,8 +25,9 @@ import numpy as np
 
 from seqlab.base import signals
 from seqlab.data.workers import end_workers
-from seqlab.base.errors import SeqlabError, shown
+from seqlab.base.errors import SeqlabError, shown, spelled
 from seqlab.base.io import read_json, replace_atomic, write_json_atomic
+from seqlab.base.outputs import check_replaceable
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -62,13 +63,17 @@ def _alive(pid: int) -> bool:
 @contextlib.contextmanager
 def building(out: Path, force: bool = False) -> Iterator[Path]:
     """Yield a temporary folder beside ``out``; when the block ends without an error it becomes ``out`` in one
-    rename (an existing ``out`` is replaced only with ``force``, and only then). On any error, Ctrl-C or SIGTERM
-    the temporary folder is removed and ``out`` is as before."""
+    rename (an existing ``out`` is replaced only with ``force``, only when it is a seqlab output
+    (:func:`seqlab.base.outputs.check_replaceable`), and only then). On any error, Ctrl-C or SIGTERM the temporary
+    folder is removed and ``out`` is as before."""
     out = Path(out)
     if out.exists() and not force:
-        raise SeqlabError(f"{shown(out)} already exists; give another --out or replace it with --force")
+        raise SeqlabError(f"{shown(out)} already exists; give another {spelled('out')} or replace it with "
+                          f"{spelled('force')}")
     if out.exists() and not out.is_dir():
-        raise SeqlabError(f"{shown(out)} is a file; give a folder path for --out")
+        raise SeqlabError(f"{shown(out)} is a file; give a folder path for {spelled('out')}")
+    if force:
+        check_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_orphans(out)
     tmp = out.parent / f".{out.name}.{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"

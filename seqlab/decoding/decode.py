@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, spelled
 from seqlab.nn import gemv
 from seqlab.nn.weight_only import has_weight_only
 
@@ -185,7 +185,7 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
     """
     check_length(max_new_tokens, seed)
     if any(len(p) == 0 for p in prompts):
-        raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
+        raise SeqlabError(f"an empty prompt has no token to condition on; give {spelled('prompt')} some text")
     device = device or next(model.parameters()).device
     return _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile, products)
 
@@ -269,7 +269,7 @@ def stream(model, prompt: list[int], max_new_tokens: int, sampling: Sampling = S
     prints."""
     check_length(max_new_tokens, seed)
     if not prompt:
-        raise SeqlabError("an empty prompt has no token to condition on; give --prompt some text")
+        raise SeqlabError(f"an empty prompt has no token to condition on; give {spelled('prompt')} some text")
     device = device or next(model.parameters()).device
     max_len = model.cfg.max_len
     generators = [torch.Generator(device=device).manual_seed(0 if seed is None else seed)]

@@ -16,7 +16,9 @@ write them); ``--format onnx`` needs the ``export`` extra (onnx, onnxscript, onn
 file with onnxruntime against seqlab's own outputs before it is put in place.
 
 Every export is built in a temporary sibling of ``--out`` and renamed into place at the end, so an error
-leaves nothing behind; an existing ``--out`` is replaced only with ``force``. The run's best checkpoint is
+leaves nothing behind; an existing ``--out`` is replaced only with ``force``, and only when it is a seqlab
+output (an export, a run, a prepared corpus: :func:`seqlab.base.outputs.check_replaceable`; a user's file or a
+folder of anything else is refused, untouched). The run's best checkpoint is
 used by default, its final one with ``last``.
 """
 
@@ -29,8 +31,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, given, spelled
 from seqlab.base.io import remove, replace_atomic
+from seqlab.base.outputs import check_replaceable
 
 FORMATS = ("hf", "onnx", "word2vec", "word2vec-binary")
 EXTRA = "pip install 'seqlab[export]'"
@@ -63,8 +66,11 @@ def export(run: str | os.PathLike, format: str, out: str | os.PathLike, *, force
         _check_encoder(run, format)
     if format == "onnx":
         _require(ONNX_MODULES, "--format onnx")
-    if out.exists() and not force:
-        raise SeqlabError(f"--out {out} already exists; replace it with --force or choose another path")
+    if os.path.lexists(out) and not force:
+        raise SeqlabError(f"{given('out', out)} already exists; replace it with {spelled('force')} or choose "
+                          "another path")
+    if force:
+        check_replaceable(out)  # before any work: what force would replace is seqlab's
     if not is_run:
         from seqlab.exporters import onnx
 
@@ -175,7 +181,8 @@ def _load(run: Path, last: bool):
 def staged(out: Path, force: bool, directory: bool = False) -> Iterator[Path]:
     """A temporary sibling of ``out`` (an empty directory, or a file path with ``out``'s suffix) to write
     into; when the block ends without an error it is renamed onto ``out`` (an existing ``out`` is replaced
-    only with ``force``), else removed, with any parent folders this call created."""
+    only with ``force``, and only when it is a seqlab output), else removed, with any parent folders this call
+    created."""
     created = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     if directory:
@@ -185,8 +192,9 @@ def staged(out: Path, force: bool, directory: bool = False) -> Iterator[Path]:
     old = out.parent / f".{out.name}.{os.getpid()}.old"
     try:
         yield tmp
-        if (out.exists() or out.is_symlink()) and not force:
-            raise SeqlabError(f"--out {out} appeared while exporting; replace it with --force")
+        if os.path.lexists(out) and not force:
+            raise SeqlabError(f"{given('out', out)} appeared while exporting; replace it with {spelled('force')}")
+        check_replaceable(out)  # what appeared meanwhile is checked too
         replace_atomic(tmp, out, aside=old)  # the previous export is put back if the rename fails
     except BaseException:
         remove(tmp)

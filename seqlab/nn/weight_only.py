@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, named
 
 DTYPES = ("fp32", "bf16", "int8")
 
@@ -61,7 +61,7 @@ def to_weight_only(model: nn.Module, dtype: str) -> int:
     e.g. a language model's output head) by a :class:`WeightOnlyLinear`; returns how many were replaced.
     ``fp32`` changes nothing."""
     if dtype not in DTYPES:
-        raise SeqlabError(f"unknown --dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+        raise SeqlabError(f"unknown {named('dtype')} {dtype!r}; use one of {', '.join(DTYPES)}")
     if dtype == "fp32":
         return 0
     tied = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}

@@ -49,7 +49,7 @@ from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.indexed import lengths_of
 from seqlab.data.labelled import iter_labelled
 from seqlab.data.streamed import Streamed, chunks
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, named
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
 from seqlab.models.finetune import PretrainedClassifierConfig, SequenceClassifier, SubwordTokenizer
@@ -328,7 +328,8 @@ class SentenceClassifier(Labeller):
         """``seqlab predict``'s results, one per line: ``{"label", "probability", "probabilities": {label:
         p}}``, the label spelled as in the training data. An empty line is an error naming it."""
         if lines is None or options:
-            raise SeqlabError("a classifier predicts input lines, one sentence each, and takes no --beam or --steps")
+            raise SeqlabError(f"a classifier predicts input lines, one sentence each, and takes no "
+                              f"{named('beam')} or {named('steps')}")
         results = []
         for p in self.probabilities(list(lines), lambda i: f"input line {i + 1}"):
             probabilities = self._distribution(p)

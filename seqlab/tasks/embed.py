@@ -44,7 +44,7 @@ from seqlab.data import download
 from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.data.sources import line_parts, stream_text
 from seqlab.data.workers import worker_count
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, spelled
 from seqlab.base.io import read_json, write_text_atomic
 from seqlab.models.arrays import ArrayModel
 from seqlab.models.glove import GloVeAdaGrad, GloVeConfig, glove_arrays_model
@@ -202,7 +202,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
             words, counts = _read_vocab(run_dir)
             if words != corpus.words or counts.tolist() != vocab["counts"]:
                 raise SeqlabError(f"cannot resume {run_dir}: the training text changed since the run started (its "
-                                  "vocabulary differs); start a new run with --force")
+                                  f"vocabulary differs); start a new run with {spelled('force')}")
         else:
             write_text_atomic(run_dir / "vocab.json", json.dumps(vocab) + "\n")
         log(f"{cfg.arch}: {len(corpus.words):,} words in the vocabulary, {corpus.raw_words:,} words in "
@@ -217,7 +217,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
             return state
         if trainer.step < trainer.total_steps:
             log(f"train.max_minutes reached at step {trainer.step} of {trainer.total_steps}; the vectors are those "
-                "of this step; continue with --resume")
+                f"of this step; continue with {spelled('resume')}")
         _write_vectors_and_plot(run_dir, corpus, task)
         return {**state, "plotted": True}
     finally:

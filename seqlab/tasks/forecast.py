@@ -52,7 +52,7 @@ from torch import nn
 from seqlab.training import checkpoint
 from seqlab.base.config import RunConfig
 from seqlab.data.in_memory import series_values
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, given, named
 from seqlab.base.io import versions
 from seqlab.models.autoregressive import AR, ARConfig, FittedAR
 from seqlab.models.forecaster import FORECASTER_CONFIGS, RecurrentForecaster, TransformerForecaster, build_forecaster, \
@@ -303,11 +303,11 @@ class Forecaster(Trained):
         """``seqlab predict --steps N``'s results: the ``steps`` forecasts after the end of train + valid (the
         first ones cover the held-out tail; ``forecast(steps, split="test")``)."""
         if beam is not None:
-            raise SeqlabError("--beam is for translation; a forecast takes --steps N only")
+            raise SeqlabError(f"{named('beam')} is for translation; a forecast takes {given('steps', 'N')} only")
         if lines is not None or steps is None:
             raise SeqlabError("forecasting reads no input lines; give the number of values to forecast: "
-                              "`seqlab predict RUN --steps N`")
-        _check_steps(steps, "--steps")
+                              f"{given('steps', 'N')}")
+        _check_steps(steps, named('steps'))
         return [float(v) for v in self.forecast(steps, split="test")]
 
     def format_prediction(self, value: float) -> str:

@@ -25,7 +25,7 @@ from seqlab.data.lm_tokens import SPLITS, load_splits
 from seqlab.data.text_pieces import ENCODE_PIECE, read_pieces
 from seqlab.decoding.decode import Sampling, forget_compiled, generate
 from seqlab.training.devices import decode_products
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, named
 from seqlab.metrics.lm import perplexity, score_stream, window_batches
 from seqlab.models.recurrent import RecurrentLM
 from seqlab.models.transformer import TransformerLM
@@ -138,7 +138,7 @@ class LanguageModel(Trained):
         tokens = load_splits(self.run_dir)[split]
         if len(tokens) < 2:
             raise SeqlabError(f"the {split} split of {self.run_dir} has {len(tokens)} tokens, nothing to score; "
-                              "choose another --split or train with a non-zero fraction for it in data.split")
+                              f"choose another {named('split')} or train with a non-zero fraction for it in data.split")
         return self._evaluate_tokens(tokens, batch_size)
 
     def _evaluate_tokens(self, tokens: np.ndarray, batch_size: int) -> dict[str, float]:

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from seqlab.base.config import RunConfig
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, spelled
 from seqlab.base.io import read_json, write_json_atomic
 from seqlab.text.vocab import UNK, Vocab
 
@@ -75,7 +75,7 @@ def load(cfg: RunConfig, run_dir: Path, vocab: Vocab) -> Singletons | None:
     path = run_dir / SINGLETONS
     if not path.exists():
         raise SeqlabError(f"{run_dir} was prepared without train.singleton_unk, so it does not know its words seen "
-                          "once; train it into a new directory (or with --force)")
+                          f"once; train it into a new directory (or with {spelled('force')})")
     ids = read_json(path, "singleton ids", "train the run again", expect=dict)
     if not all(isinstance(ids.get(k), int) for k in ("first", "end")):
         raise SeqlabError(f"{path} holds no first/end ids of the words seen once; train the run again")

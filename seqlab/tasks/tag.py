@@ -65,7 +65,7 @@ from seqlab.data.batching import pad_batch, sorted_batches
 from seqlab.data.conll import convert_scheme, detect_scheme, iter_conll
 from seqlab.data.indexed import lengths_of
 from seqlab.data.streamed import Streamed, chunks, counted
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, named
 from seqlab.metrics.entities import get_entities
 from seqlab.metrics.ner import entity_f1
 from seqlab.models import finetune
@@ -438,7 +438,8 @@ class SequenceTagger(Labeller):
         """``seqlab predict``'s results, one per line: ``{"tokens": [...], "tags": [...]}``, the line split at
         whitespace, one tag per token. An empty line is an error naming it."""
         if lines is None or options:
-            raise SeqlabError("a tagger predicts input lines, one sentence each, and takes no --beam or --steps")
+            raise SeqlabError(f"a tagger predicts input lines, one sentence each, and takes no {named('beam')} "
+                              f"or {named('steps')}")
         sentences = [line.split() for line in lines]
         tags = self._tags(sentences, lambda i: f"input line {i + 1}")
         return [{"tokens": tokens, "tags": t} for tokens, t in zip(sentences, tags)]

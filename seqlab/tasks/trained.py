@@ -21,6 +21,7 @@ from seqlab.training import checkpoint, rundir
 from seqlab.base.config import RunConfig
 from seqlab.base.errors import SeqlabError, shown
 from seqlab.base.io import replace_atomic
+from seqlab.base.outputs import check_replaceable
 
 SAVED_MARK = "saved.json"  # what a saved directory records of where it came from
 _NOT_COPIED = {*checkpoint.FILES, rundir.LOCK, SAVED_MARK}
@@ -76,10 +77,13 @@ class Trained:
     def save(self, directory: str | Path, *, force: bool = False) -> Path:
         """Write a self-contained copy of this model to ``directory`` (see the module docstring); returns it.
 
-        The directory appears complete or not at all; an existing one is replaced only with ``force``."""
+        The directory appears complete or not at all; an existing one is replaced only with ``force``, and only
+        when it is a seqlab output (a saved copy, a run, an export: :func:`seqlab.base.outputs.check_replaceable`);
+        a folder holding anything else is refused, untouched."""
         directory = Path(directory)
         if directory.exists() and not (directory.is_dir() and not any(directory.iterdir())) and not force:
             raise SeqlabError(f"{shown(directory)} already exists; save elsewhere or pass force=True to replace it")
+        check_replaceable(directory, "directory")
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.saving-", dir=directory.parent))
         try:

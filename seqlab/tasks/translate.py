@@ -47,7 +47,7 @@ from seqlab.data.batching import pad_batch, sample_batch, spread_batches
 from seqlab.data.indexed import lengths_of
 from seqlab.data.parallel import encode_lines, joint_vocab, read_splits, stream_parallel, train_tokenizers
 from seqlab.data.streamed import Streamed, chunks
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, named
 from seqlab.metrics.lm import nll_sum, perplexity
 from seqlab.models.seq2seq import Seq2SeqAttention, Seq2SeqConfig
 from seqlab.models.transformer import EncoderDecoder, EncoderDecoderConfig
@@ -330,7 +330,8 @@ class Translator(Trained):
     def predict(self, lines: list[str] | None, beam: int | None = None) -> list[dict]:
         """One result per input line: ``{"source", "translation", "score"}`` (score: normalised log-prob)."""
         if lines is None:
-            raise SeqlabError("translation reads source sentences from stdin, one per line; --steps is for forecasting")
+            raise SeqlabError(f"translation reads source sentences from stdin, one per line; {named('steps')} "
+                              "is for forecasting")
         hyps = self.hypotheses(lines, beam)
         return [self.result(line, h) for line, h in zip(lines, hyps)]
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, spelled
 from seqlab.base.io import naming, replace_atomic, write_fsynced
 
 FORMAT_VERSION = 1
@@ -408,7 +408,7 @@ def restore_latest(run_dir: str | Path, restore: Callable[[Path], None]) -> tupl
         return directory, [message for _, message in damaged]
     if damaged:
         raise SeqlabError(f"{damaged[0][1]}; no intact earlier checkpoint is kept (train.keep_last) to resume from; "
-                          f"start the run again with --force")
+                          f"start the run again with {spelled('force')}")
     return None, []
 
 

@@ -33,7 +33,7 @@ from seqlab.training.callbacks import Callbacks
 from seqlab.base.config import METRIC_HIGHER_IS_BETTER, TrainConfig
 from seqlab.base.console import bars_shown
 from seqlab.training.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, spelled
 from seqlab.base.io import MetricsLog, versions
 from seqlab.training.optim import clock_position, learning_rate, make_optimizer
 from seqlab.training.report import report_sample, reporters
@@ -256,7 +256,7 @@ class Trainer:
         epochs, index = divmod(state["step"], saved_per_epoch)
         if index and saved_per_epoch != per_epoch:
             raise SeqlabError(f"cannot resume {self.run_dir} mid-epoch: it was saved with {saved_per_epoch} steps "
-                              f"per epoch and this version takes {per_epoch}; start a new run with --force")
+                              f"per epoch and this version takes {per_epoch}; start a new run with {spelled('force')}")
         return epochs * per_epoch + index
 
     # --- one step ---
@@ -431,7 +431,7 @@ class Trainer:
                     progress.close()
                     hint = "lower train.lr" if kernel else "lower train.lr or raise train.warmup_steps"
                     raise SeqlabError(f"non-finite loss ({loss}) at step {self.step}; stopped, the last good "
-                                      f"checkpoint (step {last_saved}) is kept; {hint}, then --resume")
+                                      f"checkpoint (step {last_saved}) is kept; {hint}, then {spelled('resume')}")
                 tok0 += tokens
                 elapsed = time.perf_counter() - t0
                 rate = tok0 / elapsed if elapsed > 0 else 0.0

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, named
 from seqlab.base.io import write_bytes_atomic
 
 RESTRICT_VOCAB = 300_000  # gensim's default for the evaluations: the most frequent words that take part
@@ -426,7 +426,8 @@ def tsne_map(kv: KeyedVectors, n_words: int = 200, seed: int = 0) -> tuple[list[
 
     n = min(n_words, len(kv))
     if n < 5:
-        raise SeqlabError(f"a map needs at least 5 words, got {n}; raise --words or train on a larger corpus")
+        raise SeqlabError(f"a map needs at least 5 words, got {n}; raise {named('n_words')} or train on a "
+                          "larger corpus")
     x = kv.vectors[:n] / np.maximum(kv.norms[:n, None], 1e-12)  # (N, D) unit rows: Euclidean = cosine order
     coords = TSNE(n_components=2, perplexity=min(30.0, (n - 1) / 3), init="pca", random_state=seed).fit_transform(x)
     return kv.words[:n], coords
