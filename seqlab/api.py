@@ -30,6 +30,8 @@ from seqlab.base.errors import SeqlabError, given, spelled
 from seqlab.base.outputs import check_replaceable
 from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
 from seqlab.tasks import registry
+from seqlab.tasks.arguments import (check_config_source, check_out, check_run_arguments, check_training_device,
+                                    checked_callbacks, placed_on, spooled, staging_dir, with_device)
 from seqlab.tasks.registry import task_module
 
 if TYPE_CHECKING:  # annotations only: importing them here would load torch for `seqlab --help`
@@ -220,15 +222,6 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
-def check_out(out: object) -> None:
-    """``out`` is a folder path (a str or a Path) or None: ``seqlab.train("lm-char", {...})`` passes config
-    sections where the run directory goes, an error saying where they belong."""
-    if out is None or isinstance(out, (str, os.PathLike)):
-        return
-    hint = "; config sections go in config={...}" if isinstance(out, dict) else ""
-    raise SeqlabError(f"out must be a folder path (a str or a Path), got a {type(out).__name__}{hint}")
-
-
 def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
     """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
     ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
@@ -250,10 +243,14 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     data keys already name there). The caller's random state, thread counts and environment are as they were
     afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only.
     ``resume``: True, False or ``"auto"`` (:func:`seqlab.training.rundir.resume_wanted`)."""
-    log = log or _info
     check_out(out)
+    check_run_arguments(overrides=overrides, resume=resume, force=force, log=log)
+    check_config_source(cfg)
+    callbacks = checked_callbacks(callbacks)
+    log = log or _info
     name = cfg if isinstance(cfg, str) else None
     cfg = _run_config(cfg, overrides)
+    check_training_device(cfg)
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     resume = rundir.resume_wanted(resume, run_dir)
     if resume:
@@ -311,33 +308,50 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
           overrides: list[str] | None = None, resume: bool | Literal["auto"] = False, force: bool = False,
           callbacks: Iterable[Any] = (), device: str | None = None,
           log: Callable[..., Any] | None = None) -> Trained:
-    """Train and return the trained object (what :func:`load` returns for the run: a LanguageModel,
-    SequenceTagger, ...), with ``.run_dir``, ``.config`` and ``.metrics``.
+    """Train a run and return its trained object: what :func:`load` returns for the run (a LanguageModel,
+    SequenceTagger, SentenceClassifier, Translator, Forecaster or Embeddings; :func:`load` lists their verbs),
+    with the weights of the best checkpoint (the best validation score, ``train.keep_best``; the final one when
+    the run kept no best), ``.run_dir``, ``.config``, ``.metrics`` and ``.checkpoint``.
 
-    ``preset_or_config``: a preset name, a TOML path or a RunConfig. ``config``: sections of keys on top of it,
-    ``{"model": {"n_layers": 4}, "train": {"max_steps": 500}}``, checked as ``--set`` is (an unknown or unused
-    key is an error naming the valid ones); then ``overrides`` ("section.key=value" strings).
+    Every argument is checked before anything is written or trained: a mistake is one :class:`SeqlabError`
+    line, and no run directory appears.
 
-    ``train_data`` / ``valid_data`` / ``test_data``: in-memory data in the task's form (lm: a str or strings;
-    embed: token lists or strings; tag: lists of (token, tag); classify: (text, label); translate: (source,
-    target); forecast: a 1-D series), written once into ``RUN/input/`` in the task's file format, which
-    the run's ``data.train`` / ``valid`` / ``test`` then name (so ``config.toml``, resume, ``seqlab eval`` and
-    ``seqlab serve`` work as for files). Without ``valid_data`` / ``test_data``, ``data.split`` cuts them.
+    - ``preset_or_config``: a preset name (``seqlab.presets()``), a TOML path or a RunConfig.
+    - ``out``: the run directory (a str or a Path, not a file); None writes a fresh ``runs/<preset>-<timestamp>``,
+      named in an INFO record on the ``seqlab`` logger (shown once logging shows INFO, e.g.
+      ``logging.basicConfig(level=logging.INFO)``) and in the returned object's ``run_dir``.
+    - ``train_data`` / ``valid_data`` / ``test_data``: in-memory data in the task's form (lm: a str or strings;
+      embed: token lists or strings; tag: lists of (token, tag); classify: (text, label) pairs, or a pandas
+      DataFrame with ``text`` and ``label`` columns (or two columns, text first); translate: (source, target);
+      forecast: a 1-D series), written once into ``RUN/input/`` in the task's file format, which the run's
+      ``data.train`` / ``valid`` / ``test`` then name (so ``config.toml``, resume, ``seqlab eval`` and ``seqlab
+      serve`` work as for files). Without ``valid_data`` / ``test_data``, ``data.split`` cuts them.
+    - ``config``: sections of keys on top of the preset, ``{"model": {"n_layers": 4}, "train": {"max_steps":
+      500}}``, checked as ``--set`` is (an unknown or unused key is an error naming the valid ones);
+      ``overrides``: then a list of "section.key=value" strings.
+    - ``resume``: True continues the run in ``out`` (an error when it does not exist: nothing is created),
+      ``"auto"`` continues a run that exists and starts one that does not, False (the default) starts a run.
+    - ``force``: replace the run already in ``out`` (it is kept until the new run's first checkpoint); not with
+      ``resume``.
+    - ``callbacks``: a list of objects with any of ``on_step(row)``, ``on_eval(row)``, ``on_checkpoint(row)``
+      (plain dicts); one returning False stops training cleanly after a checkpoint.
+    - ``device``: where training runs and the returned object is placed: "auto" (CUDA when present), "cpu" or
+      "cuda"; it sets ``train.device`` (a config that sets another is refused). None: ``train.device``.
+    - ``log``: a function taking each message line (``print``, say); None logs them as INFO records on the
+      ``seqlab`` logger.
 
-    ``out``: the run directory; None writes a fresh ``runs/<preset>-<timestamp>``, named in an INFO record on the
-    ``seqlab`` logger (shown once logging shows INFO, e.g. ``logging.basicConfig(level=logging.INFO)``) and in
-    the returned object's ``run_dir``. Progress: a tqdm bar on a terminal or in a notebook (``train.progress``);
-    elsewhere, and with ``progress=False``, one summary line per evaluation on the ``seqlab`` logger.
-    ``callbacks``: objects with any of ``on_step(row)``, ``on_eval(row)``,
-    ``on_checkpoint(row)`` (plain dicts); one returning False stops training cleanly after a checkpoint.
-    Ctrl-C (a notebook's Interrupt) saves a checkpoint and raises :class:`Interrupted`; ``resume=True``
-    continues (an error when ``out`` does not exist: nothing is created), ``resume="auto"`` continues a run that
-    exists and starts one that does not. Under ``torchrun`` every process returns the object."""
-    from seqlab.training import callbacks as callback_hooks
+    Progress: a tqdm bar on a terminal or in a notebook (``train.progress``); elsewhere, and with
+    ``train.progress = false``, one summary line per evaluation through ``log``. Ctrl-C (a notebook's Interrupt)
+    saves a checkpoint and raises :class:`Interrupted`; ``resume=True`` continues. Under ``torchrun`` every
+    process returns the object."""
+    from seqlab.data.in_memory import check_form
 
     check_out(out)
-    cfg = registry.from_sections(preset_or_config, config, overrides)
-    callbacks = callback_hooks.check(callbacks)
+    check_run_arguments(overrides=overrides, resume=resume, force=force, log=log)
+    check_config_source(preset_or_config)
+    cfg = with_device(registry.from_sections(preset_or_config, config, overrides), device)
+    check_training_device(cfg)
+    callbacks = checked_callbacks(callbacks)
     name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
     run_dir = Path(out) if out is not None else fresh_run_dir(name)
     resume = rundir.resume_wanted(resume, run_dir)  # before any write: a missing run to resume creates nothing
@@ -346,37 +360,17 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     if given and "train" not in given:
         raise SeqlabError("valid_data / test_data need train_data too; give train_data, or name files in "
                           "config={'data': {'train': ..., 'valid': ..., 'test': ...}}")
+    for split, data in given.items():
+        check_form(cfg.task.kind, data, f"{split}_data")  # the data's form, before the staging folder is made
     if out is None:
         (log or _info)(f"training {name} into {run_dir}")
     with contextlib.ExitStack() as stack:
         staged = None
         if given:
-            staged = Path(stack.enter_context(_staging_dir(run_dir)))
-            cfg = _spooled(cfg, given, staged, run_dir.resolve() / INPUT_DIR)
+            staged = Path(stack.enter_context(staging_dir(run_dir)))
+            cfg = spooled(cfg, given, staged, run_dir.resolve() / INPUT_DIR)
         train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=staged)
-    return load(run_dir, device=device)
-
-
-def _spooled(cfg: RunConfig, given: dict[str, Any], staged: Path, folder: Path) -> RunConfig:
-    """Write each in-memory split into ``staged`` in the task's file format (:func:`seqlab.data.in_memory.spool`)
-    and return ``cfg`` with ``data.train`` / ``valid`` / ``test`` naming where they will lie in the run
-    (``folder``); a split not given is cut from train by ``data.split``."""
-    from seqlab.data.in_memory import data_file_name, has_date_index, spool
-
-    kind, data = cfg.task.kind, cfg.data
-    src, tgt = (data.src or "src", data.tgt or "tgt") if kind == "translate" else ("src", "tgt")
-    keys: dict[str, Any] = {"valid": "", "test": ""}
-    for split, items in given.items():
-        file = data_file_name(kind, split)
-        spool(kind, items, staged / file, what=f"{split}_data", tokenizer=data.tokenizer if kind == "embed" else None,
-              src=src, tgt=tgt)
-        keys[split] = str(folder / file)
-    keys["source"] = ""  # data.train names the data: no dataset (a preset's conll2003) was read
-    if kind == "translate":
-        keys.update(src=src, tgt=tgt)
-    if kind == "forecast" and has_date_index(given["train"]) and not data.date_column:
-        keys["date_column"] = "date"
-    return registry.from_sections(cfg, {"data": keys})
+    return load(run_dir, device=placed_on(cfg))
 
 
 def fresh_run_dir(name: str, root: Path = Path("runs")) -> Path:
@@ -392,17 +386,6 @@ def fresh_run_dir(name: str, root: Path = Path("runs")) -> Path:
     return candidate
 
 
-@contextlib.contextmanager
-def _staging_dir(run_dir: Path):
-    """A temporary folder beside the run directory (same file system, so the spooled files move by rename)."""
-    import tempfile
-
-    parent = run_dir.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{run_dir.name}.input-", dir=parent) as staging:
-        yield staging
-
-
 def _take_inputs(run_dir: Path, staged: Path) -> None:
     """Move the staged in-memory data into ``RUN/input/``; on resume the files there must be identical."""
     folder = run_dir / INPUT_DIR
@@ -415,7 +398,7 @@ def _take_inputs(run_dir: Path, staged: Path) -> None:
                                   "give the same data to resume, or train into a new out= (or force=True)")
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        replace_atomic(file, kept)  # a rename: the staging folder is beside the run (_staging_dir)
+        replace_atomic(file, kept)  # a rename: the staging folder is beside the run (staging_dir)
 
 
 def presets() -> list[str]:
@@ -480,14 +463,31 @@ def checkpoint_dir(run_dir: str | Path, last: bool = False) -> Path:
 
 
 def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> Trained:
-    """The trained object of a run directory, for its task: ``.generate``, ``.predict``, ``.evaluate``; with
-    the best checkpoint's weights, or the final one's with ``last`` (see :func:`checkpoint_dir`). ``device``:
-    None or "auto" (CUDA when present), "cpu", "cuda" or "cuda:N"; anything else is an error naming these. Its
-    ``checkpoint`` attribute is the ``state.json`` of the checkpoint used (``step``, ``best_valid_loss``...).
-    Building the model draws its (then replaced) initial weights inside :func:`_caller_state_kept`."""
+    """The trained object of a run directory (what ``seqlab train`` or :func:`train` wrote), for its task:
+
+    - lm: a LanguageModel (``generate``, ``score``, ``evaluate``, ``attention``);
+    - tag: a SequenceTagger (``tag``, ``entities``, ``predict``, ``evaluate``);
+    - classify: a SentenceClassifier (``classify``, ``predict``, ``evaluate``);
+    - translate: a Translator (``translate``, ``predict``, ``evaluate``);
+    - forecast: a Forecaster (``forecast``, ``predict_next``, ``predict``, ``evaluate``, ``plot``);
+    - embed: Embeddings (``neighbors``, ``analogy``, ``most_similar``, ``similarity``, ``map``, ``evaluate``,
+      and ``vectors``, the KeyedVectors).
+
+    Every one has ``run_dir``, ``config``, ``metrics``, ``save`` and ``checkpoint`` (the ``state.json`` of the
+    checkpoint used: ``step``, ``best_valid_loss``..., and ``dir``).
+
+    - ``run_dir``: the run directory (a str or a Path).
+    - ``device``: where the model is placed: None or "auto" (CUDA when present), "cpu", "cuda" or "cuda:N";
+      anything else, or a CUDA device on a machine without one, is an error before anything is read.
+    - ``last``: False (the default) loads the best checkpoint (the run's ``best/``, kept by ``train.keep_best``;
+      the final one when the run kept no best); True loads the final checkpoint."""
     from seqlab.training.devices import check_inference_device
 
     check_inference_device(device)  # a device that is no device is refused before anything is read
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise SeqlabError(f"run_dir must be a run directory's path (a str or a Path), got a {type(run_dir).__name__}")
+    if not isinstance(last, bool):
+        raise SeqlabError(f"last must be True or False, got {last!r}")
     run_dir = Path(run_dir)
     cfg = read_run_config(run_dir)
     weights = checkpoint_dir(run_dir, last)

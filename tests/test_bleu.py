@@ -151,3 +151,17 @@ def test_bad_option_values_exit_2(capsys, files):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "invalid choice: 'zh'" in err
+
+
+def test_the_docs_say_the_signature_carries_seqlabs_version():
+    """The manual and the tutorial do not call the signature sacreBLEU's own: its version: field is seqlab's
+    (DESIGN.md), as translation evaluate and seqlab bleu print it (issue #52)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert corpus_bleu(["a cat"], [["a cat"]]).signature.endswith(f"version:{seqlab.__version__}")
+    for page in ("docs/manual.md", "docs/tutorials/05-seq2seq-attention.md"):
+        text = " ".join((root / page).read_text(encoding="utf-8").split())
+        assert "smoothing, signature)" not in text and "smoothing and signature" not in text, page
+        assert "seqlab's" in text[text.index("sacreBLEU-identical BLEU" if "manual" in page else
+                                             "seqlab's BLEU is sacreBLEU's"):][:300], page

@@ -39,15 +39,23 @@ def test_every_verb_has_help_with_an_example(verb, capsys):
     (["generate", "/nonexistent/run", "--prompt", "x"], "not found"),
     (["eval", "/nonexistent/run"], "not found"),
     (["no-such-verb"], "invalid choice"),
+    (["train", "lm-char", "--resume", "--force", "--out", "r"], "--resume continues the run and --force replaces it"),
+    (["train", "lm-char", "--out", "afile.txt"], "afile.txt is a file, not a folder; give --out a folder path"),
+    (["train", "lm-char", "--set", "train.device=cuda"], 'train.device = "cuda" but no CUDA device is available'),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(argv, message, tmp_path, monkeypatch, capsys):
+    """The command line's probe of bad inputs (the Python API's: tests/test_notebook_api.py)."""
+    from seqlab.training import devices
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(devices, "cuda_present", lambda: False)  # the same on a machine with a GPU
+    (tmp_path / "afile.txt").write_text("mine")
     code = cli.main(argv) if argv[0] != "no-such-verb" else _exit_code(argv)
     err = capsys.readouterr().err
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
-    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.safetensors"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile.txt"]  # nothing written
 
 
 def _exit_code(argv):

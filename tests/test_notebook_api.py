@@ -189,6 +189,84 @@ def test_resume_never_silently_restarts_and_auto_starts_a_missing_run(in_tmp, se
     assert "nothing to do" in err and seqlab.load("cli", last=True).checkpoint["step"] == 2
 
 
+PAIRS = [(s, "pos" if "cat" in s else "neg") for s in sentences(40, seed=3)]
+# the probe of bad inputs from Python (the command line's is tests/test_cli.py): each one line, before any
+# folder is written or any training step (issue #52: device="gpu" used to train a whole run, then fail)
+API_MISTAKES = [
+    (dict(device="gpu"), r'^device must be "auto", "cpu", "cuda" or "cuda:N", got \'gpu\'$'),
+    (dict(device=3), r'^device must be "auto", "cpu", "cuda" or "cuda:N", got 3$'),
+    (dict(device="cpu", config={"train": {"device": "cuda"}}),
+     r"^device='cpu' but the config sets train.device = \"cuda\"; give one of them"),
+    (dict(config={"train": {"device": "cuda"}}), r'^train.device = "cuda" but no CUDA device is available'),
+    (dict(out="afile.txt"), r"^afile.txt is a file, not a folder; give out= a folder path$"),
+    (dict(out={"train": {}}), r"^out must be a folder path .*config sections go in config="),
+    (dict(resume=1), r'^resume must be True, False or "auto", got 1$'),
+    (dict(force="yes"), r"^force must be True or False, got 'yes'$"),
+    (dict(resume=True, force=True), r"^resume=True continues the run and force=True replaces it; give one of them$"),
+    (dict(log="quiet"), r"^log must be a function"),
+    (dict(callbacks=object()), r"^callbacks must be a list of objects with on_step.*callbacks=\[\.\.\.\]$"),
+    (dict(callbacks=[5]), r"^callbacks\[0\] \(int\) has none of the methods"),
+    (dict(overrides="train.max_steps=3"), r"^overrides must be a list of .*overrides=\['train.max_steps=3'\]$"),
+    (dict(config={"train": {"max_stepz": 3}}), r"train.max_stepz"),
+    (dict(preset="no-such-preset"), r"unknown preset"),
+    (dict(preset={"train": {}}), r"^the first argument must be a preset name, a TOML path or a RunConfig, got a dict"),
+    (dict(train_data=5), r"^train_data must be an iterable of items \(\(text, label\) each\), got int 5"),
+    (dict(train_data=[(label, text) for text, label in PAIRS]), r"^train_data has as many distinct labels as "
+                                                                 r"examples \(40\): the pairs look swapped"),
+    (dict(train_data=[(text, "pos") for text, _ in PAIRS]), r"^train_data has a single label \('pos'\)"),
+    (dict(train_data=PAIRS, valid_data=[("good", "pos"), ("bad",)]), r"^valid_data item 1: expected"),
+    (dict(valid_data=PAIRS), r"^valid_data / test_data need train_data too"),
+]
+
+
+@pytest.mark.parametrize("kwargs, message", API_MISTAKES, ids=[str(i) for i in range(len(API_MISTAKES))])
+def test_the_probe_of_bad_inputs_from_python_fails_before_any_write_or_training(kwargs, message, in_tmp,
+                                                                                 monkeypatch):
+    """Each mistake of seqlab.train is one SeqlabError line, leaves no folder (not the run's, not its parents)
+    and trains nothing (the task's train is never called); seqlab.load's likewise."""
+    from seqlab.tasks import classify
+    from seqlab.training import devices
+
+    monkeypatch.setattr(devices, "cuda_present", lambda: False)  # the CUDA cases read the same on a GPU machine
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    trained = []
+    monkeypatch.setattr(classify, "train", lambda *a, **k: trained.append(1))
+    (in_tmp / "afile.txt").write_text("mine")
+    kwargs = {"out": "runs/deep/run", "config": sections(), **kwargs}
+    with pytest.raises(SeqlabError, match=message) as raised:
+        seqlab.train(kwargs.pop("preset", "sentiment-lstm"), **kwargs)
+    assert "\n" not in str(raised.value) and not trained
+    assert sorted(p.name for p in in_tmp.iterdir()) == ["afile.txt"]
+
+
+def test_load_checks_its_arguments_before_reading(in_tmp):
+    for kwargs, message in [(dict(run_dir=3), r"^run_dir must be a run directory's path .*got a int$"),
+                            (dict(run_dir="nope", last="yes"), r"^last must be True or False, got 'yes'$"),
+                            (dict(run_dir="nope", device="gpu"), r'^device must be "auto", "cpu", "cuda" or')]:
+        with pytest.raises(SeqlabError, match=message):
+            seqlab.load(**kwargs)
+
+
+def test_device_is_where_training_runs_and_the_object_is_placed(in_tmp):
+    """device= sets train.device (recorded in the run's config.toml) and places the returned object; None
+    keeps train.device; "cuda:N" is refused (training runs on "cuda"); the docstrings name every parameter."""
+    import inspect
+
+    tiny = sections(data={"min_freq": 1}, model={"d_model": 8, "hidden_size": 8},
+                    train={"max_steps": 1, "batch_size": 4, "eval_every": 1, "save_every": 1, "warmup_steps": 1})
+    del tiny["train"]["device"]
+    cls = seqlab.train("sentiment-lstm", out="cls", train_data=PAIRS, config=tiny, device="cpu")
+    assert cls.config.train.device == "cpu" and cls.device.type == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(SeqlabError, match="no CUDA device is available"):
+            seqlab.train("sentiment-lstm", out="cuda", train_data=PAIRS, config=tiny, device="cuda:1")
+    for function in (seqlab.train, seqlab.load):
+        doc = inspect.getdoc(function)
+        for name in inspect.signature(function).parameters:
+            assert f"``{name}``" in doc, (function.__name__, name)
+    assert ".predict" not in inspect.getdoc(seqlab.load) and "_caller_state_kept" not in inspect.getdoc(seqlab.load)
+
+
 def test_argument_mistakes_are_one_line_errors_that_create_nothing(in_tmp):
     """A dict where out goes, sampling arguments of the wrong type or range, a device that is none, a verb given
     a number: each a one-line SeqlabError naming the argument, not a TypeError or a torch error."""

@@ -247,6 +247,20 @@ def test_patience_stops_early_keeps_the_best_and_resume_does_nothing(tmp_path):
     assert again.run(resume=True)["step"] == 8 and lines[-1] == "already trained to step 8; nothing to do"
 
 
+def test_a_progress_line_under_a_time_budget_shows_the_budget_not_max_steps(tmp_path):
+    """Under train.max_minutes (here the wsd-time schedule, whose max_steps is a ceiling) the line says the
+    minutes left, never "step 2/12000", a step count the run may not reach (issue #52)."""
+    from seqlab.training.trainer import Trainer
+
+    cfg = TrainConfig(max_steps=12000, max_minutes=5, schedule="wsd-time", batch_size=4, eval_every=2,
+                      save_every=0, patience=1, progress=False, precision="fp32")
+    lines = []
+    Trainer(ScriptedValidation([1.0, 2.0]), cfg, tmp_path, log=lines.append).fit()
+    assert re.fullmatch(r"step 2, [45]\.\d of 5 min left: valid loss 1\.0000; train loss \S+  [\d,]+ tok/s",
+                        lines[0]), lines
+    assert not any("/12000" in line for line in lines)
+
+
 def test_patience_counter_resumes_exactly(tmp_path):
     """An interrupted run resumes with its count of validations since the best (train.patience is exact)."""
     from seqlab.training.trainer import Trainer

@@ -231,3 +231,18 @@ def test_the_vectors_home_imports_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def test_analogy_accuracy_is_none_when_nothing_was_answerable(tmp_path):
+    """Every question out of the vocabulary: accuracy None, overall and per section, as a similarity score with
+    no pair is (issue #52; 0.0 read as a model that answered every question wrong)."""
+    from seqlab.vectors.keyed import KeyedVectors
+
+    kv = KeyedVectors(["a", "b", "c", "d", "e"], np.eye(5, dtype=np.float32))
+    path = tmp_path / "questions.txt"
+    path.write_text(": capitals\nparis france berlin germany\n: known\na b c d\n", encoding="utf-8")
+    result = kv.evaluate_analogies(path)
+    assert result["sections"][0]["accuracy"] is None and result["sections"][1]["accuracy"] is not None
+    path.write_text(": capitals\nparis france berlin germany\n", encoding="utf-8")
+    result = kv.evaluate_analogies(path)
+    assert result["accuracy"] is None and result["sections"][0]["accuracy"] is None and result["oov_ratio"] == 1.0

@@ -9,6 +9,7 @@ from the command line). A notebook is told by its IPython kernel, looked up only
 from __future__ import annotations
 
 import sys
+import time
 from typing import TextIO
 
 
@@ -33,3 +34,14 @@ def bars_shown(stream: TextIO | None = None) -> bool:
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         terminal = False
     return terminal or in_notebook()
+
+
+def where_training_is(step: int, total_steps: int, max_minutes: float, started: float) -> str:
+    """Where training is, for a summary line that stands for the bar: ``step 250/1000``; under a time budget
+    (``train.max_minutes``, the ``wsd-time`` schedule's too, counted from ``started``, a ``time.perf_counter()``)
+    ``step 250, 3.2 of 5 min left``: the budget, never a step count (``train.max_steps``, the time schedule's
+    ceiling) the run may not reach."""
+    if not max_minutes:
+        return f"step {step}/{total_steps}"
+    left = max(0.0, max_minutes - (time.perf_counter() - started) / 60)
+    return f"step {step}, {left:.1f} of {max_minutes:g} min left"

@@ -12,10 +12,12 @@ embed         an iterable of token lists, or of ``str``            one sentence 
                                                                    (tasks.embed, split again by the word tokenizer)
 tag           an iterable of ``[(token, tag), ...]``               CoNLL: ``token TAG`` lines, a blank line after
                                                                    each sentence (data.conll)
-classify      an iterable of ``(text, label)``                     TSV with a ``sentence<TAB>label`` header
-                                                                   (data.labelled)
-translate     an iterable of ``(source, target)``                  two aligned files PREFIX.src and PREFIX.tgt, one
-                                                                   sentence a line (data.parallel)
+classify      an iterable of ``(text, label)``, or a DataFrame     TSV with a ``sentence<TAB>label`` header
+              with ``text`` and ``label`` columns (or two          (data.labelled)
+              columns, text first)
+translate     an iterable of ``(source, target)``, or a DataFrame  two aligned files PREFIX.src and PREFIX.tgt, one
+              with ``source`` and ``target`` columns (or two       sentence a line (data.parallel)
+              columns, source first)
 forecast      a 1-D sequence, numpy array or pandas Series         CSV ``value`` (or ``date,value`` for a Series with
                                                                    a date index), floats written exactly
                                                                    (data.series)
@@ -26,7 +28,8 @@ break inside a classify text, a translate side with a line break, an empty sente
 finite number, a token that is not a ``str``) is a one-line :class:`SeqlabError` naming the item's index and
 the fix, as a bad file line is refused naming ``FILE:LINE``. What the reader does to every file it reads
 happens alike to spooled items (a classify text's surrounding whitespace is stripped; IOB1 tags are read as
-IOB2; ``data.lowercase`` lowercases).
+IOB2; ``data.lowercase`` lowercases). Classify pairs that look swapped, (label, text), and training pairs with a
+single label are refused too (:class:`ClassLabels`): they would train silently into nonsense.
 
 Memory: items stream to the file one at a time (a generator is consumed once). The file is written under a
 temporary name and renamed into place (:func:`seqlab.base.io.atomic_path`): an error part-way leaves no file.
@@ -94,6 +97,14 @@ def spool(kind: str, data: Any, path: Path, what: str = "train_data", tokenizer:
     return path
 
 
+def check_form(kind: str, data: Any, what: str = "train_data") -> None:
+    """Refuse ``data`` whose form as a whole is not ``kind``'s (not an iterable of items, a DataFrame the task
+    cannot read as its items) as :func:`spool` would, without reading any item (a generator stays unconsumed):
+    :func:`seqlab.train` asks before it makes any folder."""
+    _check_kind(kind)
+    _rows(kind, data, what)
+
+
 def has_date_index(data: Any) -> bool:
     """Whether ``data`` is a pandas Series indexed by dates (:func:`spool` then writes a ``date`` column)."""
     if type(data).__module__.split(".")[0] != "pandas" or type(data).__name__ != "Series":
@@ -138,18 +149,26 @@ def _rows(kind: str, data: Any, what: str) -> tuple[tuple[str, ...] | None, Iter
            "translate": _translate_row}[kind]
     header = (TSV_HEADER + "\n",) if kind == "classify" else None
 
+    labels = ClassLabels(what) if kind == "classify" else None
+
     def rows() -> Iterator[tuple[str, ...]]:
         for i, item in items:
             where = f"{what} item {i}"
             out = row(item, where, _bad(where, kind, item))
             if kind == "lm" and i:  # documents joined by newlines: a newline before every one but the first
                 out = "\n" + out
+            if labels is not None:
+                labels.add(*item)
             yield out if isinstance(out, tuple) else (out,)
+        if labels is not None:
+            labels.check()
 
     return header, rows()
 
 
 def _items(data: Any, what: str, kind: str) -> Iterator[tuple[int, Any]]:
+    if is_data_frame(data):
+        data = _frame_items(data, what, kind)
     if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
         raise SeqlabError(f"{what} must be an iterable of items ({EXPECTED[kind]} each), got {_short(data)}; "
                           "give a list or a generator of them")
@@ -250,9 +269,78 @@ def _classify_row(item: Any, where: str, bad) -> str:
     text, label = _pair(item, bad, "give (text, label) pairs")
     if not isinstance(text, str):
         raise bad("the text must be a str")
-    if isinstance(label, bool) or not isinstance(label, (str, int)):
+    if isinstance(label, bool) or type(label).__name__ == "bool_" or not isinstance(label, (str, numbers.Integral)):
         raise bad("the label must be a str (or an int, read back as its digits)")
     return f"{_one_line(text, where, 'text', True)}\t{_one_line(str(label), where, 'label', True)}\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# classify: pairs that look swapped, a single label; DataFrames
+
+SWAPPED_FROM = 8  # examples from which as many distinct labels as examples reads as swapped pairs
+FRAME_COLUMNS = {"classify": ("text", "label"), "translate": ("source", "target")}  # a DataFrame's, by name
+_SWAP_FIX = "give (text, label) pairs, the text first, e.g. [(text, label) for label, text in pairs]"
+
+
+class ClassLabels:
+    """What the labels of classify pairs say, gathered as the pairs stream by (:func:`spool`): the examples,
+    the distinct labels and the words of the texts and of the labels. :meth:`check` refuses pairs that look
+    swapped, (label, text): as many distinct labels as examples (from :data:`SWAPPED_FROM` examples on), or
+    labels with more words than the texts while most labels are distinct; and, in the training data, a single
+    label. Small legitimate data (4 examples of 2 labels, one-word texts) passes."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self.examples, self.text_words, self.label_words = what, 0, 0, 0
+        self.distinct: set[str] = set()
+
+    def add(self, text: str, label: Any) -> None:
+        label = str(label).strip()
+        self.examples += 1
+        self.distinct.add(label)
+        self.text_words += len(text.split())
+        self.label_words += len(label.split())
+
+    def check(self) -> None:
+        n, distinct = self.examples, len(self.distinct)
+        if not n:
+            return  # empty: spool says so
+        if n >= SWAPPED_FROM and distinct == n:
+            raise SeqlabError(f"{self.what} has as many distinct labels as examples ({n}): the pairs look swapped, "
+                              f"(label, text); {_SWAP_FIX}")
+        if 2 * distinct > n and self.label_words > self.text_words:
+            raise SeqlabError(f"{self.what}'s labels are longer than its texts ({self.label_words / n:.1f} words "
+                              f"against {self.text_words / n:.1f} on average): the pairs look swapped, (label, "
+                              f"text); {_SWAP_FIX}")
+        if distinct == 1 and self.what == "train_data":
+            raise SeqlabError(f"{self.what} has a single label ({next(iter(self.distinct))!r}) in its {n} examples; "
+                              "a classifier needs at least two classes: give examples of another label too")
+
+
+def is_data_frame(data: Any) -> bool:
+    """Whether ``data`` is a pandas DataFrame, by its looks (pandas is not imported: it may not be installed)."""
+    return (type(data).__name__ == "DataFrame" and hasattr(data, "columns")
+            and callable(getattr(data, "itertuples", None)))
+
+
+def _frame_items(frame: Any, what: str, kind: str) -> Iterator[tuple[Any, Any]]:
+    """A DataFrame's rows as the pairs of ``kind`` (classify, translate): its columns named as
+    :data:`FRAME_COLUMNS`, else its two columns in order. Iterating a DataFrame itself yields its column
+    names, so any other DataFrame is refused with the fix."""
+    columns = [str(c) for c in frame.columns]
+    names = FRAME_COLUMNS.get(kind)
+    if names is None:
+        raise SeqlabError(f"{what} is a DataFrame, whose iteration yields its column names ({', '.join(columns)}); "
+                          f"give {EXPECTED[kind]} items, e.g. from df.itertuples(index=False)")
+    first, second = names
+    if first in columns and second in columns:
+        at = (columns.index(first), columns.index(second))
+    elif len(columns) == 2:
+        at = (0, 1)
+    else:
+        raise SeqlabError(f"{what} is a DataFrame with columns {', '.join(columns)}; name two of them {first!r} and "
+                          f"{second!r} (or give exactly two, {first} first), or give pairs: "
+                          f"df[[{first.upper()}, {second.upper()}]].itertuples(index=False)")
+    return ((row[at[0]], row[at[1]]) for row in frame.itertuples(index=False))
 
 
 def _translate_row(item: Any, where: str, bad) -> tuple[str, str]:

@@ -337,8 +337,9 @@ class Embeddings(Trained):
     def evaluate(self, split: str = "test", analogies: str | None = None,
                  similarity: str | list[str] | None = None, *, data: object = None) -> dict:
         """``analogy_accuracy``, ``wordsim353_spearman``, ``simlex999_spearman`` (None when the set is not
-        available), ``oov_ratio`` (items skipped for an unknown word over all items of every set) and per set
-        ``*_oov_ratio``; ``analogy_sections`` maps each section to its accuracy. ``analogies`` / ``similarity``
+        available, or when none of its items has every word in the vocabulary), ``oov_ratio`` (items skipped for
+        an unknown word over all items of every set) and per set ``*_oov_ratio``; ``analogy_sections`` maps each
+        section to its accuracy (None likewise for a section with nothing answerable). ``analogies`` / ``similarity``
         (paths or dataset names) replace the run's data.analogies / data.similarity. The sets are fixed, so
         ``split`` (valid | test) does not change the result. Word vectors have no in-memory form of these sets:
         ``data`` is refused, naming what to use instead."""

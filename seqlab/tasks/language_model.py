@@ -66,7 +66,7 @@ class LanguageModel(Trained):
         new = generate(self.model, ids, max_new_tokens, Sampling(temperature, top_k, top_p), seed=seed,
                        eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device, compile=compile,
                        products=products)
-        texts = [self.tokenizer.decode(t) for t in new]
+        texts = [self.tokenizer.decode_generated(t) for t in new]  # no special token shown as U+FFFD
         return texts[0] if isinstance(prompt, str) else texts
 
     def use_weight_dtype(self, dtype: str) -> int:

@@ -149,6 +149,12 @@ class Tokenizer(abc.ABC):
     def from_dict(cls, d: dict[str, Any]) -> Tokenizer:
         """The inverse of :meth:`to_dict`."""
 
+    def decode_generated(self, ids: Iterable[int]) -> str:
+        """Token ids a model generated -> text, every special token dropped: <pad>, <sos> and <eos> as
+        :meth:`decode` drops them, and <unk> too, which :meth:`decode` shows (a character vocabulary as U+FFFD,
+        which in generated text reads as a broken character)."""
+        return self.decode(i for i in ids if int(i) != self.unk_id)
+
     def save(self, path: str | os.PathLike) -> Path:
         """Write :meth:`to_dict` as JSON, atomically (temporary file, then rename)."""
         return write_json_atomic(path, self.to_dict())

@@ -27,7 +27,11 @@ _GIVEN: contextvars.ContextVar[tuple] = contextvars.ContextVar("seqlab_callbacks
 
 
 def check(callbacks: Iterable[Any]) -> tuple:
-    """The callbacks as a tuple, each one checked to have at least one of :data:`HOOKS`."""
+    """The callbacks as a tuple, each one checked to have at least one of :data:`HOOKS`; one object not in a
+    list is an error saying so."""
+    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
+        raise SeqlabError(f"callbacks must be a list of objects with {', '.join(HOOKS)}, got a "
+                          f"{type(callbacks).__name__}; give one in a list: callbacks=[...]")
     callbacks = tuple(callbacks)
     for i, cb in enumerate(callbacks):
         if not any(callable(getattr(cb, hook, None)) for hook in HOOKS):

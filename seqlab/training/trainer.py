@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from seqlab.training import checkpoint, rundir
 from seqlab.training.callbacks import Callbacks
 from seqlab.base.config import METRIC_HIGHER_IS_BETTER, TrainConfig
-from seqlab.base.console import bars_shown
+from seqlab.base.console import bars_shown, where_training_is
 from seqlab.training.devices import Dist, StopSignals, autocast, resolve_device, resolve_precision
 from seqlab.base.errors import SeqlabError, spelled
 from seqlab.base.io import MetricsLog, versions
@@ -412,7 +412,7 @@ class Trainer:
     def _fit(self, metrics: MetricsLog) -> dict[str, Any]:
         cfg, kernel = self.cfg, self.kernel
         self.model.train()
-        length = None if self.clocked else self.total_steps  # the time may end a clocked run before max_steps
+        length = None if self.cfg.max_minutes else self.total_steps  # the time budget may end it before max_steps
         progress = _progress(length, self.step, enabled=self.bar)
         unit = self.task.unit if kernel else "tok"
         take_step = self.kernel_step if kernel else self.train_step
@@ -489,7 +489,8 @@ class Trainer:
         if self.bar or not self.last_train:
             self._show(progress, f"step {self.step}: {line}")
         else:  # the line stands for the bar: where training is, and how fast
-            self._show(progress, f"step {self.step}/{self.total_steps}: {line}; train {self.last_train}")
+            where = where_training_is(self.step, self.total_steps, self.cfg.max_minutes, self.started)
+            self._show(progress, f"{where}: {line}; train {self.last_train}")
         metric = self.cfg.best_by  # one the task reports (tasks.registry checks it): absent only with no
         value = result.get(metric, math.nan)  # validation data, like a NaN loss never a new best
         if value > self.best if self.higher else value < self.best:  # NaN is never a new best

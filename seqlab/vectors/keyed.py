@@ -178,6 +178,8 @@ class KeyedVectors:
 
         Returns ``accuracy`` (over the questions with every word known), ``correct``, ``incorrect``, ``oov``
         (questions skipped), ``questions``, ``oov_ratio`` and ``sections`` (name, correct, incorrect, accuracy).
+        An accuracy with no question answerable (every one out of the vocabulary) is None, as a similarity score
+        with no pair is (gensim says 0.0, which reads as a model that answered every question wrong).
         """
         ok = self._ok_vocab(restrict_vocab, case_insensitive)
         sections: list[dict] = []
@@ -203,10 +205,10 @@ class KeyedVectors:
         for (section, (a, b, c, expected)), predicted in zip(questions, self._answer(questions, ok, restrict_vocab)):
             sections[section]["correct" if predicted == expected else "incorrect"] += 1
         for s in sections:
-            s["accuracy"] = s["correct"] / (s["correct"] + s["incorrect"]) if s["correct"] + s["incorrect"] else 0.0
+            s["accuracy"] = s["correct"] / (s["correct"] + s["incorrect"]) if s["correct"] + s["incorrect"] else None
         correct = sum(s["correct"] for s in sections)
         incorrect = sum(s["incorrect"] for s in sections)
-        return {"accuracy": correct / (correct + incorrect) if correct + incorrect else 0.0, "correct": correct,
+        return {"accuracy": correct / (correct + incorrect) if correct + incorrect else None, "correct": correct,
                 "incorrect": incorrect, "oov": oov, "questions": n_questions, "oov_ratio": oov / n_questions,
                 "sections": sections}
 

@@ -18,13 +18,17 @@ def ar_design_matrix(x, p):
 
 
 def ar_fit(x, p):
-    X, Y = ar_design_matrix(x, p)
+    n = x.shape[0]
+    lags = [x[p - i:n - i] for i in range(1, p + 1)]  # lag i: x_{t-i} for t = p .. n-1, newest first
+    X = torch.stack([torch.ones(n - p, dtype=x.dtype), *lags], dim=1)  # (n - p, 1 + p)
+    Y = x[p:]
     return torch.linalg.lstsq(X, Y[:, None]).solution[:, 0]  # (1 + p,): [b, w_1, ..., w_p]
 
 
 def ar_fit_statistics(x, params):
-    p = params.shape[0] - 1
-    X, Y = ar_design_matrix(x, p)
+    p, n = params.shape[0] - 1, x.shape[0]
+    X = torch.stack([torch.ones(n - p, dtype=x.dtype), *(x[p - i:n - i] for i in range(1, p + 1))], dim=1)
+    Y = x[p:]  # the window matrix of 01.1: rows [1, x_{t-1}, ..., x_{t-p}], targets x_t
     resid = Y - X @ params
     nobs, k = Y.shape[0], p + 1
     sigma2 = (resid @ resid).item() / nobs  # the MLE: over N, not N - k
@@ -35,7 +39,10 @@ def ar_fit_statistics(x, params):
 
 
 def ar_order_criteria(x, max_p):
-    X, Y = ar_design_matrix(x, max_p)  # the common rows t = max_p .. n-1
+    n = x.shape[0]
+    lags = [x[max_p - i:n - i] for i in range(1, max_p + 1)]
+    X = torch.stack([torch.ones(n - max_p, dtype=x.dtype), *lags], dim=1)  # the common rows t = max_p .. n-1
+    Y = x[max_p:]
     nobs = Y.shape[0]
     aic = []
     for p in range(1, max_p + 1):

@@ -7,50 +7,40 @@ from collections import Counter
 
 import torch
 
-SPECIALS = ["<pad>", "<unk>", "<sos>", "<eos>"]  # ids 0, 1, 2, 3
-
-
-def _by_frequency(counts, min_freq):
-    # sorted() is stable and a Counter keeps first-occurrence order: equal counts stay in that order
-    return [t for t, c in sorted(counts.items(), key=lambda tc: -tc[1]) if c >= min_freq]
-
-
 def char_encode(train_text, text, min_freq):
-    vocab = SPECIALS + _by_frequency(Counter(train_text), min_freq)
-    ids = {ch: i for i, ch in enumerate(vocab)}
+    counts = Counter(train_text)  # every character, spaces too, in first-occurrence order
+    # sorted() is stable: characters seen equally often keep the order they were first seen in
+    chars = [ch for ch, c in sorted(counts.items(), key=lambda item: -item[1]) if c >= min_freq]
+    ids = {ch: i for i, ch in enumerate(["<pad>", "<unk>", "<sos>", "<eos>", *chars])}
     return [ids.get(ch, 1) for ch in text]  # 1 = <unk>
 
 
-def _pairs(words):
-    counts = Counter()
-    for word in words:
-        for pair in zip(word, word[1:]):  # adjacent symbols within the word
-            counts[pair] += 1
-    return counts
-
-
-def _apply(word, pair):
-    out, i = [], 0
-    while i < len(word):
-        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
-            out.append(word[i] + word[i + 1])
-            i += 2
-        else:
-            out.append(word[i])
-            i += 1
-    return out
-
-
 def bpe_merge(words):
-    counts = _pairs([list(w) for w in words])
+    counts = Counter()
+    for word in words:  # each occurrence of a word counts
+        for pair in zip(word, word[1:]):  # adjacent symbols within the word, never across two
+            counts[pair] += 1
     best = max(counts.values())
     pair = min(p for p, c in counts.items() if c == best)  # ties: first in code point order
-    return pair, [_apply(list(w), pair) for w in words]
+
+    def merged(word):
+        out, i = [], 0
+        while i < len(word):  # left to right: each a followed by b becomes ab
+            if word[i:i + 2] == pair[0] + pair[1]:
+                out.append(pair[0] + pair[1])
+                i += 2
+            else:
+                out.append(word[i])
+                i += 1
+        return out
+
+    return pair, [merged(word) for word in words]
 
 
 def build_vocab(sentences, min_freq):
-    counts = Counter(token for sentence in sentences for token in sentence)
-    return SPECIALS + _by_frequency(counts, min_freq)
+    counts = Counter(token for sentence in sentences for token in sentence)  # first-occurrence order
+    ranked = sorted(counts.items(), key=lambda item: -item[1])  # stable: ties stay in first-occurrence order
+    return ["<pad>", "<unk>", "<sos>", "<eos>", *(token for token, c in ranked if c >= min_freq)]
 
 
 def encode_sentences(vocab, sentences):
@@ -82,6 +72,32 @@ def bucket_batches(lengths, batch_size):
 
 # ------------------------------------------------------------------------------------------------------
 # planted wrong answers: exercise id -> {mistake name: a learner's function with that mistake}
+
+SPECIALS = ["<pad>", "<unk>", "<sos>", "<eos>"]  # ids 0, 1, 2, 3
+
+
+def _by_frequency(counts, min_freq):
+    return [t for t, c in sorted(counts.items(), key=lambda tc: -tc[1]) if c >= min_freq]
+
+
+def _pairs(words):
+    counts = Counter()
+    for word in words:
+        for pair in zip(word, word[1:]):
+            counts[pair] += 1
+    return counts
+
+
+def _apply(word, pair):
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
 
 
 def _char_alphabetical(train_text, text, min_freq):
