@@ -275,8 +275,8 @@ HS = Exercise(
     title="The hierarchical-softmax probability",
     section="Word embeddings › Hierarchical softmax",
     signature="hs_probabilities(e_c, nodes, points, codes, lengths)",
-    statement=r"""Compute $P(w \mid c) = \prod_{k=1}^{L(w)} \sigma\bigl((1 - 2 d_k)\, \theta_{\text{node}_k}^\top e_c\bigr)$
-for every word $w$ of the vocabulary.
+    statement=r"""Compute, for every word $w$ of the vocabulary,
+$P(w \mid c) = \prod_{k=1}^{L(w)} \sigma\bigl((1 - 2 d_k)\, \theta_{\text{node}_k}^\top e_c\bigr)$.
 
 `e_c` is the context word's vector, (dim,); `nodes` holds the inner nodes' vectors $\theta$, (V - 1, dim);
 word w's path is `points[w, :lengths[w]]` (inner-node rows of `nodes`, root first) with branch bits
@@ -358,7 +358,8 @@ WEIGHT = Exercise(
                 lambda x, x_max, alpha: _glove_weight(x_max * x_max / x, x_max, alpha)),
         Mistake("exponent-on-x-only", "the exponent applies to the ratio: f(x) = min(1, (x / x_max)^alpha), not "
                 "x^alpha / x_max (Word embeddings › GloVe).",
-                lambda x, x_max, alpha: _glove_weight(x, x_max ** (1 / alpha), alpha)),  # x^a / x_max = (x / x_max^(1/a))^a
+                # x^alpha / x_max = (x / x_max^(1/alpha))^alpha: the reference at x_max^(1/alpha)
+                lambda x, x_max, alpha: _glove_weight(x, x_max ** (1 / alpha), alpha)),
     ),
     # a division and a power: a few roundings of a value <= 1
     tolerance=rounding(products=2),
@@ -410,7 +411,8 @@ LOSS = Exercise(
     section="Word embeddings › GloVe",
     signature="glove_loss(theta, e, b, b_tilde, rows, cols, x, x_max, alpha)",
     statement=r"""Compute GloVe's weighted least-squares loss over the co-occurrence entries that are given,
-$\frac{1}{2} J = \frac{1}{2} \sum_{n} f(X_n)\,\bigl(\theta_{i_n}^\top e_{j_n} + b_{i_n} + \tilde b_{j_n} - \log X_n\bigr)^2$,
+$\frac{1}{2} J = \frac{1}{2} \sum_{n} f(X_n)\,
+\bigl(\theta_{i_n}^\top e_{j_n} + b_{i_n} + \tilde b_{j_n} - \log X_n\bigr)^2$,
 with $f(x) = \min(1, (x / x_{\max})^{\alpha})$.
 
 `theta` and `e` are (V, dim) float64 (the word and context vectors), `b` and `b_tilde` (V,) their biases; the

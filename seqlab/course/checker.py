@@ -211,9 +211,9 @@ def _compare_array(expected: Any, actual: Any, exercise: Exercise, case: Case, w
     if not np.issubdtype(a.dtype, np.floating):
         return f"{what} holds {a.dtype} values where floating-point values are expected"
     ef, af = e.astype(np.float64), a.astype(np.float64)
-    tol = _tolerance(exercise, case, str(actual.dtype), np.abs(ef))
+    tol = _tolerance(exercise, case, str(actual.dtype), np.where(np.isfinite(ef), np.abs(ef), 0.0))  # inf: no slack
     with np.errstate(invalid="ignore"):
-        bad = ~(np.abs(af - ef) <= tol) & ~(np.isnan(ef) & np.isnan(af))
+        bad = ~(np.abs(af - ef) <= tol) & ~(np.isnan(ef) & np.isnan(af)) & ~(af == ef)  # equal infinities: equal
     if not bad.any():
         return None
     index = tuple(int(i) for i in np.argwhere(bad)[0])
