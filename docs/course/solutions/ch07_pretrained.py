@@ -27,16 +27,12 @@ def wordpiece(words, vocab):
     return out
 
 
-def _layer_norm(x, gamma, beta, eps):
-    mean = x.mean(-1, keepdim=True)
-    var = ((x - mean) ** 2).mean(-1, keepdim=True)  # biased: divided by d_model
-    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
-
-
 def bert_embeddings(ids, token_type_ids, word_emb, pos_emb, type_emb, gamma, beta, eps):
     seq = ids.shape[1]
     x = word_emb[ids] + pos_emb[:seq] + type_emb[token_type_ids]  # batch, seq, d_model
-    return _layer_norm(x, gamma, beta, eps)
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)  # biased: divided by d_model
+    return (x - mean) / torch.sqrt(var + eps) * gamma + beta  # BERT's LayerNorm on the sum
 
 
 def gelu(x):
@@ -44,7 +40,9 @@ def gelu(x):
 
 
 def layer_norm(x, gamma, beta, eps):
-    return _layer_norm(x, gamma, beta, eps)
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)  # biased: divided by d_model
+    return (x - mean) / torch.sqrt(var + eps) * gamma + beta  # eps inside the root
 
 
 def additive_mask(attention_mask):
@@ -59,9 +57,10 @@ def mean_pool(hidden, attention_mask):
 
 
 def sentence_cosines(hidden, attention_mask):
-    u = mean_pool(hidden, attention_mask)  # batch, d_model
+    m = attention_mask.to(hidden.dtype)[:, :, None]  # batch, seq, 1
+    u = (hidden * m).sum(1) / m.sum(1)  # batch, d_model: the mean over the real tokens
     u = u / u.norm(dim=-1, keepdim=True)  # unit length
-    return u @ u.T
+    return u @ u.T  # batch, batch
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -89,6 +88,12 @@ def _wordpiece_with(shortest=False, prefix="##", whole_unk=True):
         return out
 
     return split
+
+
+def _layer_norm(x, gamma, beta, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 
 
 def _embeddings_with(types=True, norm=True, norm_first=False):
