@@ -1,11 +1,12 @@
 """What an exercise of the course is: the function a learner writes, the cases it is called on, seqlab's own
 implementation that grades it, and the usual wrong answers it recognises by name.
 
-A chapter module (``ch06_transformer.py``, ...) holds a tuple ``EXERCISES`` of :class:`Exercise`; the catalogue
-(:mod:`seqlab.course.catalogue`) lists the chapters. An exercise's ``reference`` calls seqlab's verified code (the
-function the tutorial shows, tested against torch.nn, sacreBLEU, gensim, ...), never a second copy of it; each
-:class:`Mistake` computes a known wrong answer *with* that code (e.g. the reference fed queries pre-multiplied by
-sqrt(d_k): the unscaled scores), so that a learner's output equal to it can be named.
+A chapter's modules, split by topic (``ch06_attention.py`` and ``ch06_layers.py``, ...), each hold a tuple
+``EXERCISES`` of :class:`Exercise`; the catalogue (:mod:`seqlab.course.catalogue`) lists the chapters. An exercise's
+``reference`` calls seqlab's verified code (the function the tutorial shows, tested against torch.nn, sacreBLEU,
+gensim, ...), never a second copy of it; each :class:`Mistake` computes a known wrong answer *with* that code (e.g.
+the reference fed queries pre-multiplied by sqrt(d_k): the unscaled scores), so that a learner's output equal to it
+can be named.
 """
 
 from __future__ import annotations
