@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from seqlab.training import checkpoint, rundir
 from seqlab.base import signals
-from seqlab.base.config import DataConfig, RunConfig, dumps_toml
+from seqlab.base.config import DataConfig, RunConfig, TrainConfig, dumps_toml
 from seqlab.base.errors import SeqlabError, given, spelled
 from seqlab.base.outputs import check_replaceable
 from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
@@ -67,12 +67,21 @@ def _flatten(doc: dict) -> dict[str, object]:
     return {f"{section}.{key}": value for section, values in doc.items() for key, value in values.items()}
 
 
-def config_differences(old: dict, new: dict) -> list[str]:
-    """The keys whose values differ; a data key that an earlier version did not record counts as its default."""
+def config_differences(old: dict, new: dict, model_defaults: dict | None = None) -> list[str]:
+    """The keys whose values differ; a data or train key (or a model key of ``model_defaults``, the run's model
+    config's defaults) that an earlier version did not record counts as its default."""
     a, b = _flatten(old), _flatten(new)
-    defaults = {f"data.{k}": v for k, v in dataclasses.asdict(DataConfig()).items()}
+    defaults = {**{f"data.{k}": v for k, v in dataclasses.asdict(DataConfig()).items()},
+                **{f"train.{k}": v for k, v in dataclasses.asdict(TrainConfig()).items()},
+                **{f"model.{k}": v for k, v in (model_defaults or {}).items()}}
     a = {**{k: v for k, v in defaults.items() if k in b}, **a}
     return sorted(k for k in set(a) | set(b) if _norm(a.get(k)) != _norm(b.get(k)))
+
+
+def _defaults(model) -> dict[str, object]:
+    """The default of each field of a model config (dataclass) that has one."""
+    return {f.name: f.default for f in dataclasses.fields(model) if f.default is not dataclasses.MISSING} \
+        if dataclasses.is_dataclass(model) else {}
 
 
 def _norm(value):
@@ -112,7 +121,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool,
         if (run_dir / "config.toml").exists():
             old = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
             old = rundir.inside_relative(old, run_dir)  # as this version records it
-            changed = [k for k in config_differences(old, rundir.recorded_config(cfg, run_dir))
+            changed = [k for k in config_differences(old, rundir.recorded_config(cfg, run_dir), _defaults(cfg.model))
                        if k not in RESUMABLE_CHANGES and not _unused_train_key(k, cfg)]
             spooled = rundir.in_memory_splits(old, changed, run_dir)
             if rundir.in_memory_splits(old, ["data.train"], run_dir):  # in-memory data: data.source is not read

@@ -71,6 +71,7 @@ class DataConfig:
     similarity: str = ""  # embed: word-pair sets, comma-separated files or dataset names (default wordsim353,simlex999)
     max_memory_mb: int = 1024  # embed (GloVe): memory for co-occurrence counting; above it, sorted shards spill to disk
     tag_scheme: str = "auto"  # tag: auto (IOB1 read as IOB2, others as written) | iob2 | iobes: every split converted
+    digits_to_zero: bool = False  # tag: every digit of a word read as 0 (words and characters, every split, predict)
 
     def __post_init__(self):
         _choice("data.tokenizer", self.tokenizer, ("char", "word", "bpe"))
@@ -87,6 +88,10 @@ class DataConfig:
         _at_least("data.tokenizer_sample_mb", self.tokenizer_sample_mb, 0)
         _at_least("data.max_memory_mb", self.max_memory_mb, 1)
 
+
+OPTIMIZERS = ("adamw", "sgd")  # train.optimizer: seqlab.training.optim.make_optimizer builds them
+# the train.* keys only one optimizer reads: set for the other, they are refused (seqlab.tasks.registry)
+OPTIMIZER_KEYS = {"beta1": "adamw", "beta2": "adamw", "momentum": "sgd"}
 
 # The validation metrics a run can be chosen by (train.best_by), and whether a higher value is better.
 METRIC_HIGHER_IS_BETTER = {"loss": False, "f1": True, "accuracy": True, "bleu": True, "mae": False, "rmse": False}
@@ -107,9 +112,11 @@ class TrainConfig:
     warmup_steps: int = 100  # linear warm-up from 0 to lr
     schedule: str = "cosine"  # cosine to min_lr; wsd: lr held, then a linear decay; wsd-time: wsd timed by max_minutes
     decay_fraction: float = 0.2  # wsd: the share of max_steps (after warm-up) over which lr falls to min_lr
-    weight_decay: float = 0.1  # AdamW decay on weight matrices only (not norms, biases, embeddings)
+    optimizer: str = "adamw"  # adamw | sgd: plain SGD, w -= lr * (g + momentum buffer), as Lample et al. 2016
+    weight_decay: float = 0.1  # AdamW decay (SGD: an L2 term) on weight matrices only (not norms, biases, embeddings)
     beta1: float = 0.9  # AdamW: decay rate of the running mean of the gradient
     beta2: float = 0.99  # AdamW: decay rate of the running mean of the squared gradient
+    momentum: float = 0.0  # SGD: the momentum of its velocity buffer (0 = plain SGD)
     grad_clip: float = 1.0  # max global gradient norm (0 = off)
     label_smoothing: float = 0.0  # eps of the smoothed cross-entropy training loss (validation stays plain NLL)
     singleton_unk: float = 0.0  # tag: each training occurrence of a word seen once reads as <unk> with this chance
@@ -119,7 +126,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads (0 = leave PyTorch's default)
     eval_every: int = 250  # steps between validations (0 = only at the end)
-    eval_batches: int = 20  # validation batches per periodic validation
+    eval_batches: int = 20  # validation batches per periodic validation (0 = the whole valid split every time)
     save_every: int = 250  # steps between checkpoints (0 = only at the end)
     log_every: int = 10  # steps between metrics.jsonl training rows
     keep_best: bool = True  # keep the best-validation checkpoint in best/ (what readers load unless --last)
@@ -142,7 +149,7 @@ class TrainConfig:
             _at_least(f"train.{name}", getattr(self, name), 0)
         for name in ("warmup_steps", "threads", "eval_every", "save_every", "log_every", "patience"):
             _at_least(f"train.{name}", getattr(self, name), 0)
-        _at_least("train.eval_batches", self.eval_batches, 1)
+        _at_least("train.eval_batches", self.eval_batches, 0)
         for name in ("beta1", "beta2"):  # AdamW's betas (torch raises a ValueError outside [0, 1))
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise SeqlabError(f"train.{name}={getattr(self, name)} is outside [0, 1); use e.g. 0.9 or 0.99")
@@ -153,6 +160,9 @@ class TrainConfig:
         if not 0.0 <= self.singleton_unk <= 1.0:
             raise SeqlabError(f"train.singleton_unk={self.singleton_unk} is outside [0, 1]; use e.g. 0.5, or 0 to "
                               "turn it off")
+        if not 0.0 <= self.momentum < 1.0:
+            raise SeqlabError(f"train.momentum={self.momentum} is outside [0, 1); use e.g. 0.9, or 0 for plain SGD")
+        _choice("train.optimizer", self.optimizer, OPTIMIZERS)
         _choice("train.precision", self.precision, ("auto", "fp32", "bf16", "fp16"))
         _choice("train.schedule", self.schedule, ("cosine", "wsd", "wsd-time"))
         _choice("train.best_by", self.best_by, tuple(METRIC_HIGHER_IS_BETTER))
@@ -170,6 +180,13 @@ class TrainConfig:
         if not 0.0 < self.decay_fraction <= 1.0:
             raise SeqlabError(f"train.decay_fraction must be in (0, 1], got {self.decay_fraction}")
         _choice("train.device", self.device, ("auto", "cpu", "cuda"))
+
+    @property
+    def validated(self) -> str:
+        """What each periodic validation scores, as metrics.jsonl's valid rows say: "all" (of the valid split,
+        ``eval_batches = 0``) or "N batches"."""
+        n = self.eval_batches
+        return f"{n} batch{'es' if n > 1 else ''}" if n else "all"
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,9 @@ def _check_task(cfg, format: str, run: Path) -> None:
     if kind == "tag" and getattr(cfg.model, "crf", False):  # the graph would stop at the emission scores
         raise SeqlabError(f"{run} has model.crf = true: the CRF's Viterbi decoding has no ONNX/HF equivalent; "
                           "export a tagger trained with model.crf=false")
+    if getattr(cfg.data, "digits_to_zero", False):  # the exported tokenizer would read "1996" as itself
+        raise SeqlabError(f"{run} has data.digits_to_zero = true: it reads every digit as 0, which the exported "
+                          "tokenizer cannot; export a run trained with data.digits_to_zero=false")
     if getattr(cfg.model, "vectors_vocab", 0) and not getattr(cfg.data, "lowercase", True):
         raise SeqlabError(f"{run} has model.vectors_vocab = {cfg.model.vectors_vocab} with data.lowercase = false: "
                           "its vocabulary looks an unknown word up lowercased, which the exported tokenizer "

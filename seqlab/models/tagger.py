@@ -8,6 +8,8 @@ Equations (notes: Recurrent neural networks):
     a_t = [→a_t, ←a_t]                 a bidirectional (deep) LSTM/GRU/RNN, :class:`RecurrentEncoder` (the notes:
                                        "to decide the NER we need to look toward future words")
       or X^L = Encoder(embed(I))       a Transformer encoder with a padding mask (notes: Transformer)
+    a_t <- tanh(W_h a_t + b_h)         with model.tanh_hidden_size = N > 0 (recurrent taggers): a tanh layer of N
+                                       between the states and W2 (Lample et al. 2016's released code, glample/tagger)
     ŷ_t = softmax(W2 a_t + b2)         one distribution per token (the notes' ŷ_t = g2(w2 · a_t + b2));
                                        logits returned, the softmax is in the loss
     L = Σ_t -log ŷ_t[y_t]              over real tokens only: the cross-entropy that generalises the notes' binary
@@ -22,8 +24,8 @@ The token encoders, the per-``model.arch`` config classes and the initialisation
 shared with the classifier (:mod:`seqlab.models.token_encoder`); the tagger adds its configs and reads the
 linear layer at every token.
 
-Shapes: batch; seq; d_model (embedding width); hidden (hidden_size); dirs (1 or 2); labels (n_labels);
-chars (characters per word, padded).
+Shapes: batch; seq; d_model (embedding width); hidden (hidden_size); dirs (1 or 2); N (tanh_hidden_size);
+labels (n_labels); chars (characters per word, padded).
 Masks: ``padding`` (batch, seq), True = real token, padding after the real tokens (:mod:`seqlab.nn.masks`).
 """
 
@@ -31,9 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
 
-from seqlab.base.errors import check_size
+from seqlab.base.errors import SeqlabError, check_size
 from seqlab.models.token_encoder import CharFeatures, CharRecurrentConfig, EncoderWithHead, \
     arch_configs, no_char_features, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
@@ -53,10 +56,15 @@ class RecurrentTaggerConfig(EmbeddingInit, CharRecurrentConfig):
     n_labels: int | None = None  # tags in the label vocabulary (from the training data; None until read)
     crf: bool = False  # a linear-chain CRF output layer (seqlab.nn.crf): sequence NLL, Viterbi predictions
     bidirectional: bool = True  # per-token states [→a_t, ←a_t] (notes: › Bidirectional RNNs)
+    tanh_hidden_size: int = 0  # width N of a tanh layer between the states and the output layer (Lample: 100); 0 = none
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_size("n_labels", self.n_labels)
+        if not isinstance(self.tanh_hidden_size, int) or isinstance(self.tanh_hidden_size, bool) \
+                or self.tanh_hidden_size < 0:
+            raise SeqlabError(f"model.tanh_hidden_size={self.tanh_hidden_size!r} must be 0 (no tanh layer) or a "
+                              "positive whole number; set it to 0 or e.g. 100")
         self.check_vectors()
 
 
@@ -98,6 +106,11 @@ class Tagger(EncoderWithHead):
 
     def __init__(self, cfg: RecurrentTaggerConfig | TransformerTaggerConfig, n_chars: int | None = None) -> None:
         super().__init__(cfg, "n_labels", n_chars)  # head W2: dirs*hidden | d_model -> labels, b2
+        width = getattr(cfg, "tanh_hidden_size", 0)  # the recurrent taggers' option
+        self.hidden = None
+        if width:  # Lample et al.'s tanh layer (glample/tagger's tanh_layer): the head reads its N outputs instead
+            self.hidden = nn.Linear(self.encoder.out_size, width)  # W_h: dirs*hidden -> N, b_h
+            self.head = nn.Linear(width, cfg.n_labels)  # W2: N -> labels, b2
         self.crf = CRF(cfg.n_labels) if cfg.crf else None  # transitions: labels, labels
 
     def forward(self, ids: Tensor, padding: Tensor | None = None, chars: Tensor | None = None) -> Tensor:
@@ -108,4 +121,6 @@ class Tagger(EncoderWithHead):
         real token; attention never looks at padded keys); padded positions hold junk the loss ignores.
         """
         h = self.states(ids, padding, chars)  # batch, seq, dirs*hidden | d_model
+        if self.hidden is not None:  # model.tanh_hidden_size = N
+            h = torch.tanh(self.hidden(h))  # batch, seq, N
         return self.head(h)  # batch, seq, labels

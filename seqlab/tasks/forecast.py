@@ -220,6 +220,7 @@ def _train_neural(cfg: RunConfig, run_dir: Path, series: Series, resume: bool, d
     model = cast("RecurrentForecaster | TransformerForecaster", build_forecaster(cfg.model))
     task = ForecastTask(model, series)
     train_cfg = cfg.train if cfg.train.precision != "auto" else dataclasses.replace(cfg.train, precision="fp32")
+    train_cfg = dataclasses.replace(train_cfg, eval_batches=0)  # its validation scores the whole valid part: rows say so
     trainer = Trainer(task, train_cfg, run_dir, dist=dist, log=log)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"{cfg.arch} forecaster: {n_params:,} parameters; {task.train_tokens:,} training windows of "

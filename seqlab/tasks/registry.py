@@ -9,6 +9,8 @@
 - a ``train.*`` key the task does not use (``TRAIN_KEYS`` of the task module, per arch where it is a
   dict) is refused when the config sets it, so no setting is silently ignored. A run's own ``config.toml``
   is read with ``drop_unused=True``: earlier versions recorded every train key there;
+- a ``train.*`` key the user set that only the other ``train.optimizer`` reads (AdamW's betas, SGD's momentum)
+  is refused;
 - a ``model.*`` key the user set (``--set``, :func:`from_sections`; not the preset's or file's own keys, whose
   combinations are the preset's choice) that the other model keys leave unused is refused, naming the key that
   decides: the model config's ``unused_keys()`` (e.g. ARConfig: ``p`` while ``max_p`` chooses it), and for
@@ -46,7 +48,8 @@ DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size"
 # (seqlab.tasks.lm, `seqlab data prepare`), GloVe's bounded co-occurrence counting (seqlab.tasks.embed) and the
 # tagging scheme of a tagger's labels (seqlab.tasks.tag)
 TASK_DATA_KEYS = {"prepared": ("lm", "`seqlab data prepare`"), "tokenizer_sample_mb": ("lm", "`seqlab data prepare`"),
-                  "max_memory_mb": ("embed", "co-occurrence counting"), "tag_scheme": ("tag", "the tags' scheme")}
+                  "max_memory_mb": ("embed", "co-occurrence counting"), "tag_scheme": ("tag", "the tags' scheme"),
+                  "digits_to_zero": ("tag", "the words' digits")}
 
 
 def task_module(kind: str) -> ModuleType:
@@ -98,6 +101,7 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
             raise SeqlabError(f'data.{key} is used by task.kind = "{owner_kind}" only ({what}); remove it '
                               f'for task.kind = "{kind}"')
     train = TrainConfig(**{k: getattr(parsed.train, k) for k in used})  # the others keep their defaults
+    _refuse_other_optimizer_keys(train, parsed.given)
     metrics = getattr(task_module(kind), "BEST_BY", ("loss",))  # what the task's validation reports
     if train.best_by not in metrics:
         raise SeqlabError(f'train.best_by = "{train.best_by}": task.kind = "{kind}" reports '
@@ -112,6 +116,16 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
     _refuse_unused_model_keys(model, parsed.given)
     return RunConfig(task=parsed.task, data=parsed.data, model=model, train=train, arch=arch, model_keys=valid,
                      train_keys=used)
+
+
+def _refuse_other_optimizer_keys(train: TrainConfig, given: frozenset[str]) -> None:
+    """A train key only the other ``train.optimizer`` reads (``config.OPTIMIZER_KEYS``: AdamW's betas, SGD's
+    momentum), set by the user (``--set``, sections; a preset's or file's keys are its choice, as for model keys),
+    is refused: it would change nothing."""
+    for key, optimizer in config.OPTIMIZER_KEYS.items():
+        if f"train.{key}" in given and train.optimizer != optimizer:
+            raise SeqlabError(f'train.{key} is read by train.optimizer = "{optimizer}" only; this run\'s is '
+                              f'"{train.optimizer}": remove train.{key}, or set train.optimizer={optimizer}')
 
 
 def _refuse_unused_model_keys(model: Any, given: frozenset[str]) -> None:

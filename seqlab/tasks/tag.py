@@ -38,6 +38,10 @@ prediction is read there.
 (the validation loss is the CRF's NLL per token), predictions are Viterbi paths, and the transitions are
 constrained by the labels' scheme (IOB2, or BIOES when the labels have E-/S- tags).
 
+``data.digits_to_zero = true`` reads every digit of every word as 0 (Lample et al. 2016's released model,
+:func:`zero_digits`): in every split as it is read, so the word vocabulary, the characters and the scores see the
+same words, and at prediction (``tag``, ``entities``, ``predict``), which return the tokens as given.
+
 ``model.char_dim`` > 0 (recurrent taggers) adds each word's character BiLSTM feature to its embedding (Lample et
 al. 2016): the characters of the training words are the run's ``chars.json``, each sentence's character ids are
 stored beside its word ids (``RUN/data/SPLIT.chars``, ``.char_lengths``) and batched as (batch, seq, chars)
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -94,6 +99,7 @@ TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing", "singleton_unk")  # the Trainer'
 BEST_BY = ("loss", "f1")  # the validation metrics train.best_by may name (entity F1 as seqeval scores it)
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
 VOCAB = "vocab.json"
+_DIGIT = re.compile(r"\d")  # data.digits_to_zero: what reads as 0
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -133,16 +139,25 @@ class Batch(NamedTuple):
     scored: Tensor  # batch, seq: True = a word's tag is read here (the real tokens, or first sub-words)
 
 
-def read_examples(path: str, scheme: str = "auto") -> Streamed[Example]:
+def zero_digits(tokens: Sequence[str]) -> tuple[str, ...]:
+    """``data.digits_to_zero``: every digit (``\\d``, any Unicode decimal digit) of each token read as 0, as the
+    released model of Lample et al. 2016 reads its words (glample/tagger ``zero_digits``): "1996" -> "0000"."""
+    return tuple(_DIGIT.sub("0", t) for t in tokens)
+
+
+def read_examples(path: str, scheme: str = "auto", digits_to_zero: bool = False) -> Streamed[Example]:
     """The sentences of a CoNLL file as a streamed view: one pass checks the file, counts the sentences and tells
     IOB1 from the other schemes; each later pass streams them again, the tags in ``scheme`` (``data.tag_scheme``,
-    :func:`~seqlab.data.conll.convert_scheme`: "auto" reads IOB1 as IOB2 and the others as written)."""
+    :func:`~seqlab.data.conll.convert_scheme`: "auto" reads IOB1 as IOB2 and the others as written), with
+    ``digits_to_zero`` the tokens' digits as 0 (:func:`zero_digits`: the words and characters every later step
+    reads)."""
     count = [0]
     iob1 = detect_scheme(s.tags for s in counted(iter_conll(path), count)) == "IOB1"
 
     def read() -> Iterator[Example]:
         for s in iter_conll(path):
-            yield Example(s.tokens, convert_scheme(s.tags, scheme, iob1), s.tags, str(path), s.line)
+            tokens = zero_digits(s.tokens) if digits_to_zero else s.tokens
+            yield Example(tokens, convert_scheme(s.tags, scheme, iob1), s.tags, str(path), s.line)
 
     return Streamed(read, (Path(path),), count[0])
 
@@ -151,7 +166,8 @@ def read_data(cfg: RunConfig, splits=SPLITS) -> dict[str, Streamed[Example]]:
     if cfg.data.tokenizer != "word":
         raise SeqlabError(f"data.tokenizer={cfg.data.tokenizer!r}, but tagging labels whitespace-separated words "
                           "(one tag each); set data.tokenizer=word")
-    return read_splits(cfg.data, functools.partial(read_examples, scheme=cfg.data.tag_scheme), DATASETS, "tagging",
+    return read_splits(cfg.data, functools.partial(read_examples, scheme=cfg.data.tag_scheme,
+                                                   digits_to_zero=cfg.data.digits_to_zero), DATASETS, "tagging",
                        splits)
 
 
@@ -339,8 +355,9 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     log(f"model: {cfg.arch} tagger, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
         f"{len(labels)} tags")
-    task = TagTask(model, data["train"], data["valid"], labels,
-                   eval_batch_size=max(1, cfg.train.batch_size // cfg.train.grad_accum),
+    task = TagTask(model, data["train"], data["valid"], labels,  # the whole valid split: in prediction's batches
+                   eval_batch_size=PREDICT_BATCH if not cfg.train.eval_batches else
+                   max(1, cfg.train.batch_size // cfg.train.grad_accum),
                    label_smoothing=cfg.train.label_smoothing,
                    replaced=singletons.load(cfg, run_dir, cast(Vocab, vocab)))
     trainer = Trainer(task, cfg.train, run_dir, dist=dist, log=log)
@@ -398,6 +415,8 @@ class SequenceTagger(Labeller):
     def _tags(self, sentences: list[list[str]], where) -> list[list[str]]:
         """The predicted tags of each sentence; ``where(i)`` names sentence i in messages (empty or too long: an
         error)."""
+        if self.config.data.digits_to_zero:  # as the run read its words (the results keep the tokens as given)
+            sentences = [list(zero_digits(tokens)) for tokens in sentences]
         ids, first = encode_sentences(sentences, self.tokenizer, self.config.data.lowercase)
         check_lengths(ids, max_len(self.config), where)
         data = Encoded(ids, [[] for _ in ids], first, sentence_chars(sentences, self.chars))
@@ -455,7 +474,8 @@ class SequenceTagger(Labeller):
         if data is None:
             return self._entity_scores(evaluation_split(self.config, split, read_data), split)
         with spooled("tag", data, "data.conll") as path:
-            return self._entity_scores(read_examples(str(path), self.config.data.tag_scheme), "data")
+            return self._entity_scores(read_examples(str(path), self.config.data.tag_scheme,
+                                                     self.config.data.digits_to_zero), "data")
 
     def _entity_scores(self, examples: Streamed[Example], name: str) -> dict:
         for ex in examples:

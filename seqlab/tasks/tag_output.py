@@ -41,7 +41,7 @@ def loss_sum(model: nn.Module, logits: Tensor, tags: Tensor, scored: Tensor, lab
         cross-entropy of the tagger, summed over the scored words (the task divides by their number); with two
         labels, $\hat{y}_t = \sigma(w_3 a_t + b_2)$ for "name", it is the notes' binary cross-entropy
         $L = \sum_i -y_i \log \hat{y}_i - (1 - y_i) \log(1 - \hat{y}_i)$.
-        default: model.crf = false; presets: ner-bilstm-crf = true
+        default: model.crf = false; presets: ner-bilstm-crf = true, ner-lample = true
 
     !!! departure "Recurrent neural networks › Many to many"
         notes: for NER, one sigmoid per token and the binary cross-entropy $L_i = -y_i \log \hat{y}_i - (1 - y_i)
@@ -49,7 +49,7 @@ def loss_sum(model: nn.Module, logits: Tensor, tags: Tensor, scored: Tensor, lab
         seqlab: a softmax over the tag set (``B-PER``, ``I-LOC``, ..., ``O``) and its cross-entropy per word,
         which with two labels is the notes' loss; with ``model.crf = true`` (``ner-bilstm-crf``) the CRF's
         sentence NLL $-\log p(y \mid x)$ instead.
-        default: model.crf = false; presets: ner-bilstm-crf = true"""
+        default: model.crf = false; presets: ner-bilstm-crf = true, ner-lample = true"""
     crf = crf_of(model)
     if crf is None:
         return nll_sum(logits, tags, scored, label_smoothing)[0]

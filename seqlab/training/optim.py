@@ -1,7 +1,8 @@
 """The optimiser and the learning-rate schedule, the same for every model family.
 
 AdamW (Loshchilov & Hutter 2019) with weight decay on weight matrices only, not on norms, biases and
-embeddings (as nanoGPT and most Transformer recipes), and one schedule function of the position alone
+embeddings (as nanoGPT and most Transformer recipes), or plain SGD (``train.optimizer = "sgd"``, Lample et al.
+2016's), and one schedule function of the position alone
 (docs/manual.md, "Config conventions": "the learning-rate schedule is a function of the step and the configured
 length only"), whose shape the task chooses. :func:`fit_steps` chooses that length for a time budget, from a short probe's speed, so
 the schedule ends when the budget does.
@@ -54,9 +55,16 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """``train.optimizer``: AdamW (the default) or SGD, over :func:`param_groups` (decay on weight matrices only).
+
+    SGD is the optimiser of Lample et al. 2016 (glample/tagger): w <- w - lr * g, with ``train.momentum`` = mu > 0
+    the heavy ball v <- mu * v + g, w <- w - lr * v (torch.optim.SGD, no dampening); ``train.weight_decay`` adds
+    its L2 term (decay * w) to g. Its momentum buffers are the optimiser state a checkpoint saves."""
     import torch
 
     groups = param_groups(model, cfg.weight_decay)
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
     try:  # the fused kernel is ~5% faster on CPU and GPU (notes/cpu-performance.md)
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=True)
     except (RuntimeError, TypeError):

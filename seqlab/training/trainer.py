@@ -3,7 +3,7 @@
 One optimiser step (:meth:`Trainer.train_step`; notes: Recurrent neural networks › Language model loss): the
 loss is the mean of -log p(y_t | x_<t) over the real tokens, accumulated over ``train.grad_accum`` micro-batches
 and, under ``torchrun``, over processes, so the gradient is exactly that of the token-weighted mean over the
-global batch. Then gradient clipping, AdamW (decay on weight matrices only), and a learning rate that is a
+global batch. Then gradient clipping, AdamW (decay on weight matrices only) or SGD (``train.optimizer``), and a learning rate that is a
 function of the step alone: linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``min_lr`` at
 ``max_steps`` (:mod:`seqlab.training.optim`; devices, processes and precision: :mod:`seqlab.training.devices`); only
 ``train.schedule = "wsd-time"`` adds a time clock (:func:`seqlab.training.optim.clock_position`).
@@ -47,9 +47,9 @@ _logger = logging.getLogger("seqlab")
 
 # The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
-                "schedule", "decay_fraction", "weight_decay", "beta1", "beta2", "grad_clip", "seed", "precision",
-                "compile", "device", "threads", "eval_every", "eval_batches", "save_every", "log_every", "keep_best",
-                "keep_last", "patience", "best_by", "report_to", "progress")
+                "schedule", "decay_fraction", "optimizer", "weight_decay", "beta1", "beta2", "momentum", "grad_clip",
+                "seed", "precision", "compile", "device", "threads", "eval_every", "eval_batches", "save_every",
+                "log_every", "keep_best", "keep_last", "patience", "best_by", "report_to", "progress")
 
 
 class TrainTask(Protocol):
@@ -286,7 +286,8 @@ class Trainer:
         !!! equation "Recurrent neural networks › Vanishing and exploding gradients (beyond the notes)"
             $g \leftarrow g \min(1, c / \Vert g \Vert)$: gradient clipping (``train.grad_clip`` $= c$, over all
             the weights' gradients together) against explosion; 0 turns it off.
-            default: train.grad_clip = 1.0; presets: ner-bilstm = 5.0, ner-bilstm-crf = 5.0, sentiment-lstm = 5.0"""
+            default: train.grad_clip = 1.0; presets: ner-bilstm = 5.0, ner-bilstm-crf = 5.0, ner-lample = 5.0,
+            sentiment-lstm = 5.0"""
         import torch
 
         cfg, task = self.cfg, self.task
@@ -481,8 +482,8 @@ class Trainer:
             self.log(line)
 
     def _evaluate(self, metrics: MetricsLog, progress) -> None:
-        result = self.validate(self.cfg.eval_batches)
-        metrics.write({"step": self.step, "split": "valid", **result})
+        result = self.validate(self.cfg.eval_batches or None)  # 0: the whole valid split
+        metrics.write({"step": self.step, "split": "valid", **result, "validated": self.cfg.validated})
         report_sample(metrics.sinks, self.task, self.model, self.device, self.step)
         self.callbacks.call("on_eval", {"step": self.step, "split": "valid", **result})
         line = "valid " + "  ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float))

@@ -151,7 +151,8 @@ V = TypeVar("V", Vocab, Tokenizer)
 def extend_vocabulary(cfg: RunConfig, learned: V, vectors: RunVectors, log) -> V:
     """The vocabulary just learned from the training split (a word :class:`Vocab` or a word tokenizer) as is, or
     with ``model.vectors_vocab`` > 0 extended with the vectors' first words that it lacks (lowercased with
-    ``data.lowercase``; see :mod:`seqlab.tasks.labelling`) and looking unknown words up lowercased."""
+    ``data.lowercase``; with ``data.digits_to_zero`` only those whose digits are all 0, the words a split can
+    hold; see :mod:`seqlab.tasks.labelling`) and looking unknown words up lowercased."""
     n = getattr(cfg.model, "vectors_vocab", 0)
     if not n:
         return learned
@@ -159,14 +160,20 @@ def extend_vocabulary(cfg: RunConfig, learned: V, vectors: RunVectors, log) -> V
     if isinstance(learned, WordTokenizer):
         tokenizer = learned.extended(words, n)  # the words its split can produce
         before, after, out = learned.vocab_size, tokenizer.vocab_size, cast(V, tokenizer)
-    elif isinstance(learned, Vocab):
-        vocab = CaseFoldVocab(extend_vocab(learned, vector_words(words, n, cfg.data.lowercase)))
+    elif isinstance(learned, Vocab):  # with data.digits_to_zero (tagging) a word with another digit never occurs
+        fits = _zeroed if getattr(cfg.data, "digits_to_zero", False) else None
+        vocab = CaseFoldVocab(extend_vocab(learned, vector_words(words, n, cfg.data.lowercase, fits)))
         before, after, out = len(learned), len(vocab), cast(V, vocab)
     else:
         raise SeqlabError("model.vectors_vocab extends a word vocabulary; set data.tokenizer=word")
     log(f"vocabulary: {before:,} from the training data + {after - before:,} of the first {n:,} words of "
         f"{vectors.source} (model.vectors_vocab); unknown words are looked up lowercased too")
     return out
+
+
+def _zeroed(word: str) -> bool:
+    """No decimal digit but 0 (``\\d`` of the tag task's ``zero_digits``): a word ``data.digits_to_zero`` can give."""
+    return not any(ch.isdecimal() and ch != "0" for ch in word)
 
 
 def vocabulary_tokens(tokenizer) -> list[str]:
