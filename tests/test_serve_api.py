@@ -121,6 +121,22 @@ def test_generation_and_its_stream_are_what_seqlab_generate_prints(client, serve
     assert capsys.readouterr().out == body["prompt"] + expected + "\n"
 
 
+def test_concurrent_greedy_requests_share_one_decode_loop(client, served):
+    """Five greedy requests at once (prompts of 1-9 characters, 5-33 new tokens, some sliding past max_len = 24)
+    share the model's decode loop (seqlab.decoding.continuous) and each gets its solo `generate` text, unless the
+    answer reports a near tie (then the tokens may differ after it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lm = api.load(served[0] / "lm", device="cpu")
+    jobs = [("The cat sees"[:n], 5 + 7 * i) for i, n in enumerate((1, 3, 5, 7, 9))]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        answers = list(pool.map(lambda job: client.post("/api/runs/runs/lm/generate", json={
+            "prompt": job[0], "max_new_tokens": job[1], "temperature": 0}).json(), jobs))
+    for (prompt, new), got in zip(jobs, answers):
+        assert len(got["tokens"]) == new and got["near_ties"] == sum(t["near_tie"] for t in got["tokens"])
+        assert got["text"] == lm.generate(prompt, max_new_tokens=new, temperature=0) or got["near_ties"] > 0
+
+
 def test_attention_is_every_layer_and_head(client):
     j = client.post("/api/runs/runs/lm/attention", json={"text": "The cat"}).json()
     assert j["tokens"] == list("The cat")

@@ -6,14 +6,19 @@ from seqlab.commands import add_last, add_parser
 def add(sub):
     p = add_parser(sub, "generate", "continue a prompt with a trained language model",
                    'seqlab generate runs/demo --prompt "The " --max-new-tokens 200 --temperature 0.8 --top-p 0.95',
-                   description="Greedy when --temperature is 0, sampling otherwise; stops at <eos> where the "
-                               "tokenizer has one; uses the KV cache. Prints the prompt and its continuation.")
+                   description="Greedy when --temperature is 0, sampling otherwise, beam search with --beam K "
+                               "(which takes no sampling option); stops at <eos> where the tokenizer has one; uses "
+                               "the KV cache. Prints the prompt and its continuation.")
     p.add_argument("run_dir", metavar="RUN")
     p.add_argument("--prompt", required=True)
     p.add_argument("--max-new-tokens", type=int, default=200)
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1.0)")
-    p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (0 = off)")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (1 = off)")
+    p.add_argument("--temperature", type=float, default=None, help="0 = greedy (default 1.0)")
+    p.add_argument("--top-k", type=int, default=None, help="keep the k most likely tokens (default 0 = off)")
+    p.add_argument("--top-p", type=float, default=None, help="nucleus sampling threshold (default 1 = off)")
+    p.add_argument("--beam", type=int, default=None, metavar="K",
+                   help="beam search with K beams (K rows of the batched decode step; 1 = greedy) instead of sampling")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="beam search's GNMT length penalty ((5 + |Y|) / 6) ** alpha (default 0.6, as translation)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the decode step (2-4x faster per token, by CPU, after a 10-40 s compile)")
@@ -39,6 +44,7 @@ def run(args) -> int:
         raise SeqlabError(f"{args.run_dir} is a {lm.config.task.kind} run; `seqlab generate` needs a language model")
     lm.use_weight_dtype(args.dtype)
     text = lm.generate(args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                       top_k=args.top_k, top_p=args.top_p, seed=args.seed, compile=args.compile)
+                       top_k=args.top_k, top_p=args.top_p, seed=args.seed, compile=args.compile, beam=args.beam,
+                       alpha=args.alpha)
     print(args.prompt + text)
     return 0

@@ -48,6 +48,9 @@ from seqlab.models.transformer import EncoderDecoder
 from seqlab.nn.attention import KVCache
 
 
+DEFAULT_ALPHA = 0.6  # GNMT length-penalty exponent (Wu et al. 2016 use 0.6 - 0.7): translation's and the LM's
+
+
 @dataclass(frozen=True)
 class Hypothesis:
     """One decoded output: the tokens after <sos> (without the final <eos>) and their scores."""
@@ -219,7 +222,7 @@ def greedy_search(model, src: Tensor, src_padding: Tensor, *, sos_id: int, eos_i
 
 @torch.inference_mode()
 def beam_search(model, src: Tensor, src_padding: Tensor, *, beam: int, sos_id: int, eos_id: int,
-                pad_id: int | None = None, alpha: float = 0.6, max_new: int | Sequence[int] | None = None,
+                pad_id: int | None = None, alpha: float = DEFAULT_ALPHA, max_new: int | Sequence[int] | None = None,
                 use_cache: bool = True) -> list[Hypothesis]:
     r"""Beam search of a batch (see the module docstring for the scoring and the stopping rule).
 
@@ -232,29 +235,44 @@ def beam_search(model, src: Tensor, src_padding: Tensor, *, beam: int, sos_id: i
         length-normalised score (GNMT, Wu et al. 2016).
     """
     banned = [sos_id] + ([] if pad_id is None else [pad_id])
-    if beam < 1:
-        raise SeqlabError(f"--beam must be >= 1, got {beam}")
-    batch, k = src.shape[0], beam
-    device = src.device
+    check_beam(beam)
+    batch, device = src.shape[0], src.device
     limits = _limits(model, src_padding, max_new)
     step = stepper(model, src, src_padding, use_cache, max(limits))
-    step.select(torch.arange(batch, device=device).repeat_interleave(k))  # rows = sentence * k + beam
+    step.select(torch.arange(batch, device=device).repeat_interleave(beam))  # rows = sentence * k + beam
+    first = step.logits(torch.full((batch * beam,), sos_id, dtype=torch.long, device=device))  # rows, vocab
+    return [max(hyps, key=lambda h: h.score) for hyps in search(step, first, beam, limits, eos_id, banned, alpha)]
+
+
+def check_beam(beam: object) -> None:
+    """A beam size is an integer >= 1 (``--beam`` or ``beam=``)."""
+    if isinstance(beam, bool) or not isinstance(beam, int) or beam < 1:
+        raise SeqlabError(f"--beam must be an integer >= 1, got {beam!r}")
+
+
+def search(step: Stepper, first: Tensor, k: int, limits: list[int], eos_id: int | None, banned: list[int],
+           alpha: float) -> list[list[Hypothesis]]:
+    """The beam search loop (module docstring: 2K candidates, the first K live, <eos> among the first K finished,
+    fairseq's stopping rule, GNMT's score) over ``step``, whose rows are already ``batch * k`` (sentence * k +
+    beam, every beam of a sentence in the same state) and whose next-token logits are ``first`` (rows, vocab).
+    Returns every sentence's finished hypotheses in the order found. The translators and the language model
+    (:mod:`seqlab.decoding.lm_beam`) share it; ``eos_id`` None: no token ends a hypothesis before its limit."""
+    batch, device = len(limits), first.device
     live = list(range(batch))  # live sentences, in row-block order
-    tokens = torch.full((batch * k,), sos_id, dtype=torch.long, device=device)  # rows
     # only beam 0 of each sentence starts live, so the first step does not pick k copies of one token
     scores = torch.full((batch, k), -math.inf, device=device)  # batch, k
     scores[:, 0] = 0.0
     history = torch.zeros((batch * k, 0), dtype=torch.long, device=device)  # rows, t
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    t = 0
+    logits, t = first, 0
     while live:
         n = len(live)
-        logp = _log_softmax(step.logits(tokens), banned)  # rows, vocab
+        logp = _log_softmax(logits, banned)  # rows, vocab
         vocab = logp.shape[-1]
         candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)  # n, k*vocab
         top_scores, top_index = candidates.topk(min(2 * k, k * vocab), dim=-1)  # n, 2k: best first
         origin, token = top_index // vocab, top_index % vocab  # n, 2k: beam of origin, new token
-        is_eos = token == eos_id  # n, 2k
+        is_eos = token == eos_id if eos_id is not None else torch.zeros_like(token, dtype=torch.bool)  # n, 2k
         # live candidates: the first k that do not end in <eos> (a stable sort puts them first)
         live_pos = torch.sort(is_eos.to(torch.int8), dim=-1, stable=True).indices[:, :k]  # n, k
         eos_l, score_l, origin_l, token_l = is_eos.tolist(), top_scores.tolist(), origin.tolist(), token.tolist()
@@ -281,7 +299,8 @@ def beam_search(model, src: Tensor, src_padding: Tensor, *, beam: int, sos_id: i
         history = torch.cat([history[rows], tokens[:, None]], dim=1)  # m*k, t
         live = [live[i] for i in keep_sentences]
         step.select(rows)
-    return [max(hyps, key=lambda h: h.score) for hyps in finished]
+        logits = step.logits(tokens)  # m*k, vocab
+    return finished
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -289,7 +308,7 @@ def beam_search(model, src: Tensor, src_padding: Tensor, *, beam: int, sos_id: i
 
 
 def translate_ids(model, sources: Sequence[Sequence[int]], *, sos_id: int, eos_id: int, pad_id: int = 0,
-                  beam: int = 1, alpha: float = 0.6, batch_size: int = 64, max_new: int | None = None,
+                  beam: int = 1, alpha: float = DEFAULT_ALPHA, batch_size: int = 64, max_new: int | None = None,
                   use_cache: bool = True, device: torch.device | None = None) -> list[Hypothesis]:
     """Decode token-id sources (each already ending with its <eos>) in batches of similar length,
     greedy for ``beam == 1``; results in input order."""

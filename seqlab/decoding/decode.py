@@ -192,7 +192,7 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
 
 def _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache, device, compile, products):
     out: list[list[int]] = [[] for _ in prompts]
-    for index in _batches(model, prompts, max_new_tokens, use_cache):
+    for index in prompt_groups(model, prompts, max_new_tokens, use_cache):
         longest = max(len(prompts[i]) for i in index)
         pads = [longest - len(prompts[i]) for i in index]
         rows = [[0] * pad + prompts[i] for pad, i in zip(pads, index)]  # left-padded with token 0 (masked)
@@ -205,7 +205,7 @@ def _generate(model, prompts, max_new_tokens, sampling, seed, eos_id, use_cache,
     return out
 
 
-def _batches(model, prompts: list[list[int]], max_new_tokens: int, use_cache: bool) -> list[list[int]]:
+def prompt_groups(model, prompts: list[list[int]], max_new_tokens: int, use_cache: bool) -> list[list[int]]:
     """The prompt indices decoded together: all of them, left-padded, when the model has a static cache
     (``step``) whose slots hold the longest prompt and every fed token; else groups of equal length."""
     if not prompts:

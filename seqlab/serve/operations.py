@@ -4,7 +4,8 @@ returns (its ``generate``, ``hypotheses``, ``tag``, ``forecast``, ``map``, ``pre
 
 Where an output overlaps the command line it is the same: ``predict`` results are the objects
 ``seqlab predict --format json`` prints, ``evaluate`` the object ``seqlab eval`` prints, and generation gives
-the tokens ``seqlab generate`` prints for the same seed (:func:`seqlab.decoding.decode.stream`).
+the tokens ``seqlab generate`` prints for the same seed (``LanguageModel.stream``: one decode loop that concurrent
+requests share, :mod:`seqlab.decoding.continuous`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
-from seqlab.decoding.decode import Sampling, stream
+from seqlab.decoding.decode import Sampling
 from seqlab.base.errors import SeqlabError
 
 TOP_ALTERNATIVES = 5  # the alternatives each streamed token carries
@@ -43,30 +44,38 @@ def needs(obj, method: str, what: str, run_id: str) -> None:
 def generation_events(lm, prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float,
                       seed: int | None) -> Iterator[dict]:
     """One event per generated token: ``{"token": TEXT, "id", "probability", "top": [{"token", "id",
-    "probability"} x 5]}``; TEXT is what the token adds to the decoded text (so the texts of the events join into
-    the continuation ``seqlab generate`` prints, even when a token is part of a multi-byte character)."""
-    sampling = Sampling(temperature, top_k, top_p)
-    ids = lm.tokenizer.encode(prompt)
-    tokens = stream(lm.model, ids, max_new_tokens, sampling, seed=seed, eos_id=lm.tokenizer.eos_id,
-                    device=lm.device)
+    "probability"} x 5], "near_tie"}``; TEXT is what the token adds to the decoded text (so the texts of the events
+    join into the continuation ``seqlab generate`` prints, even when a token is part of a multi-byte character).
+
+    The tokens come from the model's shared decode loop (``lm.stream``: concurrent requests share one batched
+    step, :mod:`seqlab.decoding.continuous`); ``near_tie`` marks a greedy token whose top two logits lay within
+    the batched step's rounding bound, the one place it may differ from ``seqlab generate``'s."""
+    Sampling(temperature, top_k, top_p)  # a bad setting is an error before anything is queued
+    tokens = lm.stream(prompt, max_new_tokens, temperature, top_k, top_p, seed)
     new: list[int] = []
     shown = ""
-    decode = lm.tokenizer.decode
-    for token, probs in tokens:
-        new.append(token)
-        text = decode(new)
-        delta = text[len(shown):] if text.startswith(shown) else text
-        shown = text
-        top_p_, top_i = probs.topk(min(TOP_ALTERNATIVES, probs.numel()))
-        yield {"token": delta, "id": token, "probability": float(probs[token]),
-               "top": [{"token": decode([int(i)]), "id": int(i), "probability": float(p)}
-                       for p, i in zip(top_p_.tolist(), top_i.tolist())]}
+    decode, decode_generated = lm.tokenizer.decode, lm.tokenizer.decode_generated
+    try:
+        for token, probs, near_tie in tokens:
+            new.append(token)
+            text = decode_generated(new)  # as `seqlab generate` prints it: no <unk> shown as U+FFFD
+            delta = text[len(shown):] if text.startswith(shown) else text
+            shown = text
+            top_p_, top_i = probs.topk(min(TOP_ALTERNATIVES, probs.numel()))
+            yield {"token": delta, "id": token, "probability": float(probs[token]),
+                   "top": [{"token": decode([int(i)]), "id": int(i), "probability": float(p)}
+                           for p, i in zip(top_p_.tolist(), top_i.tolist())], "near_tie": near_tie}
+    finally:
+        close = getattr(tokens, "close", None)
+        if close is not None:  # the client left: the stream's row leaves the batch at the next step
+            close()
 
 
 def generate(lm, prompt: str, **options) -> dict:
-    """The whole continuation at once: ``{"prompt", "text", "tokens": [events]}``."""
+    """The whole continuation at once: ``{"prompt", "text", "tokens": [events], "near_ties"}``."""
     events = list(generation_events(lm, prompt, **options))
-    return {"prompt": prompt, "text": "".join(e["token"] for e in events), "tokens": events}
+    return {"prompt": prompt, "text": "".join(e["token"] for e in events), "tokens": events,
+            "near_ties": sum(e["near_tie"] for e in events)}
 
 
 def lm_attention(lm, text: str) -> dict:

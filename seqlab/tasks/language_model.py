@@ -13,7 +13,8 @@ a probability given <sos> would mean nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import cast, overload
 
@@ -23,7 +24,10 @@ import torch
 from seqlab.base.config import RunConfig
 from seqlab.data.lm_tokens import SPLITS, load_splits
 from seqlab.data.text_pieces import ENCODE_PIECE, read_pieces
-from seqlab.decoding.decode import Sampling, forget_compiled, generate
+from seqlab.decoding.continuous import ContinuousBatcher, Streamed
+from seqlab.decoding.decode import Sampling, forget_compiled, generate, stream
+from seqlab.decoding.beam import DEFAULT_ALPHA
+from seqlab.decoding.lm_beam import lm_beam_search
 from seqlab.training.devices import decode_products
 from seqlab.base.errors import SeqlabError, named
 from seqlab.metrics.lm import perplexity, score_stream, window_batches
@@ -36,6 +40,20 @@ from seqlab.tasks.splits import spooled
 from seqlab.tasks.trained import Trained, texts_given
 
 LMModel = TransformerLM | RecurrentLM  # what model.arch builds for an lm run (:func:`seqlab.tasks.lm.build_model`)
+_BATCHER_LOCK = threading.Lock()  # one shared decode loop per LanguageModel, made once
+
+
+def check_options(beam: int | None, alpha: float | None, temperature: float | None, top_k: int | None,
+                  top_p: float | None) -> None:
+    """Beam search takes no sampling option, and the length penalty needs a beam (one line each)."""
+    given = [name for name, value in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p))
+             if value is not None]
+    if beam is not None and given:
+        flags = ", ".join(f"--{g.replace('_', '-')}" for g in given)
+        raise SeqlabError(f"beam search (--beam or beam=) ranks continuations by probability and does not sample: "
+                          f"drop {flags} (or {', '.join(f'{g}=' for g in given)}), or drop the beam")
+    if alpha is not None and beam is None:
+        raise SeqlabError("the length penalty (--alpha or alpha=) is beam search's; give --beam K (beam=K) too")
 
 
 class LanguageModel(Trained):
@@ -44,30 +62,65 @@ class LanguageModel(Trained):
     def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Tokenizer, model: LMModel,
                  device: torch.device):
         self.run_dir, self.config, self.tokenizer, self.model, self.device = run_dir, cfg, tokenizer, model, device
+        self._batcher: ContinuousBatcher | None = None
 
     @overload
-    def generate(self, prompt: str, max_new_tokens: int = ..., temperature: float = ..., top_k: int = ...,
-                 top_p: float = ..., seed: int | None = ..., use_cache: bool = ..., compile: bool = ...) -> str: ...
+    def generate(self, prompt: str, max_new_tokens: int = ..., temperature: float | None = ...,
+                 top_k: int | None = ..., top_p: float | None = ..., seed: int | None = ..., use_cache: bool = ...,
+                 compile: bool = ..., beam: int | None = ..., alpha: float | None = ...) -> str: ...
 
     @overload
-    def generate(self, prompt: list[str], max_new_tokens: int = ..., temperature: float = ..., top_k: int = ...,
-                 top_p: float = ..., seed: int | None = ..., use_cache: bool = ...,
-                 compile: bool = ...) -> list[str]: ...
+    def generate(self, prompt: list[str], max_new_tokens: int = ..., temperature: float | None = ...,
+                 top_k: int | None = ..., top_p: float | None = ..., seed: int | None = ..., use_cache: bool = ...,
+                 compile: bool = ..., beam: int | None = ..., alpha: float | None = ...) -> list[str]: ...
 
-    def generate(self, prompt: str | list[str], max_new_tokens: int = 200, temperature: float = 1.0,
-                 top_k: int = 0, top_p: float = 1.0, seed: int | None = None, use_cache: bool = True,
-                 compile: bool = False) -> str | list[str]:
-        """The continuation of each prompt (text); a str for a str prompt, a list for a list. ``compile``: the
-        decode step through torch.compile, its products chosen for this machine and batch size
+    def generate(self, prompt: str | list[str], max_new_tokens: int = 200, temperature: float | None = None,
+                 top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
+                 use_cache: bool = True, compile: bool = False, beam: int | None = None,
+                 alpha: float | None = None) -> str | list[str]:
+        """The continuation of each prompt (text); a str for a str prompt, a list for a list. Sampling by default
+        (``temperature`` 1.0, 0 = greedy; ``top_k``, ``top_p`` off); ``beam=K``: beam search instead
+        (:mod:`seqlab.decoding.lm_beam`: the best of K hypotheses by the GNMT score with length penalty ``alpha``,
+        default 0.6, as translation; ``beam=1`` is greedy), which takes no sampling option. ``compile``: the decode
+        step through torch.compile, its products chosen for this machine and batch size
         (seqlab.training.devices.decode_products)."""
         prompts = texts_given(prompt, "prompt")[1]
+        check_options(beam, alpha, temperature, top_k, top_p)
         ids = [self.tokenizer.encode(p) for p in prompts]
-        products = decode_products(self.device, len(ids)) if compile else "blas"
-        new = generate(self.model, ids, max_new_tokens, Sampling(temperature, top_k, top_p), seed=seed,
-                       eos_id=self.tokenizer.eos_id, use_cache=use_cache, device=self.device, compile=compile,
-                       products=products)
+        rows = len(ids) * (beam or 1)
+        products = decode_products(self.device, rows) if compile else "blas"
+        if beam is not None:
+            hyps = lm_beam_search(self.model, ids, beam, max_new_tokens, self.tokenizer.eos_id,
+                                  DEFAULT_ALPHA if alpha is None else alpha, use_cache=use_cache, device=self.device,
+                                  compile=compile, products=products)
+            new = [h[0].tokens for h in hyps]
+        else:
+            sampling = Sampling(1.0 if temperature is None else temperature, top_k or 0,
+                                1.0 if top_p is None else top_p)
+            new = generate(self.model, ids, max_new_tokens, sampling, seed=seed, eos_id=self.tokenizer.eos_id,
+                           use_cache=use_cache, device=self.device, compile=compile, products=products)
         texts = [self.tokenizer.decode_generated(t) for t in new]  # no special token shown as U+FFFD
         return texts[0] if isinstance(prompt, str) else texts
+
+    def stream(self, prompt: str, max_new_tokens: int = 200, temperature: float = 1.0, top_k: int = 0,
+               top_p: float = 1.0, seed: int | None = None) -> Iterator[Streamed]:
+        """Continue ``prompt`` token by token through this model's shared decode loop: concurrent calls (threads,
+        ``seqlab serve``'s requests) share one batched step (:mod:`seqlab.decoding.continuous`). Yields
+        :class:`~seqlab.decoding.continuous.Streamed` ``(token, probs, near_tie)``; the tokens are those of
+        ``generate`` with the same options and seed, up to the near ties it flags. A recurrent LM streams alone."""
+        ids = self.tokenizer.encode(prompt)
+        sampling = Sampling(temperature, top_k, top_p)
+        if not hasattr(self.model, "step"):
+            return (Streamed(t, p, False) for t, p in stream(self.model, ids, max_new_tokens, sampling, seed=seed,
+                                                             eos_id=self.tokenizer.eos_id, device=self.device))
+        return self.batcher().submit(ids, max_new_tokens, sampling, seed)
+
+    def batcher(self) -> ContinuousBatcher:
+        """The shared decode loop of this model (one per object, made on first use; its counters describe it)."""
+        with _BATCHER_LOCK:
+            if self._batcher is None:
+                self._batcher = ContinuousBatcher(self.model, self.tokenizer.eos_id, self.device)
+            return self._batcher
 
     def use_weight_dtype(self, dtype: str) -> int:
         """Store the model's linear-layer weights in ``dtype`` ("fp32", "bf16" or "int8"; seqlab.nn.weight_only)
@@ -75,7 +128,8 @@ class LanguageModel(Trained):
         Irreversible on this object: load the run again for fp32."""
         converted = to_weight_only(self.model, dtype)
         if converted:
-            forget_compiled(self.model)  # a step compiled before holds the fp32 layers (and froze them)
+            forget_compiled(self.model)
+            self._batcher = None  # its bound reads the float output projection  # a step compiled before holds the fp32 layers (and froze them)
         return converted
 
     def score(self, texts: str | Iterable[str], batch_size: int = 16) -> TokenScores | list[TokenScores]:

@@ -41,7 +41,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.training import checkpoint
-from seqlab.decoding.beam import Hypothesis, translate_ids
+from seqlab.decoding.beam import DEFAULT_ALPHA, Hypothesis, translate_ids
 from seqlab.base.config import RunConfig
 from seqlab.data.batching import pad_batch, sample_batch, spread_batches
 from seqlab.data.indexed import lengths_of
@@ -66,7 +66,6 @@ MODELS: dict[str, type[Seq2SeqAttention] | type[EncoderDecoder]] = {"seq2seq-att
                                                                      "transformer": EncoderDecoder}
 SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer.json", "tgt_tokenizer.json"
 DEFAULT_BEAM = 5  # beam size of predict / evaluate / attention when none is given
-DEFAULT_ALPHA = 0.6  # GNMT length-penalty exponent (Wu et al. 2016 use 0.6 - 0.7)
 DECODE_BATCH = 64  # sentences decoded together
 StreamedPairs = dict[str, Streamed[tuple[str, str]]]  # split -> pairs, as read_splits(reader=stream_parallel) gives
 

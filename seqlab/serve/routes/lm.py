@@ -93,16 +93,18 @@ class _Sent:
     """What a stream has sent: its tokens, their text, and whether it is done."""
 
     def __init__(self, start: float):
-        self.start, self.count, self.text, self.finished = start, 0, [], False
+        self.start, self.count, self.text, self.finished, self.near_ties = start, 0, [], False, 0
 
     def event(self, event: dict | None) -> str:
         """One server-sent event: ``token`` (an event), ``failure`` (a message) or, for None, ``done``."""
         if event is None:
             self.finished = True
-            done = {"text": "".join(self.text), "tokens": self.count, "seconds": time.perf_counter() - self.start}
+            done = {"text": "".join(self.text), "tokens": self.count, "seconds": time.perf_counter() - self.start,
+                    "near_ties": self.near_ties}
             return "event: done\ndata: " + json.dumps(done) + "\n\n"
         if "failure" in event:
             return f"event: failure\ndata: {json.dumps(event)}\n\n"
         self.count += 1
+        self.near_ties += event.get("near_tie", False)
         self.text.append(event["token"])
         return f"event: token\ndata: {json.dumps(event)}\n\n"
