@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # and any other version or a bare range pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: demo test install install-test install-bench bench clean docs docs-serve
+.PHONY: demo test install install-test install-bench bench clean docs docs-serve notebooks
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,14 @@ docs: $(VENV)/.installed-test
 
 docs-serve: $(VENV)/.installed-test
 	$(BIN)/mkdocs serve
+
+# The course's notebooks (seqlab/course/notebooks/, committed, in the wheel): generated from the tutorials and the
+# tour (docs/notebook_pages.py; tests/test_notebooks.py fails while they differ), then each run at the tiny size in a
+# Jupyter kernel, one after another, recording the seconds it took in recorded.json (`seqlab course list`); run it
+# on an idle machine (about 2 min on 2 cores).
+notebooks: $(VENV)/.installed-test
+	$(BIN)/python docs/notebook_pages.py
+	$(BIN)/python docs/notebook_run.py
 
 # The pictures of `seqlab serve` in docs/screenshots/ (committed), outside CI: scripts/screenshots.py trains one run
 # per page into runs/screenshots/ (about 40 min on 2 idle cores; a run with the same config is reused), then drives

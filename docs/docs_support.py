@@ -14,73 +14,27 @@ the page; the page's markdown shows the kept figures beside the tiny ones (``![.
 
 from __future__ import annotations
 
-import atexit
 import base64
 import builtins
 import html
-import inspect
-import numbers
-import re
-import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import page_results
+from seqlab.course import notebook
+from seqlab.course.notebook import FULL, WORK_ENV, png_bytes, size, source_of, workdir
 
 __all__ = ["FULL", "size", "workdir", "show", "record", "documented", "size_note", "table", "show_source"]
-
-FULL: bool = os.environ.get("SEQLAB_DOCS_FULL", "") == "1"  # the published build: the documented sizes
-WORK_ENV = "SEQLAB_DOCS_WORK"  # the build's temporary folder (docs/hooks.py makes one; the docs test names its own)
-
-_made: dict[str, Path] = {}  # workdir name -> folder, emptied once per build (docs/hooks.py calls _reset)
-
-
-def size(tiny: Any, full: Any) -> Any:
-    """``full`` in the published build (``FULL``), else ``tiny``: ``steps = size(30, 3000)``."""
-    return full if FULL else tiny
-
-
-def workdir(name: str) -> Path:
-    """A folder for a page's runs under the build's temporary folder (never in the repository): empty the first time
-    a build asks for ``name``, the same folder on later calls of that build. ``out=workdir("ch03") / "ner"``."""
-    if name in _made:
-        return _made[name]
-    if not name or Path(name).name != name or name in (".", ".."):
-        raise ValueError(f"workdir name must be a plain folder name like 'ch03', got {name!r}")
-    root = os.environ.get(WORK_ENV)
-    if not root:  # outside a build (a notebook, a script): a temporary folder of this process, removed at its exit
-        root = tempfile.mkdtemp(prefix="seqlab-docs-")
-        os.environ[WORK_ENV] = root
-        atexit.register(shutil.rmtree, root, ignore_errors=True)
-    folder = Path(root) / name
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    _made[name] = folder
-    return folder
+# FULL, size and workdir are the notebooks' own (seqlab.course.notebook): the site's switch (SEQLAB_DOCS_FULL=1)
+# and the build's work folder (SEQLAB_DOCS_WORK) are read in one place; a notebook's first cell chooses its size
+_ = (FULL, WORK_ENV, size, workdir)  # re-exported for the pages and docs/hooks.py
 
 
 def _reset() -> None:
     """Forget the folders handed out (docs/hooks.py, at the start of each build: `mkdocs serve` rebuilds in-process)."""
-    _made.clear()
-
-
-def png_bytes(obj: Any) -> bytes:
-    """The PNG of a matplotlib Figure, or of an object with ``_repr_png_()`` (seqlab's result tuples)."""
-    if hasattr(obj, "savefig"):
-        import io
-
-        buffer = io.BytesIO()
-        obj.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-        return buffer.getvalue()
-    if hasattr(obj, "_repr_png_"):
-        data = obj._repr_png_()
-        if isinstance(data, bytes) and data:
-            return data
-    raise TypeError(f"show() needs a matplotlib Figure or an object with _repr_png_(), got {type(obj).__name__}")
+    notebook.forget_workdirs()
 
 
 def img_tag(obj: Any, alt: str) -> str:
@@ -142,53 +96,18 @@ def size_note(what: str) -> None:
 
 def table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
     """Print a markdown table (floats as ``{:.4g}``; ``|`` and newlines in cells escaped)."""
-    lines = ["| " + " | ".join(_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    for row in rows:
-        row = list(row)
-        if len(row) != len(headers):
-            raise ValueError(f"table: a row has {len(row)} cells for {len(headers)} headers: {row!r}")
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
-    _print("\n".join(lines) + "\n")
-
-
-ROOT = Path(__file__).resolve().parents[1]
-_EQUATION = re.compile(r'^\s*!!! equation "([^"]+)"', re.M)
+    _print(notebook.markdown_table(rows, headers))
 
 
 def show_source(*objects: Any) -> None:
     """Print the source of each function, method or class, read from the code while the page builds (so it
     cannot drift from it), in a block of CSS class ``source-beside-equation``: headed by its dotted name, file and
     lines, and the equation tags (``!!! equation "Topic › Section"``) of its docstring, else of its class's or
-    module's. A numba kernel shows its Python source."""
+    module's (:func:`seqlab.course.notebook.source_of`, which the notebooks show too). A numba kernel shows its
+    Python source."""
     for obj in objects:
-        func = inspect.unwrap(getattr(obj, "py_func", obj))
-        lines, start = inspect.getsourcelines(func)
-        path = Path(inspect.getsourcefile(func) or "").resolve().relative_to(ROOT).as_posix()
-        name = f"{func.__module__}.{func.__qualname__}"
-        tags = _equation_tags(func)
-        head = f"**`{name}`** · `{path}` lines {start}-{start + len(lines) - 1}"
-        if tags:
-            head += " · the notes' " + ", ".join(f"*{t}*" for t in tags)
-        body = "".join(lines).rstrip()
+        head, body = source_of(obj)
         _print(f'<div class="source-beside-equation" markdown>\n\n{head}\n\n```python\n{body}\n```\n\n</div>\n')
-
-
-def _equation_tags(func: Any) -> list[str]:
-    """The equation tags of ``func``'s docstring, else of the class that defines it, else of its module."""
-    owners = [func]
-    qualname = getattr(func, "__qualname__", "")
-    module = sys.modules.get(func.__module__)
-    if "." in qualname and module is not None:  # a method: its class
-        owner: Any = module
-        for part in qualname.split(".")[:-1]:
-            owner = getattr(owner, part, None)
-        owners.append(owner)
-    owners.append(module)
-    for owner in owners:
-        tags = _EQUATION.findall(inspect.getdoc(owner) or "") if owner is not None else []
-        if tags:
-            return list(dict.fromkeys(tags))
-    return []
 
 
 def _print(text: str) -> None:
@@ -202,11 +121,3 @@ def _print(text: str) -> None:
             return
         frame = frame.f_back
     print(text)
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):  # numpy floats too
-        text = f"{value:.4g}"
-    else:
-        text = str(value)
-    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,7 +1,7 @@
 """The package as `pip install seqlab` gets it: the sdist and the wheel built (the wheel from the sdist, as
 ``python -m build`` does, and once straight from the tree: the same files), the wheel installed, not editable, into
 a fresh virtual environment, and run from outside the source tree. A file missing from the wheel (a preset, the
-inspector's static files) fails here, where the editable install of the rest of the suite would not see it.
+inspector's static files, the course's notebooks) fails here, where the editable install of the rest of the suite would not see it.
 
 The fresh environment takes its dependencies (torch at the pinned version, numpy, ...) from this environment's
 site-packages through a ``.pth`` line, which adds the folder and nothing else: seqlab itself comes only from the
@@ -53,6 +53,9 @@ def test_the_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
                    "seqlab/serve/static/page.html", "seqlab/serve/static/seqlab.js", "seqlab/serve/static/seqlab.css"):
         assert needed in names, f"{needed} is not in the wheel"
     assert not [n for n in names if n.startswith(("tests/", "docs/", "bench/"))]
+    shipped = sorted(p.name for p in (ROOT / "seqlab" / "course" / "notebooks").iterdir())  # the course's notebooks
+    assert len([n for n in shipped if n.endswith(".ipynb")]) == 8 and "recorded.json" in shipped
+    assert sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("seqlab/course/notebooks/")) == shipped
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
@@ -72,5 +75,8 @@ def test_the_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
     page = run(python, "-c", "from importlib.resources import files; "
                "print(files('seqlab.serve').joinpath('static/page.html').read_text()[:200])", cwd=tmp_path, env=env)
     assert "<" in page
+    got = run(seqlab, "course", "get", "all", "--dir", tmp_path / "course", cwd=tmp_path, env=env)
+    assert got.count("wrote\t") == 8 and (tmp_path / "course" / "03-recurrent-networks.ipynb").read_bytes() == (
+        ROOT / "seqlab" / "course" / "notebooks" / "03-recurrent-networks.ipynb").read_bytes()
     out = run(seqlab, "demo", "--steps", "3", "--out", tmp_path / "demo", cwd=tmp_path, env=env)
     assert "trained to step" in out and (tmp_path / "demo" / "model.safetensors").exists()

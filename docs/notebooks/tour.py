@@ -12,8 +12,8 @@
 # # A tour of seqlab from Python
 #
 # Every task trains from data held in memory, returns the trained object, and answers with plain Python values.
-# The sizes here are tiny so that the whole tour runs in a minute on a laptop CPU (CI runs it as a test,
-# when it builds the documentation site, `tests/test_docs_site.py`); raise `max_steps` and the model sizes for real results.
+# The sizes here are tiny so that the whole tour runs in a minute on a laptop CPU (CI runs it as a notebook in a
+# Jupyter kernel, `tests/test_notebooks.py`); raise `max_steps` and the model sizes for real results.
 #
 # `seqlab.train(PRESET, train_data=..., config={...})` writes a run directory (under `runs/` unless `out=` is
 # given) and returns the object `seqlab.load(run_dir)` returns. `config` holds sections of keys, checked as

@@ -15,7 +15,10 @@ or deletes anything. What may be replaced:
 - an export: a Hugging Face folder (``config.json`` with a ``model_type``, ``model.safetensors`` and the
   tokenizer files), an ONNX file that seqlab wrote (its ``seqlab.model`` metadata), a word2vec text file (an
   ``N D`` line, then N lines of a word and D numbers) or binary file (the same line, then N records of a word,
-  a space and D float32).
+  a space and D float32);
+- a notebook of the course (``seqlab course get``): a ``.ipynb`` file whose metadata names it as seqlab's
+  (``metadata.seqlab.notebook``, which docs/notebook_pages.py writes), edited or not; a user's own notebook of
+  the same name (no such metadata) is not.
 
 Anything else is refused with one line naming what was found and how to proceed: a folder holding one entry
 seqlab would not write (a user's ``thesis.txt``, a folder ``runs/`` of several runs), at any depth, is never
@@ -85,7 +88,8 @@ def check_replaceable(path: str | os.PathLike, arg: str = "out") -> None:
     if path.is_symlink():
         raise SeqlabError(f"{named} is a symbolic link, which seqlab did not write; {fix}")
     if not path.is_dir():
-        raise SeqlabError(f"{named} is a file seqlab did not write (not an ONNX or word2vec export); {fix}")
+        raise SeqlabError(f"{named} is a file seqlab did not write (not an ONNX or word2vec export, nor a seqlab "
+                          f"notebook); {fix}")
     shape = _closest_shape(path)
     foreign = _foreign(path, shape)
     outputs = [p for p in foreign if p.parent == path and output_kind(p) not in (None, "an empty folder")]
@@ -100,13 +104,16 @@ def check_replaceable(path: str | os.PathLike, arg: str = "out") -> None:
 
 def output_kind(path: str | os.PathLike) -> str | None:
     """What seqlab output ``path`` is ("a run", "a prepared corpus", "a Hugging Face export", "an ONNX export",
-    "a word2vec export", "an empty folder"), or None when it is not one (or not all of it is seqlab's)."""
+    "a word2vec export", "a seqlab notebook", "an empty folder"), or None when it is not one (or not all of it is
+    seqlab's)."""
     path = Path(path)
     if path.is_symlink() or not path.exists():
         return None
     if path.is_file():
         if _is_onnx(path):
             return "an ONNX export"
+        if _is_notebook(path):
+            return "a seqlab notebook"
         return "a word2vec export" if _is_word2vec(path) else None
     if not any(path.iterdir()):
         return "an empty folder"
@@ -166,6 +173,19 @@ def _json_has(path: Path, key: str) -> bool:
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     return isinstance(doc, dict) and key in doc
+
+
+def _is_notebook(path: Path) -> bool:
+    """A notebook of the course: JSON with ``metadata.seqlab.notebook`` (a learner's edits keep the metadata)."""
+    if path.suffix != ".ipynb":
+        return False
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    mark = meta.get("seqlab") if isinstance(meta, dict) else None
+    return isinstance(mark, dict) and isinstance(mark.get("notebook"), str)
 
 
 def _is_onnx(path: Path) -> bool:
