@@ -14,6 +14,7 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 SOLUTIONS = DOCS / "course" / "solutions"
+NOT_CHECKED = "(not checked in this build: the notebook's run in the test suite checks it)"
 
 
 def _solutions(chapter: str) -> Path:
@@ -41,8 +42,10 @@ def anchor(exercise) -> str:
     return "exercise-" + exercise.id.replace(".", "-")
 
 
-def exercises_markdown(chapter: str) -> str:
-    """The "Exercises" section of a tutorial: every exercise of ``chapter``."""
+def exercises_markdown(chapter: str, run: bool = True) -> str:
+    """The "Exercises" section of a tutorial: every exercise of ``chapter``. ``run=False`` (a build that leaves the
+    page's code to its notebook's run, ``SEQLAB_DOCS_SKIP_NOTEBOOKS``) shows each solution without running its
+    check: tests/test_notebooks.py runs the same solutions' checks in the kernel."""
     from seqlab import course
 
     if not course.exercises(chapter):
@@ -56,11 +59,7 @@ def exercises_markdown(chapter: str) -> str:
            f"[All the exercises](../course.md).", ""]
     for exercise in course.exercises(chapter):
         source = solution_source(path, exercise.name)
-        namespace: dict = {}
-        exec(compile(source, f"{path.name}: {exercise.name}", "exec"), namespace)  # what the page shows, alone
-        result = course.check(exercise.id, namespace[exercise.name])
-        if not result.passed:
-            raise AssertionError(f"the site's solution of {exercise.id} does not pass: {result}")
+        result = _checked(exercise, source, path.name) if run else NOT_CHECKED
         out += [f"### {exercise.id} {exercise.title} {{#{anchor(exercise)}}}", "",
                 f"*The notes: {exercise.section}.*" + (f" {exercise.follows}" if exercise.follows else ""), "",
                 exercise.statement.strip(), "",
@@ -70,6 +69,18 @@ def exercises_markdown(chapter: str) -> str:
                 textwrap.indent("```python\n" + source + "```", "    "), "",
                 textwrap.indent(f"```text\n{result}\n```", "    "), ""]
     return "\n".join(out) + "\n"
+
+
+def _checked(exercise, source: str, where: str):
+    """What ``check`` says of the solution ``source`` run alone, as the page shows it; an error if it fails."""
+    from seqlab import course
+
+    namespace: dict = {}
+    exec(compile(source, f"{where}: {exercise.name}", "exec"), namespace)  # what the page shows, alone
+    result = course.check(exercise.id, namespace[exercise.name])
+    if not result.passed:
+        raise AssertionError(f"the site's solution of {exercise.id} does not pass: {result}")
+    return result
 
 
 def course_index_markdown() -> str:

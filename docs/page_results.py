@@ -8,7 +8,8 @@ without a warning, docs/hooks.py calls :func:`finish_page`, which writes ``resul
 folder into place whole. A page that failed leaves the previous folder as it was.
 
 ``results.json``: ``commit`` (HEAD, ``-dirty`` where docs/ or seqlab/ differ from it), ``cpu``
-(:func:`seqlab.base.machine.cpu_line`), ``date``, ``size`` ("full" or "tiny"), ``page_sha256`` (of the page's
+(:func:`seqlab.base.machine.cpu_line`), ``date``, ``size`` ("full" or "tiny"), ``seconds`` (the page's build,
+its code and its exercises' checks: ``seqlab course list`` shows it for the chapter's notebook), ``page_sha256`` (of the page's
 executed code, :func:`executed_code`: a change to a page's code makes its recorded results stale, and
 tests/test_docs_results.py fails), ``numbers`` and ``figures``.
 
@@ -16,7 +17,10 @@ Environment:
 - ``SEQLAB_DOCS_RESULTS=DIR`` writes the results to DIR instead of docs/results, at either size (trial runs and
   tests never touch the committed results); without it only the FULL build writes them, to docs/results;
 - ``SEQLAB_DOCS_PAGES=01,03`` runs only those tutorials' code (by number or page stem): every other page's
-  executed blocks are left out, so one page can be redone in minutes.
+  executed blocks are left out, so one page can be redone in minutes;
+- ``SEQLAB_DOCS_SKIP_NOTEBOOKS=1`` leaves out the code of the pages that are notebooks (the tutorials and the
+  tour): the test suite runs that code once, in a Jupyter kernel (tests/test_notebooks.py), and builds the site
+  without running it a second time; every other page runs as usual.
 
 Torch-free and importing nothing of docs/ (docs_support imports this module; so do the hooks and the tests).
 """
@@ -32,6 +36,7 @@ import os
 import re
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +49,8 @@ TUTORIALS = DOCS / "tutorials"
 RESULTS = DOCS / "results"  # the committed results of the last documented-size build
 RESULTS_ENV = "SEQLAB_DOCS_RESULTS"
 PAGES_ENV = "SEQLAB_DOCS_PAGES"
+SKIP_NOTEBOOKS_ENV = "SEQLAB_DOCS_SKIP_NOTEBOOKS"
+TOUR_PAGE = "tour.md"  # the tour's page (its notebook: docs/notebooks/tour.py)
 RESULTS_FILE = "results.json"
 PNG_LIMIT = 150_000  # bytes: a figure is committed, so it stays small (dpi lowered until it fits)
 PNG_DPIS = (100, 80, 64, 50, 40)
@@ -88,7 +95,10 @@ def selected_pages() -> set[str] | None:
 
 
 def runs(src_uri: str) -> bool:
-    """Whether this page's executed blocks run in this build (``SEQLAB_DOCS_PAGES``: only the tutorials named)."""
+    """Whether this page's executed blocks run in this build (``SEQLAB_DOCS_PAGES``: only the tutorials named;
+    ``SEQLAB_DOCS_SKIP_NOTEBOOKS=1``: none of the pages that are notebooks)."""
+    if os.environ.get(SKIP_NOTEBOOKS_ENV, "") == "1" and (is_tutorial(src_uri) or src_uri == TOUR_PAGE):
+        return False
     chosen = selected_pages()
     if chosen is None:
         return True
@@ -97,9 +107,11 @@ def runs(src_uri: str) -> bool:
 
 
 def without_executed_blocks(markdown: str) -> str:
-    """The page with its executed blocks left out (a page ``SEQLAB_DOCS_PAGES`` does not name): a one-line note
-    stands in for each, so the page still converts, with its headings and links."""
-    note = "*(not run in this build: SEQLAB_DOCS_PAGES)*\n"
+    """The page with its executed blocks left out (a page ``SEQLAB_DOCS_PAGES`` does not name, or a notebook's
+    under ``SEQLAB_DOCS_SKIP_NOTEBOOKS``): a one-line note stands in for each, so the page still converts, with
+    its headings and links."""
+    why = SKIP_NOTEBOOKS_ENV if os.environ.get(SKIP_NOTEBOOKS_ENV, "") == "1" else PAGES_ENV
+    note = f"*(not run in this build: {why})*\n"
     return EXECUTED_BLOCK.sub(lambda m: m.group("indent") + note, markdown)
 
 
@@ -152,7 +164,7 @@ def begin_page(stem: str, markdown: str) -> bool:
     staging = where / f".{stem}.{os.getpid()}.tmp"  # beside the target: the rename stays on one file system
     remove(staging)
     staging.mkdir(parents=True)
-    _page = {"stem": stem, "target": where, "staging": staging, "commit": git_commit(),
+    _page = {"stem": stem, "target": where, "staging": staging, "commit": git_commit(), "start": time.perf_counter(),
              "page_sha256": code_sha256(markdown), "numbers": {}, "figures": []}
     return True
 
@@ -184,6 +196,7 @@ def results_document(page: dict) -> dict:
     return {"commit": page["commit"], "cpu": cpu_line(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "size": "full" if os.environ.get("SEQLAB_DOCS_FULL", "") == "1" else "tiny",
+            "seconds": round(time.perf_counter() - page["start"], 1),
             "page_sha256": page["page_sha256"], "numbers": page["numbers"], "figures": page["figures"]}
 
 
