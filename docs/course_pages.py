@@ -25,17 +25,36 @@ def _solutions(chapter: str) -> Path:
 
 
 def solution_source(path: Path, name: str) -> str:
-    """The source of the top-level function ``name`` in the solutions file ``path`` (without the planted
-    wrong answers, the imports it needs prepended)."""
+    """The source of the top-level function ``name`` in the solutions file ``path``, with what it needs of the
+    file: its imports, and the module-level helpers and constants it uses (transitively, in file order); never the
+    planted wrong answers (``PLANTED`` and the functions only it uses)."""
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text)
     imports = [ast.get_source_segment(text, node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-    lines = text.splitlines()
+    defined: dict[str, ast.stmt] = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:  # whole lines: a trailing comment stays
-            body = "\n".join(lines[node.lineno - 1 - len(node.decorator_list):node.end_lineno])
-            return "\n".join([*filter(None, imports), "", "", body]).strip() + "\n"
-    raise LookupError(f"{path.name} defines no {name}")
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update({t.id: node for t in targets if isinstance(t, ast.Name)})
+    if not isinstance(defined.get(name), ast.FunctionDef):
+        raise LookupError(f"{path.name} defines no {name}")
+    needed: list[ast.stmt] = []
+    pending = [defined[name]]
+    while pending:  # the definitions the function's body names, and theirs
+        node = pending.pop()
+        if node in needed:
+            continue
+        needed.append(node)
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        pending += [defined[u] for u in sorted(used) if u in defined and u != "PLANTED"]
+    lines = text.splitlines()
+    blocks = []
+    for node in sorted(needed, key=lambda n: n.lineno):  # whole lines: a trailing comment stays
+        start = node.lineno - 1 - len(getattr(node, "decorator_list", []))
+        blocks.append("\n".join(lines[start:node.end_lineno]))
+    return "\n".join([*filter(None, imports), "", "", "\n\n\n".join(blocks)]).strip() + "\n"
 
 
 def anchor(exercise) -> str:

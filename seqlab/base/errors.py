@@ -66,8 +66,7 @@ def given(name: str, value: object) -> str:
     """``name`` with the ``value`` the caller gave, as they wrote it: ``--out runs/x`` under the command line,
     ``out=runs/x`` from Python (a path shown as :func:`shown` shows it)."""
     text = shown(value) if isinstance(value, (str, os.PathLike)) else repr(value)
-    flag = spelled(name)
-    return f"{flag}{text}" if flag.endswith("=") else f"{flag} {text}"
+    return f"{named(name)} {text}" if _CALLER.get() == "cli" else f"{name}={text}"
 
 
 @contextlib.contextmanager

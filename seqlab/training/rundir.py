@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from seqlab.training import checkpoint
 from seqlab.base.config import RunConfig
-from seqlab.base.errors import SeqlabError
+from seqlab.base.errors import SeqlabError, given
 from seqlab.base.io import create_exclusive, remove_temporaries, replace_atomic, write_bytes_atomic, write_text_atomic
 
 LOCK = "lock.json"
@@ -324,8 +324,9 @@ def resume_wanted(resume: bool | Literal["auto"], run_dir: Path) -> bool:
     if not isinstance(resume, bool):
         raise SeqlabError(f'resume must be True, False or "auto", got {resume!r}')
     if resume and not run_dir.exists():
-        raise SeqlabError(f"cannot resume {run_dir}: no such run directory; check the path, or start it without "
-                          'resume (resume="auto", --resume auto, starts it when it does not exist)')
+        auto = given("resume", '"auto"')
+        raise SeqlabError(f"cannot resume {run_dir}: no such run directory; check the path, or start it with "
+                          f"{auto}, which starts a run that does not exist")
     return resume
 
 
