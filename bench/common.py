@@ -279,7 +279,8 @@ def store_row(run_dir: Path, overrides: list[str], result: dict) -> None:
                                           encoding="utf-8")
 
 
-def train_resumable(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[float, str | None]:
+def train_resumable(cfg, run_dir: Path, key: list[str] | None = None,
+                    to_max_steps: bool = False) -> tuple[float, str | None]:
     """Train ``cfg`` into ``run_dir``; (training minutes, the coverage line training logged for ``model.vectors``,
     ``embeddings: N of V words from ...``, or None without vectors).
 
@@ -287,7 +288,11 @@ def train_resumable(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[f
     a session) resumes from its last checkpoint when the same key trains it again, and its minutes add up the
     tries, each counted to its last checkpoint (``state.json``'s time); otherwise ``run_dir`` is replaced. The
     try in progress is noted beside the run (``RUN.pending.json``: the key, its start, the minutes before it, and
-    the coverage line once training logs it: a resumed run starts from its checkpoint's E and logs none)."""
+    the coverage line once training logs it: a resumed run starts from its checkpoint's E and logs none).
+
+    With ``to_max_steps`` the row's budget is its ``train.max_steps``: a try that ``train.max_minutes`` (a hard stop
+    for one try, counted in wall-clock time, pauses included) ended short of them keeps the note, so the next try
+    with the same key continues from that checkpoint instead of counting the row as done."""
     from seqlab import api
 
     run_dir = Path(run_dir)
@@ -316,7 +321,9 @@ def train_resumable(cfg, run_dir: Path, key: list[str] | None = None) -> tuple[f
     started = time.perf_counter()
     api.train_run(cfg, run_dir, resume=resume, force=not resume, log=log)
     minutes = before + (time.perf_counter() - started) / 60
-    pending.unlink(missing_ok=True)
+    state = json.loads((run_dir / "state.json").read_text(encoding="utf-8"))
+    if not (to_max_steps and state["step"] < cfg.train.max_steps and not state.get("stopped_early")):
+        pending.unlink(missing_ok=True)
     return minutes, note["coverage"]
 
 

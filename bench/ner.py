@@ -5,6 +5,13 @@
     .venv/bin/python bench/ner.py --arch transformer --minutes 30
     .venv/bin/python bench/ner.py --ablation random,crf,chars,w2v,glove --steps 10000 --headline-steps 22000 --threads 1
 
+``--lample`` trains the rows of Lample et al. (2016)'s English table that seqlab builds (issue #56), each the
+``ner-lample`` preset with overrides, into runs/bench-ner-lample/ROW/seed-N, and writes the ``ner-lample`` section from
+every run folder (``--section-only``: without training); bench/README.md has the commands that run them two at a time:
+
+    .venv/bin/python bench/ner.py --lample char-dropout:1,pretrain --minutes 180
+    .venv/bin/python bench/ner.py --section-only
+
 ``--ablation`` trains the rows of the BiLSTM ablation (issue #28), each for ``--steps`` (the headline rows
 ``chars`` and ``glove`` for ``--headline-steps``, issue #39: the papers' training length, about 50 passes over
 eng.train): random word embeddings with a softmax per token (``ner-bilstm``) -> + a CRF -> + character BiLSTM
@@ -104,8 +111,8 @@ def train_and_time(cfg, run_dir: Path) -> tuple[float, int]:
 
 
 HEADLINE = ("chars", "glove")  # the rows compared with Lample et al. 2016, trained for --headline-steps
-TARGETS = {"chars": 0.84, "glove": 0.90}  # issue #39: test F1 of the headline rows (Lample: 83.63, 90.94 with 100-d)
-BATCH_SIZE = 32  # the ner-* presets' train.batch_size (the passes column)
+TARGETS = {"chars": 0.84, "glove": 0.90}  # issue #39: test F1 of the headline rows (chars is the ner-bilstm-crf
+# preset, whose issue #56 target is the same 0.84; Lample's own rows, on the ner-lample preset, are --lample's)
 VECTOR_WORDS = 100_000  # the most frequent words of a vectors file added to the vocabulary (model.vectors_vocab)
 ABLATION = {  # row -> (preset, overrides, what it adds, the published figure of the same model class)
     "random": ("ner-bilstm", [], "random word embeddings, a softmax per token", ""),
@@ -142,11 +149,13 @@ def ablation_row(name: str, args, base: list[str]) -> dict | None:
     key, stored, overrides = row_plan(run_dir, overrides, cap, args.row_minutes, lambda o: resolve(preset, base + o))
     if stored is not None:
         return stored
-    minutes, vectors_found = train_resumable(resolve(preset, base + overrides), run_dir, key)
+    cfg = resolve(preset, base + overrides)
+    minutes, vectors_found = train_resumable(cfg, run_dir, key)
     state = json.loads((run_dir / "state.json").read_text())
     scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
     result = {"row": name, "preset": preset, "steps": state["step"], "train_minutes": round(minutes, 2),
-              "threads": args.threads, "best_step": state.get("best_step"), "precision": scores["precision"],
+              "threads": args.threads, "batch_size": cfg.train.batch_size, "best_step": state.get("best_step"),
+              "precision": scores["precision"],
               "recall": scores["recall"], "f1": scores["f1"],
               "per_type_f1": {t: round(s["f1"], 4) for t, s in scores["per_type"].items()},
               "vectors_found": vectors_found, "device": device_name(),
@@ -200,6 +209,8 @@ def ablation(args, base: list[str]) -> dict:
         raise SystemExit(f"unknown ablation row(s) {unknown}; choose from {', '.join(ABLATION)}")
     init_device(args.device)
     rows = {name: ablation_row(name, args, base) for name in names}
+    from seqlab.tasks import resolve
+
     if not args.no_results:
         lines = [f"## NER ablation: BiLSTM tagger, CoNLL-2003 eng.train -> eng.testb, {args.steps:,} steps per row, "
                  f"{args.headline_steps:,} for the headline rows ({', '.join(HEADLINE)})"
@@ -208,6 +219,7 @@ def ablation(args, base: list[str]) -> dict:
                  "| recall | F1 | PER | LOC | ORG | MISC | F1, last step | published, same model class |",
                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
         sentences = training_sentences(args.data / "eng.train")
+        batch_sizes = {name: resolve(ABLATION[name][0], base).train.batch_size for name in rows}
         for name in ABLATION:
             if name not in rows:
                 continue
@@ -218,7 +230,7 @@ def ablation(args, base: list[str]) -> dict:
                 lines.append(f"| {name} | {what} | not run | | | | | | | | | | | | {published} |")
                 continue
             per = r["per_type_f1"]
-            passes = r["steps"] * BATCH_SIZE / sentences
+            passes = r["steps"] * r.get("batch_size", batch_sizes[name]) / sentences
             lines.append(f"| {name} | {what} | {r['steps']:,} ({passes:.0f}) | {r['best_step'] or r['steps']:,} | "
                          f"{r['valid_f1_best'] or 0:.4f} | {r['train_minutes']:.1f} | {r['precision']:.4f} | "
                          f"{r['recall']:.4f} | **{r['f1']:.4f}** | "
@@ -230,7 +242,8 @@ def ablation(args, base: list[str]) -> dict:
                   "`train.eval_every` steps over `train.eval_batches` batches of eng.testa: what `seqlab eval` loads); "
                   "'valid F1 there' is that dev figure, the only choice made per row; 'F1, last step' scores the final "
                   "checkpoint (`seqlab eval --last`). Passes = steps x batch size "
-                  f"{BATCH_SIZE} / {sentences:,} training sentences. Each row follows the preset's schedule over its "
+                  f"{'/'.join(map(str, sorted(set(batch_sizes.values()))))} / {sentences:,} training sentences. "
+                  "Each row follows the preset's schedule over its "
                   "steps; training minutes include data preparation and periodic validation, with "
                   f"{args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once on the machine" if args.concurrent > 1 else "")
@@ -246,10 +259,291 @@ def ablation(args, base: list[str]) -> dict:
     return rows
 
 
+# Lample et al. (2016), "Neural Architectures for Named Entity Recognition" (arXiv 1603.01360), their English table
+# (LSTM-CRF rows): each row the ner-lample preset (their recipe, as seqlab builds it) with the overrides that remove
+# what the row lacks. Pretrained vectors: GloVe 6B 50-d, the only dimension a package ships (the paper's 100-d
+# skip-n-gram vectors cannot be fetched here), its 100,000 most frequent words (all 400,000 made a step about 7x
+# slower in issue #56's dev runs).
+PRETRAIN = ["model.vectors={glove}", "model.d_model=50", f"model.vectors_vocab={VECTOR_WORDS}"]
+NO_CHAR = ["model.char_dim=0", "model.char_hidden_size=0"]
+NO_DROPOUT = ["model.dropout=0"]
+LAMPLE = {  # row -> (overrides on ner-lample, the paper's test F1, the seeds it trains: train.seed)
+    "char-dropout": ([], 83.63, (1, 2, 3)),
+    "pretrain": (PRETRAIN + NO_CHAR + NO_DROPOUT, 88.39, (1,)),
+    "pretrain-char": (PRETRAIN + NO_DROPOUT, 89.77, (1,)),
+    "pretrain-dropout": (PRETRAIN + NO_CHAR, 90.20, (1,)),
+    "pretrain-dropout-char": (PRETRAIN, 90.94, (1, 2, 3)),
+}
+LAMPLE_TARGETS = {"char-dropout": 0.836, "pretrain-dropout-char": 0.900}  # issue #56: the mean over the row's seeds
+LAMPLE_PRESET = "ner-lample"
+LAMPLE_VECTORS_NOTE = ("Pretrained vectors are GloVe 6B 50-d (`glove-6b-50d`, the only dimension a package ships; the "
+                       "paper's 100-d skip-n-gram vectors cannot be fetched here), its {words:,} most frequent words "
+                       "(`model.vectors_vocab`; all 400,000 made each step about 7x slower in issue #56's dev runs).")
+PLAN_SUFFIX = ".plan.json"  # beside a Lample run's folder (RUN.plan.json): its key and step budget, fixed by the
+# first try (not inside it: seqlab replaces only a folder holding what it wrote)
+TAIL = 6  # the dev curve's last points shown for a run that stopped at its budget
+
+
+def lample_runs(spec: str) -> list[tuple[str, int]]:
+    """The runs a ``--lample`` spec names: ``all``, a row (every seed of it) or ``row:seed``, comma-separated."""
+    runs: list[tuple[str, int]] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if part == "all":
+            runs += [(row, seed) for row, (_, _, seeds) in LAMPLE.items() for seed in seeds]
+            continue
+        row, _, seed = part.partition(":")
+        if row not in LAMPLE:
+            raise SystemExit(f"unknown Lample row {row!r}; choose from all, {', '.join(LAMPLE)}")
+        runs += [(row, int(seed))] if seed else [(row, s) for s in LAMPLE[row][2]]
+    return list(dict.fromkeys(runs))
+
+
+def lample_dir(out: Path, row: str, seed: int) -> Path:
+    return out / row / f"seed-{seed}"
+
+
+def lample_key(row: str, seed: int, steps: int, minutes: float, glove: str) -> list[str]:
+    """What a Lample run's stored result answers for: its overrides, seed and budget (steps given, or fitted to
+    minutes by the first try's calibration)."""
+    budget = [f"train.max_steps={steps}"] if steps else [f"steps fitted to {minutes:g} minutes"]
+    return [o.format(glove=glove) for o in LAMPLE[row][0]] + [f"train.seed={seed}"] + budget
+
+
+def cycle_seconds_per_step(cfg) -> float:
+    """Seconds per step of ``cfg`` over one validation cycle: ``train.eval_every`` steps with their validation (over
+    all of dev) and checkpoint, from a scratch run of eval_every + 1 steps (the metrics rows at steps 1 and the last:
+    elapsed time = tokens / tokens per second, which counts validation and saving)."""
+    from dataclasses import replace
+
+    from seqlab import api
+    from seqlab.base.io import read_metrics
+
+    every = cfg.train.eval_every or 1000
+    short = replace(cfg, train=replace(cfg.train, max_steps=every + 1, log_every=1, eval_every=every,
+                                       save_every=every, max_minutes=0.0, progress=False))
+    with tempfile.TemporaryDirectory() as scratch:
+        run = api.train_run(short, Path(scratch) / "calibrate", log=lambda *a, **k: None)
+        rows = [r for r in read_metrics(run / "metrics.jsonl") if r["split"] == "train"]
+    first, last = rows[0], rows[-1]
+    elapsed = [r["tokens"] / r["tokens_per_s"] for r in (first, last)]
+    return (elapsed[1] - elapsed[0]) / (last["step"] - first["step"])
+
+
+def plan_file(run_dir: Path) -> Path:
+    return run_dir.with_name(run_dir.name + PLAN_SUFFIX)
+
+
+def lample_budget(run_dir: Path, key: list[str], steps: int, minutes: float, cfg_of) -> int:
+    """A run's step budget: ``steps`` where given; else fitted to ``minutes`` by a calibration run of
+    ``cfg_of()`` (:func:`cycle_seconds_per_step`) on the first try and kept beside the run (``RUN.plan.json``),
+    so a resumed try trains to the same step."""
+    if steps:
+        return steps
+    plan = plan_file(run_dir)
+    if plan.exists():
+        stored = json.loads(plan.read_text(encoding="utf-8"))
+        if stored.get("key") == key:
+            return int(stored["steps"])
+    per_step = cycle_seconds_per_step(cfg_of())
+    fitted = max(1, int(BUDGET_SHARE * minutes * 60 / per_step))
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    plan.write_text(json.dumps({"key": key, "steps": fitted, "seconds_per_step": per_step}) + "\n", encoding="utf-8")
+    return fitted
+
+
+def valid_rows(run_dir: Path) -> list[dict]:
+    from seqlab.base.io import read_metrics
+
+    path = run_dir / "metrics.jsonl"
+    return [r for r in read_metrics(path) if r["split"] == "valid"] if path.exists() else []
+
+
+def lample_run(row: str, seed: int, args, base: list[str]) -> dict | None:
+    """Train (or resume, or reuse) one Lample run; its result once it has trained its step budget and scored
+    eng.testb once at the checkpoint of its best dev F1 (None while it has not)."""
+    from seqlab import api
+    from seqlab.tasks import resolve
+
+    run_dir = lample_dir(args.out, row, seed)
+    key = lample_key(row, seed, args.steps, args.minutes, args.glove)
+    stored = stored_row(run_dir, key)
+    if stored is not None:
+        return stored
+    overrides = base + key[:-1]
+
+    def cfg_of(*extra: str):
+        return resolve(LAMPLE_PRESET, overrides + list(extra))
+
+    steps = lample_budget(run_dir, key, args.steps, args.minutes, cfg_of)
+    cfg = cfg_of(f"train.max_steps={steps}", f"train.max_minutes={args.minutes or 0}")
+    if cfg.train.eval_batches:
+        raise SystemExit(f"{LAMPLE_PRESET}: train.eval_batches = {cfg.train.eval_batches}; the Lample rows choose "
+                         "their checkpoint on all of dev (0)")
+    minutes, vectors_found = train_resumable(cfg, run_dir, key, to_max_steps=True)
+    state = json.loads((run_dir / "state.json").read_text(encoding="utf-8"))
+    if state["step"] < steps and not state.get("stopped_early"):
+        print(f"{row} seed {seed}: stopped at step {state['step']:,} of {steps:,} (train.max_minutes = "
+              f"{args.minutes:g} for one try); the same command continues it", file=sys.stderr)
+        return None
+    valid = {r["step"]: r for r in valid_rows(run_dir)}
+    best = state.get("best_step")
+    if best not in valid or valid[best].get("validated") != "all":
+        raise SystemExit(f"{run_dir}: the chosen step {best} was not validated on all of dev "
+                         f"({valid.get(best, {}).get('validated')!r})")
+    scores = api.load(run_dir, device=None if args.device == "auto" else args.device).evaluate("test")
+    result = {"row": row, "seed": seed, "steps": state["step"], "budget_steps": steps,
+              "budget_minutes": 0 if args.steps else args.minutes, "batch_size": cfg.train.batch_size,
+              "threads": cfg.train.threads, "train_minutes": round(minutes, 2), "best_step": best,
+              "valid_f1_best": valid[best]["f1"], "precision": scores["precision"], "recall": scores["recall"],
+              "f1": scores["f1"], "per_type_f1": {t: round(s["f1"], 4) for t, s in scores["per_type"].items()},
+              "vectors_found": vectors_found, "device": device_name()}
+    store_row(run_dir, key, result)
+    return result
+
+
+def run_status(run_dir: Path) -> dict:
+    """What a run folder holds: its stored result (``done``), or how far an unfinished run got (``step``, the
+    planned ``budget_steps`` where known, the best dev F1 so far), or nothing (``not started``)."""
+    stored = run_dir / "bench-row.json"
+    if stored.exists():
+        return {"status": "done", **json.loads(stored.read_text(encoding="utf-8"))["result"]}
+    state_file = run_dir / "state.json"
+    if not state_file.exists():
+        return {"status": "not started"}
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    plan = plan_file(run_dir)
+    budget = json.loads(plan.read_text(encoding="utf-8"))["steps"] if plan.exists() else None
+    return {"status": "unfinished", "steps": state["step"], "budget_steps": budget,
+            "best_step": state.get("best_step"), "valid_f1_best": state.get("best_value")}
+
+
+def dev_tail(run_dir: Path, points: int = TAIL) -> str:
+    """The dev curve's last ``points`` validations, and what the last quarter of the steps added to the best dev F1
+    (the best in it minus the best before it): whether the run had flattened when its budget ended."""
+    valid = [(r["step"], r["f1"]) for r in valid_rows(run_dir) if r.get("f1") is not None]
+    if not valid:
+        return "no validation yet"
+    last = valid[-1][0]
+    before = [f1 for step, f1 in valid if step <= 0.75 * last]
+    after = [f1 for step, f1 in valid if step > 0.75 * last]
+    tail = ", ".join(f"{step:,}: {f1:.4f}" for step, f1 in valid[-points:])
+    gain = (f"; the last quarter of the steps moved the best dev F1 by {max(after) - max(before):+.4f}"
+            if before and after else "")
+    return tail + gain
+
+
+def spread(values: list[float]) -> str:
+    """Mean, sample standard deviation and range of several seeds' figures; the figure alone for one."""
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return f"{mean:.4f} ± {sd:.4f} (sd; {min(values):.4f}-{max(values):.4f})"
+
+
+def lample_section(out: Path, sentences: int, note: str = "", concurrent: int = 1) -> tuple[str, dict]:
+    """The ``ner-lample`` section from the run folders under ``out`` (finished, unfinished and absent runs alike)
+    and the target verdicts: {row: {"target", "mean", "seeds", "met"}}, "met" None while a seed is missing."""
+    runs = {(row, seed): run_status(lample_dir(out, row, seed)) for row, (_, _, seeds) in LAMPLE.items()
+            for seed in seeds}
+    done = [r for r in runs.values() if r["status"] == "done"]
+    lines = ["## NER: Lample et al. (2016)'s English table on the `ner-lample` preset, CoNLL-2003 eng.train -> "
+             "eng.testb", "",
+             "| row (Lample et al.) | overrides on `ner-lample` | paper | seqlab test F1 | each seed | seeds done |",
+             "| --- | --- | ---: | ---: | --- | ---: |"]
+    verdicts: dict[str, dict] = {}
+    for row, (overrides, paper, seeds) in LAMPLE.items():
+        finished = [(seed, runs[row, seed]) for seed in seeds if runs[row, seed]["status"] == "done"]
+        f1s = [r["f1"] for _, r in finished]
+        figure = f"**{spread(f1s)}**" if f1s else "not finished"
+        each = "; ".join(f"seed {s}: {r['f1']:.4f}" for s, r in finished)
+        shown = ", ".join(f"`{o.format(glove='glove-6b-50d')}`" for o in overrides) or "none (the preset)"
+        lines.append(f"| {row} | {shown} | {paper:.2f} | {figure} | {each} | {len(finished)} of {len(seeds)} |")
+        if row in LAMPLE_TARGETS:
+            mean = sum(f1s) / len(f1s) if f1s else None
+            verdicts[row] = {"target": LAMPLE_TARGETS[row], "mean": mean, "seeds": len(f1s),
+                             "met": (mean >= LAMPLE_TARGETS[row]) if len(f1s) == len(seeds) else None}
+    lines += ["", "| run | status | steps done / budget (its source), passes | chosen step | dev F1 there | test F1 "
+              "| precision | recall | PER | LOC | ORG | MISC | training (min) |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for (row, seed), r in runs.items():
+        name = f"{row}, seed {seed}"
+        if r["status"] == "not started":
+            lines.append(f"| {name} | not started | | | | | | | | | | | |")
+            continue
+        budget = f"{r['budget_steps']:,}" if r.get("budget_steps") else "?"
+        if r["status"] == "done":
+            budget += f" ({r['budget_minutes']:g} min)" if r.get("budget_minutes") else " (given)"
+        passes = f", {r['steps'] * r['batch_size'] / sentences:.1f} passes" if r["status"] == "done" else ""
+        chosen = f"{r['best_step']:,}" if r.get("best_step") else ""
+        dev = f"{r['valid_f1_best']:.4f}" if r.get("valid_f1_best") is not None else ""
+        if r["status"] != "done":
+            lines.append(f"| {name} | unfinished (so far) | {r['steps']:,} / {budget} | {chosen} | {dev} "
+                         "| | | | | | | | |")
+            continue
+        per = r["per_type_f1"]
+        lines.append(f"| {name} | done | {r['steps']:,} / {budget}{passes} | {chosen} | {dev} | **{r['f1']:.4f}** | "
+                     f"{r['precision']:.4f} | {r['recall']:.4f} | "
+                     + " | ".join(f"{per.get(t, 0):.3f}" for t in ("PER", "LOC", "ORG", "MISC"))
+                     + f" | {r['train_minutes']:.1f} |")
+    batch = sorted({r["batch_size"] for r in done})
+    threads = sorted({r["threads"] for r in done})
+    devices = sorted({r.get("device", "CPU") for r in done})
+    lines += ["", f"{len(done)} of {len(runs)} runs finished. Entity-level micro F1 on eng.testb (seqeval default "
+              "mode, IOB2), scored once per run, at the checkpoint of its best dev entity F1 on eng.testa; every "
+              "validation covered all of dev (`train.eval_batches = 0`, each metrics row's `validated` = all, checked "
+              "before scoring). Spread: the sample standard deviation and the range over the seeds (`train.seed`). "
+              + ("A budget in minutes was fitted as steps by a calibration run of one validation cycle; "
+                 "`train.max_minutes` is the hard stop of one try, and a try it stops short of the steps is continued "
+                 "by the next. " if any(r.get("budget_minutes") for r in done) else "")
+              + (f"Batch size {', '.join(map(str, batch))}; passes = steps x batch size / {sentences:,} training "
+                 f"sentences; {', '.join(map(str, threads))} thread{'s' if threads != [1] else ''} a run"
+                 + (f", {concurrent} runs at once" if concurrent > 1 else "") + ". "
+                 + f"Trained on: {', '.join(devices)}. " if done else "")
+              + "Training minutes add up a run's tries, validation and checkpoints included.",
+              "", LAMPLE_VECTORS_NOTE.format(words=VECTOR_WORDS)]
+    lines += coverage_note({f"{r['row']} seed {r['seed']}": r for r in done}, Path("glove-6b-50d"))
+    met = []
+    for row, v in verdicts.items():
+        if v["met"] is None:
+            met.append(f"{row} >= {v['target']:.3f}: not yet ({v['seeds']} of {len(LAMPLE[row][2])} seeds)")
+        else:
+            met.append(f"{row} >= {v['target']:.3f} (mean of {v['seeds']} seeds): {v['mean']:.4f}, "
+                       + ("**met**" if v["met"] else "**missed**"))
+    lines += ["", "Targets (issue #56): " + "; ".join(met) + "."]
+    curves = [f"- {r['row']}, seed {r['seed']} (step {r['steps']:,} of {r['budget_steps']:,}): "
+              + dev_tail(lample_dir(out, r["row"], r["seed"])) for r in done if not r.get("stopped_early")]
+    if curves:
+        lines += ["", f"Dev entity F1 (all of eng.testa) at the last {TAIL} validations of each run that stopped at "
+                  "its step budget:", *curves]
+    if note:
+        lines += ["", f"Note (the operator's, not measured): {note}"]
+    return "\n".join(lines), verdicts
+
+
+def lample(args, base: list[str]) -> dict:
+    """Train the ``--lample`` runs one after another (each resumable), then write the ``ner-lample`` section from
+    every run folder under ``--out`` (``--section-only``: write it without training)."""
+    init_device(args.device)
+    results = {}
+    if not args.section_only:
+        for row, seed in lample_runs(args.lample):
+            results[f"{row}:{seed}"] = lample_run(row, seed, args, base)
+    section, verdicts = lample_section(args.out, training_sentences(args.data / "eng.train"), args.note,
+                                       args.concurrent)
+    if not args.no_results:
+        write_section("ner-lample", section)
+    print(json.dumps({"runs": results, "targets": verdicts}))
+    return verdicts
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", choices=list(PRESETS), default="lstm")
-    parser.add_argument("--minutes", type=float, default=30.0, help="training budget (default 30)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="training budget (default 30; with --lample a run's, default 180)")
     parser.add_argument("--steps", type=int, default=0, help="optimiser steps (0 = fitted to --minutes)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = PyTorch's default)")
     parser.add_argument("--device", default="auto")
@@ -264,6 +558,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--note", default="", help="a sentence added to the ablation section (how the rows ran)")
     parser.add_argument("--glove", default="glove-6b-50d",
                         help="the GloVe 6B 50-d vectors of the glove row: the named vectors or a file of them")
+    parser.add_argument("--lample", default="",
+                        help=f"Lample et al.'s table: all, or rows ({', '.join(LAMPLE)}) or row:seed, comma-separated")
+    parser.add_argument("--section-only", action="store_true",
+                        help="with --lample: write the ner-lample section from the run folders, train nothing")
     args = parser.parse_args(argv)
 
     from seqlab import api
@@ -272,6 +570,12 @@ def main(argv: list[str] | None = None) -> dict:
     base = [f"data.train={args.data / 'eng.train'}", f"data.valid={args.data / 'eng.testa'}",
             f"data.test={args.data / 'eng.testb'}", f"train.threads={args.threads}", f"train.device={args.device}",
             "train.progress=false"]
+    if args.lample or args.section_only:
+        args.minutes = 180.0 if args.minutes is None else args.minutes
+        args.out = args.out or ROOT / "runs" / "bench-ner-lample"
+        one_thread = [o if not o.startswith("train.threads=") else f"train.threads={args.threads or 1}" for o in base]
+        return lample(args, one_thread)  # one thread a run unless --threads says otherwise
+    args.minutes = 30.0 if args.minutes is None else args.minutes
     if args.ablation:
         args.steps = args.steps or 10_000
         args.headline_steps = args.headline_steps or args.steps

@@ -102,3 +102,19 @@ def test_a_resumed_row_keeps_the_coverage_line_of_its_first_try(tmp_path, monkey
     minutes, coverage = train_resumable(cfg(8), run, key)
     assert coverage is not None and coverage.startswith("embeddings: 5 of ") and "vectors.txt" in coverage
     assert train_steps(run) == list(range(1, 9))
+
+
+def test_a_row_stopped_short_of_its_steps_by_the_time_budget_continues_with_to_max_steps(tmp_path, monkeypatch):
+    """With ``to_max_steps`` the row's budget is its steps: a try that ``train.max_minutes`` ended short of them keeps
+    the note, so the next try with the same key continues from its checkpoint; without it the row counts as done."""
+    key, run, real = ["train.max_steps=8"], tmp_path / "row", api.train_run
+
+    def stopped_at_four(c, run_dir, **options):  # a try the time budget stopped at step 4
+        return real(replace(c, train=replace(c.train, max_steps=4)), run_dir, **options)
+
+    monkeypatch.setattr(api, "train_run", stopped_at_four)
+    train_resumable(tiny_tagger(tmp_path, 8), run, key, to_max_steps=True)
+    assert (tmp_path / "row.pending.json").exists()
+    monkeypatch.undo()
+    train_resumable(tiny_tagger(tmp_path, 8), run, key, to_max_steps=True)
+    assert train_steps(run) == list(range(1, 9)) and not (tmp_path / "row.pending.json").exists()
