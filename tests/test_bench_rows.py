@@ -45,7 +45,9 @@ def cut_off_after_four_steps(tmp_path: Path, key: list[str]) -> Path:
     minutes of earlier tries, and never finished (its pending note left beside the run)."""
     run = tmp_path / "row"
     api.train_run(tiny_tagger(tmp_path, 4), run, log=lambda *a, **k: None)
-    (run / "kept-by-resume.txt").write_text("a resumed run keeps its directory")
+    # a marker of the shape a run holds (force replaces only seqlab's own files): a resumed run keeps it
+    (run / "plots").mkdir(exist_ok=True)
+    (run / "plots" / "kept-by-resume.png").write_bytes(b"a resumed run keeps its directory")
     checkpoint_time = time.time()
     os.utime(run / "state.json", (checkpoint_time, checkpoint_time))
     (tmp_path / "row.pending.json").write_text(json.dumps(
@@ -64,7 +66,7 @@ def test_a_row_cut_off_resumes_from_its_checkpoint_and_adds_up_its_minutes(tmp_p
     started = time.perf_counter()
     minutes, coverage = train_resumable(tiny_tagger(tmp_path, 8), run, key)
     this_try = (time.perf_counter() - started) / 60
-    assert (run / "kept-by-resume.txt").exists() and train_steps(run) == list(range(1, 9))
+    assert (run / "plots" / "kept-by-resume.png").exists() and train_steps(run) == list(range(1, 9))
     assert 2.5 <= minutes <= 2.5 + this_try  # 0.5 before, 2 to the checkpoint, then this try
     assert coverage is None and not (tmp_path / "row.pending.json").exists()
 
@@ -72,7 +74,7 @@ def test_a_row_cut_off_resumes_from_its_checkpoint_and_adds_up_its_minutes(tmp_p
 def test_a_row_with_another_key_starts_over(tmp_path):
     run = cut_off_after_four_steps(tmp_path, ["train.max_steps=8"])
     minutes, _ = train_resumable(tiny_tagger(tmp_path, 8), run, ["train.max_steps=8", "model.crf=true"])
-    assert not (run / "kept-by-resume.txt").exists() and train_steps(run) == list(range(1, 9))
+    assert not (run / "plots" / "kept-by-resume.png").exists() and train_steps(run) == list(range(1, 9))
     assert minutes < 0.5 and not (tmp_path / "row.pending.json").exists()
 
 
