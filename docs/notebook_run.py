@@ -85,22 +85,126 @@ def kernel_env(work: Path, shared: Path | None = None) -> dict[str, str]:
         from seqlab.data.download import link_cache
 
         env["SEQLAB_CACHE"] = str(link_cache(shared, work / ".seqlab-cache"))
-    env.update(SEQLAB_DOCS_WORK=str(work / ".workdirs"), OMP_NUM_THREADS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env.update(SEQLAB_DOCS_WORK=str(work / ".workdirs"), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYDEVD_DISABLE_FILE_VALIDATION="1")
     return env
 
 
-def execute(nb, folder: Path, env: dict[str, str]) -> float:
-    """Run ``nb`` top to bottom in a fresh python3 kernel whose working folder is ``folder``; a cell that raises
-    raises :class:`nbclient.exceptions.CellExecutionError` with its traceback. Returns the seconds it took, kernel
-    start included."""
+def execute(nb, folder: Path, env: dict[str, str], forks: KernelForks | None = None) -> float:
+    """Run ``nb`` top to bottom in a fresh python3 kernel whose working folder is ``folder`` (forked by ``forks``,
+    else started as Jupyter starts one); a cell that raises raises :class:`nbclient.exceptions.CellExecutionError`
+    with its traceback. Returns the seconds it took, kernel start included. The kernel is killed once the last
+    cell has run (nothing of it is kept; a graceful shutdown costs ~1 s of teardown)."""
     from nbclient import NotebookClient
 
     folder.mkdir(parents=True, exist_ok=True)
-    client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", shutdown_kernel="immediate",
+                            km=forks.manager() if forks else None, resources={"metadata": {"path": str(folder)}})
     start = time.perf_counter()
     client.execute(env=env, cwd=str(folder))
     return time.perf_counter() - start
+
+
+class KernelForks:
+    """Fresh kernels forked from one process that has imported ipykernel, torch, numpy, numba and matplotlib
+    (docs/kernel_forks.py): a kernel then starts in ~0.1 s instead of 2.5-3 s of imports, each still a new process
+    with its own shell, namespace, folder and environment. ``env`` is the kernels' environment (the server's; each
+    kernel gets its own at :func:`execute`); close() ends the server and every kernel it forked."""
+
+    def __init__(self, env: dict[str, str]):
+        import subprocess
+
+        # as ipykernel sets the backend, and as Jupyter names the parent (ipykernel reads it when imported)
+        env = {**env, "MPLBACKEND": "module://matplotlib_inline.backend_inline", "JPY_PARENT_PID": str(os.getpid())}
+        self.process = subprocess.Popen([sys.executable, str(DOCS / "kernel_forks.py")], env=env, cwd=str(ROOT),
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if self._line() != "ready":
+            raise RuntimeError("docs/kernel_forks.py did not start; its error is above")
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().strip()
+
+    def fork(self, args: list[str], env: dict[str, str], cwd: str) -> int:
+        """The pid of a new kernel run with ipykernel's ``args`` (``-f CONNECTION_FILE``) in ``env`` and ``cwd``."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"args": args, "env": env, "cwd": cwd}) + "\n")
+        self.process.stdin.flush()
+        return int(self._line())
+
+    def manager(self):
+        """A kernel manager (jupyter_client) whose kernel is forked here, for nbclient."""
+        from jupyter_client.manager import AsyncKernelManager
+
+        forks = self
+
+        class ForkedKernelManager(AsyncKernelManager):
+            async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+                args = kernel_cmd[kernel_cmd.index("-f"):]  # after `python -m ipykernel_launcher`
+                env = {**(kw.get("env") or os.environ), "JPY_PARENT_PID": str(os.getpid())}  # as Jupyter sets it
+                cwd = str(kw.get("cwd") or os.getcwd())
+                provisioner: Any = self.provisioner
+                pid = forks.fork(args, env, cwd)
+                provisioner.process = _Forked(pid)
+                provisioner.pid = provisioner.pgid = pid
+                provisioner.cwd = cwd
+                self._reconcile_connection_info(provisioner.connection_info)
+
+        return ForkedKernelManager(kernel_name="python3")
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except Exception:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> KernelForks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Forked:
+    """What jupyter_client's local provisioner asks of a kernel's process (``subprocess.Popen``'s poll, wait,
+    send_signal, kill, terminate), for a kernel forked by the server: not this process's child, reaped there."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                self.returncode = 0
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end:
+                import subprocess
+
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.02)
+        return self.returncode or 0
+
+    def send_signal(self, signum: int) -> None:
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+    def terminate(self) -> None:
+        self.send_signal(15)
 
 
 def outputs_text(cell) -> str:

@@ -70,11 +70,20 @@ def env(tmp_path_factory, shared_data):
     return lambda folder: notebook_run.kernel_env(folder, shared_data)
 
 
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory):
+    """Fresh kernels forked from one process that imported ipykernel, torch, numba and matplotlib once
+    (docs/kernel_forks.py): each notebook still runs in a new kernel process of its own."""
+    pytest.importorskip("ipykernel")
+    with notebook_run.KernelForks(notebook_run.kernel_env(tmp_path_factory.mktemp("kernel-forks"))) as server:
+        yield server
+
+
 @KERNEL
 @pytest.mark.parametrize("name", NAMES)
-def test_every_notebook_runs_in_a_kernel_with_the_solutions(name, env, tmp_path):
+def test_every_notebook_runs_in_a_kernel_with_the_solutions(name, env, forks, tmp_path):
     nb = notebook_run.with_solutions(notebook_run.load(name))
-    seconds = notebook_run.execute(nb, tmp_path, env(tmp_path))  # a failing cell raises, with its traceback
+    seconds = notebook_run.execute(nb, tmp_path, env(tmp_path), forks)  # a failing cell raises, with its traceback
     shown = [notebook_run.outputs_text(cell) for cell in nb.cells if cell.cell_type == "code"]
     assert not [text for text in shown if "Traceback" in text]
     checks = [notebook_run.outputs_text(c) for c in nb.cells if c.cell_type == "code" and "course.check(" in c.source]
@@ -103,10 +112,10 @@ def test_every_notebook_runs_in_a_kernel_with_the_solutions(name, env, tmp_path)
 
 
 @KERNEL
-def test_as_shipped_every_check_cell_says_not_passed_in_words(tmp_path):
+def test_as_shipped_every_check_cell_says_not_passed_in_words(forks, tmp_path):
     """The exercise cells alone (no chapter's training): the starters untouched, every check reports in words."""
     nb = notebook_run.exercises_only([n for n in NAMES if n != notebook_pages.TOUR_NAME])
-    notebook_run.execute(nb, tmp_path, notebook_run.kernel_env(tmp_path))
+    notebook_run.execute(nb, tmp_path, notebook_run.kernel_env(tmp_path), forks)
     checks = [c for c in nb.cells if "course.check(" in c.source]
     from seqlab import course
 
