@@ -65,16 +65,21 @@ def workdir(name: str) -> Path:
         return _made[name]
     if not name or Path(name).name != name or name in (".", ".."):
         raise ValueError(f"workdir name must be a plain folder name like 'ch03', got {name!r}")
-    root = os.environ.get(WORK_ENV)
-    if not root:
-        root = tempfile.mkdtemp(prefix="seqlab-course-")
-        os.environ[WORK_ENV] = root
-        atexit.register(shutil.rmtree, root, ignore_errors=True)
+    root = os.environ.get(WORK_ENV) or _own_root()
     folder = Path(root) / name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     _made[name] = folder
     return folder
+
+
+def _own_root() -> str:
+    """This process's temporary folder of runs (made once, removed at exit; the environment is left alone)."""
+    if "" not in _made:
+        root = Path(tempfile.mkdtemp(prefix="seqlab-course-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        _made[""] = root
+    return str(_made[""])
 
 
 def forget_workdirs() -> None:
@@ -90,9 +95,8 @@ def show(obj: Any, alt: str, name: str | None = None) -> None:
     """Show a matplotlib Figure, or an object with ``_repr_png_()`` (seqlab's result tuples), below the cell, as a
     PNG with ``alt`` as its text (``name`` is the file the site's build keeps it as; unused here)."""
     png = png_bytes(obj)
-    if hasattr(obj, "savefig"):  # shown once: the inline backend would draw the figure again at the cell's end
-        import matplotlib.pyplot as plt
-
+    plt = sys.modules.get("matplotlib.pyplot")  # never imported here: a library leaves the backend alone
+    if plt is not None and hasattr(obj, "savefig"):  # shown once: pyplot's inline backend would draw it again
         plt.close(obj)
     _display({"image/png": base64.b64encode(png).decode("ascii"), "text/plain": alt}, alt)
 
