@@ -601,7 +601,7 @@ def presets_markdown() -> str:
 
     names = config.preset_names()
     out = ["# Presets", "",
-           "The ready configs shipped in `seqlab/presets/` (`seqlab presets` lists them), generated from the TOML "
+           "The ready configs shipped in `seqlab/base/presets/` (`seqlab presets` lists them), generated from the TOML "
            "files when the site is built. A preset is a TOML file of the same shape as yours: `seqlab train "
            "PRESET --set section.key=value` changes any key ([every key](config.md)).", "",
            "| preset | task.kind | model.arch | data.source | what it is |", "|---|---|---|---|---|"]
@@ -681,7 +681,7 @@ def api_index_markdown() -> str:
            "::: seqlab", "    options:", "      members: false", "      show_source: false", "",
            "## The public names", ""]
     for name, module in seqlab._EXPORTS.items():
-        obj = getattr(importlib.import_module(module), name)  # not seqlab.presets, the package of that name
+        obj = getattr(importlib.import_module(module), name)
         path = f"{obj.__module__}.{obj.__qualname__}"
         kind = "class" if isinstance(obj, type) else "function"
         doc = (obj.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")

@@ -1,41 +1,16 @@
 """seqlab: sequence models from AR(p) to the Transformer, written from their equations,
 verified against reference implementations.
 
-The public API is re-exported here; heavy submodules are imported lazily so that
-``import seqlab`` (and ``seqlab --help``) stays fast. The folders below are the layers of docs/architecture.md.
-
-One module keeps its former path as an alias: ``seqlab.devices`` is ``seqlab.training.devices`` (users and
-benchmarks import ``seqlab.devices.decode_products``); ``import seqlab.devices`` and ``from seqlab.devices import
-...`` give the same module object, imported on first use (:class:`_Alias`).
+The public API is re-exported here; each name is imported on first use (:func:`seqlab.base.lazy.lazy_exports`,
+seqlab's one lazy-loading mechanism) so that ``import seqlab`` (and ``seqlab --help``) stays fast. The folders
+below are the layers of docs/architecture.md; a module moved from here is refused with a pointer to its new path
+(``seqlab.devices``: docs/architecture.md, "Moved paths").
 """
 
-import importlib as _importlib
-import importlib.abc as _importlib_abc
-import importlib.util as _importlib_util
-import sys as _sys
 import typing as _typing
 
+from seqlab.base.lazy import lazy_exports as _lazy_exports
 from seqlab.base.version import __version__
-
-# a former module path -> the module it now names (docs/architecture.md, "Moved paths")
-_ALIASES: dict[str, str] = {"seqlab.devices": "seqlab.training.devices"}
-
-
-class _Alias(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
-    """Imports an alias of ``_ALIASES`` as the module it names (the same object in ``sys.modules``)."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        return _importlib_util.spec_from_loader(fullname, self) if fullname in _ALIASES else None
-
-    def create_module(self, spec):
-        return _importlib.import_module(_ALIASES[spec.name])
-
-    def exec_module(self, module):
-        pass  # the named module ran when it was imported
-
-
-if not any(isinstance(finder, _Alias) for finder in _sys.meta_path):
-    _sys.meta_path.insert(0, _Alias())  # first: it answers for the alias names only
 
 # public name -> module that defines it (imported on first attribute access)
 _EXPORTS: dict[str, str] = {
@@ -104,7 +79,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-if _typing.TYPE_CHECKING:  # the real names for type checkers; at run time __getattr__ imports each on first use
+# The same names for type checkers, which cannot read _EXPORTS (tests/test_typing.py checks that the two agree);
+# at run time __getattr__ imports each on first use.
+if _typing.TYPE_CHECKING:
     from seqlab.api import (Interrupted as Interrupted, load as load, open_encoder as open_encoder,
                             open_vectors as open_vectors, prepare as prepare, preset_config as preset_config,
                             presets as presets, train as train, train_run as train_run)
@@ -144,16 +121,8 @@ if _typing.TYPE_CHECKING:  # the real names for type checkers; at run time __get
     from seqlab.vectors.keyed import KeyedVectors as KeyedVectors
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seqlab' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
 __all__ = ["__version__", *_EXPORTS]
+__getattr__ = _lazy_exports(__name__, _EXPORTS, globals())[0]  # __dir__ below lists the public names only
 
 
 def __dir__():

@@ -52,7 +52,8 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "numpy") or 
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert eval(out.stdout) == ["seqlab.base", "seqlab.base.config", "seqlab.base.errors", "seqlab.base.version"]
+    assert eval(out.stdout) == ["seqlab.base", "seqlab.base.config", "seqlab.base.errors", "seqlab.base.lazy",
+                                "seqlab.base.version"]
 
 
 def test_the_registry_knows_every_task_kind():

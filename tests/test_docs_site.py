@@ -208,7 +208,7 @@ def test_generated_references_follow_the_code(site):
 
     api_page = site.html("reference/api/index.html")
     for name, module in seqlab._EXPORTS.items():
-        obj = getattr(importlib.import_module(module), name)  # not seqlab.presets, the package of that name
+        obj = getattr(importlib.import_module(module), name)
         assert f"#{obj.__module__}.{obj.__qualname__}" in api_page, f"reference/api: seqlab.{name} not linked"
 
 

@@ -8,8 +8,10 @@ alike (a lazy import still runs when called). ``from seqlab.x import y`` is an i
 ``seqlab.x.y`` when that is a module, of the module a package re-exports ``y`` from lazily (its ``_EXPORTS``),
 else of ``seqlab.x``. ``seqlab/__init__.py`` is the package root: anything may import ``seqlab`` itself, but a
 name it re-exports lazily counts as an import of the module that defines it, whether written ``from seqlab
-import load`` or ``import seqlab`` ... ``seqlab.load``; a former path it aliases (``_ALIASES``) counts as the
-module it names. Dynamic imports (``importlib.import_module(name)``, the task registry's) are not seen.
+import load`` or ``import seqlab`` ... ``seqlab.load``. A former path refused with a pointer (a module whose
+body raises ImportError: ``seqlab/devices.py``) belongs to no layer, and an import of it counts as an import of
+a module that does not exist. Dynamic imports (``importlib.import_module(name)``, the task registry's) are not
+seen.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import ast
 import re
 from pathlib import Path
 from typing import NamedTuple
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "seqlab"
@@ -91,13 +95,21 @@ def _literal(init: Path, name: str) -> dict[str, str]:
     return {}
 
 
+def refuses(path: Path) -> bool:
+    """Whether the module at ``path`` is a former path refused with a pointer: its body raises ImportError."""
+    return any(isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name)
+               and node.exc.func.id in ("ImportError", "ModuleNotFoundError")
+               for node in ast.parse(path.read_text(encoding="utf-8")).body)
+
+
 class Package:
     """The modules under ``root`` (a folder named like the package) and how names resolve to them."""
 
     def __init__(self, root: Path):
         self.root = root
-        self.files = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
-        self.aliases = _literal(root / "__init__.py", "_ALIASES")
+        files = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+        self.files = {name: path for name, path in files.items() if not refuses(path)}
+        self.refused = sorted(set(files) - set(self.files))  # former paths: they import nothing, and nothing them
 
     def exports(self, package: str) -> dict[str, str]:
         """A package's lazy re-exports (name -> defining module)."""
@@ -106,12 +118,11 @@ class Package:
 
     def resolve(self, base: str, name: str | None) -> str:
         """The module that ``from base import name`` (or ``import base`` when name is None) imports."""
-        base = self.aliases.get(base, base)
         if name is None:
             return base
         child = f"{base}.{name}"
-        if self.aliases.get(child, child) in self.files:
-            return self.aliases.get(child, child)
+        if child in self.files or child in self.refused:
+            return child
         return self.exports(base).get(name, base)
 
     def imports(self, path: Path) -> list[tuple[int, str]]:
@@ -274,9 +285,9 @@ def _planted(tmp_path: Path) -> Path:
     for folder in ("models", "tasks", "serve", "base"):
         (package / folder).mkdir(parents=True)
         (package / folder / "__init__.py").write_text("")
-    (package / "__init__.py").write_text('_ALIASES: dict[str, str] = {"seqlab.errors": "seqlab.base.errors"}\n'
-                                         '_EXPORTS: dict[str, str] = {"load": "seqlab.api", '
+    (package / "__init__.py").write_text('_EXPORTS: dict[str, str] = {"load": "seqlab.api", '
                                          '"SeqlabError": "seqlab.base.errors"}\n')
+    (package / "errors.py").write_text('"""Moved."""\n\nraise ImportError("seqlab.errors is now seqlab.base.errors")\n')
     (package / "api.py").write_text("from seqlab.tasks import lm\n")
     (package / "base" / "errors.py").write_text("")
     (package / "tasks" / "lm.py").write_text("from seqlab.models import bad\nfrom seqlab import __version__\n")
@@ -290,7 +301,7 @@ def _planted(tmp_path: Path) -> Path:
         "    from seqlab import load\n"  # line 7: a lazy export of seqlab.api
         "    from ..tasks import lm\n"  # line 8: relative
         "    return seqlab.load\n")  # line 9: an attribute of the root
-    (package / "models" / "good.py").write_text("import seqlab.errors\n\ndef g():\n    from . import bad\n")
+    (package / "models" / "good.py").write_text("import seqlab.base.errors\n\ndef g():\n    from . import bad\n")
     (package / "models" / "__init__.py").write_text('_EXPORTS = {"helper": "seqlab.models.loop"}\n')
     (package / "models" / "loop.py").write_text("from seqlab.models.own import x\n")
     (package / "models" / "own.py").write_text("from seqlab.models import helper\n")
@@ -322,11 +333,11 @@ def test_the_check_catches_planted_upward_imports_and_cycles(tmp_path):
         ["seqlab.api", "seqlab.models.bad", "seqlab.models.good", "seqlab.tasks.lm"],
         ["seqlab.models.loop", "seqlab.models.own"],  # through the package's lazy re-export
     ]
-    (package / "models" / "stale.py").write_text("from seqlab.errors import SeqlabError\n")  # moved: aliased
-    (package / "models" / "gone.py").write_text("from seqlab.io import read_json\n")  # moved: not aliased
-    assert missing(package) == ["seqlab/models/gone.py:1 -> seqlab.io"]
+    (package / "models" / "stale.py").write_text("def f():\n    from seqlab import errors\n")  # moved: refused
+    (package / "models" / "gone.py").write_text("from seqlab.io import read_json\n")  # moved: no module left
+    assert missing(package) == ["seqlab/models/gone.py:1 -> seqlab.io", "seqlab/models/stale.py:2 -> seqlab.errors"]
     good = Package(package).imports(package / "models" / "good.py")
-    assert good == [(1, "seqlab.base.errors"), (4, "seqlab.models.bad")]  # the alias; a relative submodule
+    assert good == [(1, "seqlab.base.errors"), (4, "seqlab.models.bad")]  # a relative submodule
 
 
 def test_a_planted_diagram_arrow_the_table_does_not_allow_is_seen():
@@ -334,11 +345,14 @@ def test_a_planted_diagram_arrow_the_table_does_not_allow_is_seen():
     assert [(a, b) for a, b in layers.arrows if b not in layers.may_import[a]] == [("tasks", "serve")]
 
 
-def test_the_former_devices_path_is_an_alias_of_the_moved_module():
-    """docs/architecture.md, "Moved paths": ``seqlab.devices`` is ``seqlab.training.devices``, one module object."""
-    import seqlab.devices
-    import seqlab.training.devices
-    from seqlab.devices import decode_products
+def test_the_former_devices_path_is_refused_with_a_pointer_to_the_moved_module():
+    """docs/architecture.md, "Moved paths": ``seqlab.devices`` is refused, naming ``seqlab.training.devices``."""
+    import sys
 
-    assert seqlab.devices is seqlab.training.devices and decode_products is seqlab.training.devices.decode_products
-    assert seqlab.training.devices.__name__ == "seqlab.training.devices"
+    import seqlab.training.devices
+
+    for statement in ("import seqlab.devices", "from seqlab.devices import decode_products"):
+        with pytest.raises(ImportError, match=r"^seqlab\.devices has moved to seqlab\.training\.devices; "):
+            exec(statement, {})
+    assert "seqlab.devices" not in sys.modules and seqlab.training.devices.decode_products
+    assert Package(PACKAGE).refused == ["seqlab.devices"]

@@ -388,6 +388,25 @@ def test_presets_and_their_configs_from_python_and_dir_lists_public_names_only()
     assert namespace["presets"] is seqlab.presets
 
 
+@pytest.mark.parametrize("first", [
+    "import importlib.resources as r; r.files('seqlab.base').joinpath('presets', 'lm-char.toml').read_text()",
+    "from seqlab.base import config; config.preset_names(); import seqlab.base.presets",
+    "import seqlab.api; import seqlab.tasks.registry",
+    "import seqlab\ntry:\n    import seqlab.presets\nexcept ModuleNotFoundError:\n    pass",
+], ids=["package-data", "config", "api", "import-presets"])
+def test_seqlab_presets_is_the_function_whatever_was_imported_first(first):
+    """The preset files are data of seqlab.base (no package named seqlab.presets): nothing imported before can
+    make ``seqlab.presets`` anything but :func:`seqlab.api.presets`."""
+    import subprocess
+    import sys
+
+    code = (f"{first}\nimport types\nimport seqlab\nfrom seqlab import presets\n"
+            "assert isinstance(seqlab.presets, types.FunctionType) and presets is seqlab.presets, seqlab.presets\n"
+            "assert 'lm-char' in seqlab.presets()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+
+
 def test_progress_is_a_bar_only_on_a_terminal_or_in_a_notebook_and_else_one_log_line_per_evaluation(
         in_tmp, capsys, caplog, monkeypatch):
     """stderr captured (not a terminal) and no notebook: no tqdm stream, one summary line per evaluation on the

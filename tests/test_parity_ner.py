@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from seqlab.base.errors import SeqlabError
 from seqlab.metrics import accuracy as cls
-from seqlab.metrics import entities, ner
+from seqlab.metrics import entities, ner, undefined_metric
 
 seqeval_labeling = pytest.importorskip("seqeval.metrics.sequence_labeling")
 seqeval_v1 = pytest.importorskip("seqeval.metrics.v1")
@@ -295,7 +295,7 @@ def test_a_filter_written_for_seqeval_silences_seqlab():
     """seqeval warns with sklearn's UndefinedMetricWarning; ours subclasses it (issue #14)."""
     sk_warning = pytest.importorskip("sklearn.exceptions").UndefinedMetricWarning
     assert issubclass(ner.UndefinedMetricWarning, sk_warning)
-    assert ner.UndefinedMetricWarning is ner.undefined_metric_warning()  # one class, cached
+    assert ner.UndefinedMetricWarning is undefined_metric.UndefinedMetricWarning  # one class
     no_prediction = ([["B-PER", "O"]], [["O", "O"]])  # no predicted entity: precision is 0/0
     for filtered in (False, True):
         with warnings.catch_warnings(record=True) as caught:
@@ -312,16 +312,19 @@ def test_a_filter_written_for_seqeval_silences_seqlab():
 
 
 def test_the_warning_class_is_built_lazily_and_pickles():
-    """Importing seqlab.metrics.ner does not import scikit-learn; the class pickles as itself."""
+    """Importing seqlab.metrics.ner does not import scikit-learn; the class, one for the three paths to it,
+    pickles as itself."""
     code = ("import pickle, sys, warnings\n"
             "import seqlab.metrics.ner as ner\n"
             "assert 'sklearn' not in sys.modules, 'sklearn imported by seqlab.metrics.ner'\n"
             "from seqlab.metrics import UndefinedMetricWarning\n"
             "import sklearn.exceptions\n"
-            "assert UndefinedMetricWarning is ner.UndefinedMetricWarning is ner.undefined_metric_warning()\n"
+            "from seqlab.metrics.undefined_metric import UndefinedMetricWarning as defined\n"
+            "assert UndefinedMetricWarning is ner.UndefinedMetricWarning is defined\n"
             "assert issubclass(UndefinedMetricWarning, sklearn.exceptions.UndefinedMetricWarning)\n"
             "assert pickle.loads(pickle.dumps(UndefinedMetricWarning)) is UndefinedMetricWarning\n"
-            "assert repr(UndefinedMetricWarning) == \"<class 'seqlab.metrics.ner.UndefinedMetricWarning'>\"\n")
+            "assert repr(UndefinedMetricWarning) == "
+            "\"<class 'seqlab.metrics.undefined_metric.UndefinedMetricWarning'>\"\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 

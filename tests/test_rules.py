@@ -5,6 +5,9 @@
   the caller's counts back (THREAD_OWNERS); everything else takes a thread count as an argument;
 - one home per idea: ``os.replace`` / ``os.rename`` (and ``Path.replace`` / ``Path.rename``) only in base/io.py, the
   atomic-replace helper; ``signal.signal(`` only in base/signals.py;
+- no import-system tricks (STYLE.md anti-pattern 7): no ``sys.meta_path`` or ``sys.path_hooks``, no module that
+  swaps its own ``__class__``, and no module-level ``def __getattr__``: a lazy name comes from
+  ``seqlab.base.lazy.lazy_exports``, the one lazy-loading mechanism;
 - modules stay small: none over MAX_LINES lines of code and comments (docstrings not counted: the equation and
   departure tags the documentation site is built from live there, beside the code) unless LONG names it with a
   one-line reason;
@@ -88,6 +91,28 @@ def test_renames_go_through_io():
 
 def test_signal_handlers_are_installed_in_one_module():
     assert offenders("signal", SIGNALS, owner=("signal",)) == []
+
+
+def import_tricks(path: str, tree: ast.Module) -> list[str]:
+    """``path:line what`` of every import-system trick in a module's source (module docstring)."""
+    found = [f"{path}:{node.lineno} def __getattr__" for node in tree.body
+             if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("meta_path", "path_hooks"):
+            found.append(f"{path}:{node.lineno} {ast.unparse(node)}")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{path}:{node.lineno} {ast.unparse(t)} =" for t in targets
+                      if isinstance(t, ast.Attribute) and t.attr == "__class__"]
+    return sorted(found, key=lambda where: int(where.split(":")[1].split()[0]))
+
+
+def test_no_import_system_tricks():
+    planted = ast.parse("import sys\nsys.meta_path.insert(0, None)\nsys.modules[__name__].__class__ = type\n"
+                        "def __getattr__(name):\n    pass\ndef f():\n    def __getattr__(name):\n        pass\n")
+    assert import_tricks("x.py", planted) == ["x.py:2 sys.meta_path", "x.py:3 sys.modules[__name__].__class__ =",
+                                              "x.py:4 def __getattr__"]
+    assert [trick for path, tree in sources().items() for trick in import_tricks(path, tree)] == []
 
 
 def code_lines(source: str) -> int:

@@ -38,3 +38,21 @@ def test_a_notebook_script_type_checks_and_misuse_is_caught(tmp_path):
     assert out.returncode == 1, f"mypy accepted misuse of the API:\n{out.stdout}{out.stderr}"
     assert '"Trained" has no attribute "generate"' in out.stdout, out.stdout
     assert 'expression has type "str", variable has type "int"' in out.stdout, out.stdout
+
+
+def test_the_type_checkers_names_are_the_lazy_exports():
+    """seqlab/__init__.py lists its public names twice: ``_EXPORTS`` (name -> defining module, read at run time) and
+    the ``TYPE_CHECKING`` imports type checkers read (they cannot follow ``_EXPORTS``); the two must agree."""
+    import ast
+
+    tree = ast.parse((ROOT / "seqlab" / "__init__.py").read_text(encoding="utf-8"))
+    exports = next(ast.literal_eval(node.value) for node in tree.body
+                   if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "_EXPORTS")
+    block = next(node for node in tree.body if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test))
+    checked = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom), ast.unparse(node)
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{alias.name} as {alias.asname}: re-export it under its own name"
+            checked[alias.name] = node.module
+    assert checked == exports

@@ -49,9 +49,12 @@ def test_the_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
     assert len(list(dist.glob("*.tar.gz"))) == 1, "no sdist"
     assert files_of(wheel) == files_of(straight), "the sdist builds another wheel than the tree"
     names = files_of(wheel)
-    for needed in ("seqlab/py.typed", "seqlab/presets/lm-char.toml", "seqlab/presets/ner-bilstm-crf.toml",
-                   "seqlab/serve/static/page.html", "seqlab/serve/static/seqlab.js", "seqlab/serve/static/seqlab.css"):
+    for needed in ("seqlab/py.typed", "seqlab/serve/static/page.html", "seqlab/serve/static/seqlab.js",
+                   "seqlab/serve/static/seqlab.css"):
         assert needed in names, f"{needed} is not in the wheel"
+    presets = sorted(p.name for p in (ROOT / "seqlab" / "base" / "presets").glob("*.toml"))  # every preset file
+    assert len(presets) > 10 and sorted(n for n in names if n.startswith("seqlab/base/presets/")) == [
+        f"seqlab/base/presets/{name}" for name in presets]
     assert not [n for n in names if n.startswith(("tests/", "docs/", "bench/"))]
     shipped = sorted(p.name for p in (ROOT / "seqlab" / "course" / "notebooks").iterdir())  # the course's notebooks
     assert len([n for n in shipped if n.endswith(".ipynb")]) == 8 and "recorded.json" in shipped

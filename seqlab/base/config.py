@@ -282,9 +282,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 
 
 def _presets_folder():
-    """The presets' folder, package data read without importing ``seqlab.presets`` (which would replace the
-    function :func:`seqlab.presets` with the package of the same name)."""
-    return resources.files("seqlab").joinpath("presets")
+    """The presets' folder: package data beside this module (``seqlab/base/presets/``, one TOML file each)."""
+    return resources.files("seqlab.base").joinpath("presets")
 
 
 def preset_text(name: str) -> str:

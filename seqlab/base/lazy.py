@@ -1,7 +1,6 @@
-"""Lazy re-exports for subpackage ``__init__`` modules (``seqlab.metrics``, ``seqlab.data``): a public name is
-imported from the module that defines it on first attribute access, so importing the package stays cheap.
-(``seqlab/__init__.py`` spells the same few lines out, so that importing ``seqlab`` loads no other module but
-:mod:`seqlab.base.version`.)"""
+"""seqlab's one lazy-loading mechanism: a module's public name imported from the module that defines it on first
+attribute access, so importing the module stays cheap (``seqlab`` itself, ``seqlab.metrics``, ``seqlab.data``,
+``seqlab.serve``'s app, which needs the serve extra, and the PyTorch word-vector models, which need torch)."""
 
 from __future__ import annotations
 

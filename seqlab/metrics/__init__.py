@@ -20,7 +20,7 @@ _EXPORTS: dict[str, str] = {
     "corpus_chrf": "seqlab.metrics.chrf",
     "entity_f1": "seqlab.metrics.ner",
     "classification_report": "seqlab.metrics.ner",
-    "UndefinedMetricWarning": "seqlab.metrics.ner",
+    "UndefinedMetricWarning": "seqlab.metrics.undefined_metric",
     "macro_f1": "seqlab.metrics.accuracy",
     "classification_scores": "seqlab.metrics.accuracy",
     "confusion_matrix": "seqlab.metrics.accuracy",

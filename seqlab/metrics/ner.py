@@ -35,7 +35,6 @@ Schemes may be given by name (``"IOB2"``) or as seqeval's scheme classes (their 
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
@@ -45,44 +44,15 @@ from typing import Any
 import numpy as np
 
 from seqlab.base.errors import SeqlabError
+from seqlab.base.lazy import lazy_exports
 from seqlab.metrics.entities import SCHEMES, Scheme, Tags, get_entities, get_entities_strict, resolve_scheme
 
 AVERAGES = (None, "micro", "macro", "weighted")
-_BUILD_LOCK = threading.Lock()
 
 
-def undefined_metric_warning() -> type[UserWarning]:
-    """The class of the warning issued when a precision or recall had a zero denominator.
-
-    ``UndefinedMetricWarning`` (this module's attribute, built on first use by ``__getattr__``)
-    subclasses ``sklearn.exceptions.UndefinedMetricWarning``, the class seqeval warns with, so a
-    filter written for seqeval silences seqlab too. It is built lazily so that importing this module
-    does not import scikit-learn (over a second here); without scikit-learn it subclasses UserWarning.
-    Code inside seqlab refers to it through this function (a module ``__getattr__`` is not consulted
-    for the module's own global names).
-    """
-    with _BUILD_LOCK:  # one class only, even when two threads warn first at once
-        return globals().get("UndefinedMetricWarning") or _build_undefined_metric_warning()
-
-
-def _build_undefined_metric_warning() -> type[UserWarning]:
-    try:
-        from sklearn.exceptions import UndefinedMetricWarning as base
-    except ImportError:
-        base = UserWarning
-
-    class UndefinedMetricWarning(base):
-        """A precision or recall had a zero denominator and was set by ``zero_division`` ('warn' -> 0.0)."""
-
-    UndefinedMetricWarning.__qualname__ = "UndefinedMetricWarning"  # pickled by name, found by __getattr__
-    globals()["UndefinedMetricWarning"] = UndefinedMetricWarning  # later lookups skip __getattr__
-    return UndefinedMetricWarning
-
-
-def __getattr__(name: str):
-    if name == "UndefinedMetricWarning":
-        return undefined_metric_warning()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# UndefinedMetricWarning, this module's attribute: imported on first use, since it imports scikit-learn
+__getattr__, __dir__ = lazy_exports(__name__, {"UndefinedMetricWarning": "seqlab.metrics.undefined_metric"},
+                                    globals())
 
 
 # --------------------------------------------------------------------------------------------
@@ -163,9 +133,11 @@ def _zero_division_value(zero_division: Any) -> float:
 
 def _warn_prf(average: str | None, modifier: str, msg_start: str, result_size: int) -> None:
     """sklearn's / seqeval's UndefinedMetricWarning text."""
+    from seqlab.metrics.undefined_metric import UndefinedMetricWarning  # a module __getattr__ serves no own code
+
     where = "due to" if result_size == 1 else "in labels with"
     warnings.warn(f"{msg_start} ill-defined and being set to 0.0 {where} no {modifier} samples. "
-                  "Use `zero_division` parameter to control this behavior.", undefined_metric_warning(),
+                  "Use `zero_division` parameter to control this behavior.", UndefinedMetricWarning,
                   stacklevel=3)
 
 

@@ -5,14 +5,12 @@ path safety, :mod:`.cache` the least-recently-used model cache, :mod:`.operation
 objects, ``static/`` our page, script and style sheet (plotly's own ``plotly.min.js`` is served from the installed
 package)."""
 
+from seqlab.base.lazy import lazy_exports
+
 EXTRA = ("fastapi", "uvicorn", "plotly")  # the modules of the serve extra
 
 
-def __getattr__(name: str):
-    """``seqlab.serve.create_app(roots, token=None, cache_size=4)``, the ASGI app, imported on first use (it
-    needs the extra, which ``seqlab serve`` checks first)."""
-    if name == "create_app":
-        from seqlab.serve.app import create_app
-
-        return create_app
-    raise AttributeError(f"module 'seqlab.serve' has no attribute {name!r}")
+# ``seqlab.serve.create_app(roots, token=None, cache_size=4)``, the ASGI app: imported on first use (it needs the
+# extra, which ``seqlab serve`` checks first)
+_EXPORTS: dict[str, str] = {"create_app": "seqlab.serve.app"}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
