@@ -34,6 +34,20 @@ vs HF's model in torch.bfloat16 (eager, and static cache + compile), and vs torc
 converts GPT-2's layers here (``hf_int8``; with torchao 0.18 it does not: ``NO_INT8_PEER``).
 With ``--ppl-run RUN`` (a trained language-model run), that run's validation perplexity in each dtype.
 
+Issue #55's additions (bench/generate_peers.py): every table also holds HF's recipe with seqlab's inductor options
+(``cpp_wrapper``, ``freezing``, guards skipped after warm-up) and CTranslate2 on the same weights converted offline
+(fp32 rows in the tables above; int8 in the low-precision table), all at the same thread count. The bound for
+batch 1, 4, 8 and 16 (batch 4: the first 4 of the 8 prompts; 16: the 8 and 8 more of the same lengths): per step
+the largest of the weight bytes over the read bandwidth (L3 or DRAM by the weights' and KV cache's size), the
+step's FLOPs over the GEMM rate of the model's products on 256 rows, and the KV-cache bytes read, each probe timed
+in every round; the table shows each side's best tokens/s and % of it (seqlab's compiled step at 4 and 16, its
+tokens checked against HF eager's on the same prompts). Beam search, K = 5, batch 1 and the 8 prompts: seqlab's
+``generate(beam=5)`` search through its compiled step against HF ``generate(num_beams=5)`` eager, with its static
+cache + compile, and with seqlab's options, and CTranslate2 ``beam_size=5`` (fp32, int8). Checks that fail the
+bench (an exception, no section written): every row holds all its tokens; every fp32 row (greedy: the tokens;
+beam: the best hypothesis) equals HF eager's; the low-precision rows report their leading agreement instead.
+``--no-beam`` skips the beam table.
+
     .venv/bin/python bench/generate.py [--rounds 5] [--threads N] [--no-compile] [--ppl-run runs/NAME]
     SEQLAB_BENCH_RESULTS=/tmp/x.md .venv/bin/python bench/generate.py --quick   # smoke run, a few minutes
     .venv/bin/python bench/generate.py --device cuda [--rounds 3]               # on a GPU (bench/gpu.sh)
@@ -62,6 +76,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -75,6 +90,7 @@ run_under_isa_cap()  # --isa avx2: this script again under the AVX2 caps, before
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+import generate_peers as peers  # noqa: E402
 from common import (  # noqa: E402
     bf16_rows, cpu_line, gpu_line, interleaved, isa_heading, isa_suffix, machine, median, run_json_subprocess, verdict,
     write_section)
@@ -133,21 +149,29 @@ def hf_static_compiled(hf, dtype: torch.dtype | None = None, copied: bool = Fals
     return model
 
 
-def hf_generate(hf, prompt):
+def hf_generate(hf, prompt, beam: int = 1):
+    """HF's greedy tokens (``beam`` > 1: the best of ``num_beams=beam``, its default length penalty)."""
     with torch.inference_mode():
-        out = hf.generate(prompt.to(hf.device), max_new_tokens=NEW, do_sample=False, pad_token_id=0)
+        out = hf.generate(prompt.to(hf.device), max_new_tokens=NEW, do_sample=False, pad_token_id=0, num_beams=beam)
     return out[0, PROMPT:].tolist()
 
 
-def hf_generate_batch(hf, prompts):
-    """HF's batched greedy: left padding, attention mask (positions from its cumsum)."""
+def hf_generate_batch(hf, prompts, beam: int = 1):
+    """HF's batched greedy (or beam search): left padding, attention mask (positions from its cumsum)."""
     longest = max(map(len, prompts))
     ids = torch.tensor([[0] * (longest - len(p)) + p for p in prompts])  # batch, longest
     mask = torch.tensor([[0] * (longest - len(p)) + [1] * len(p) for p in prompts])  # batch, longest
     with torch.inference_mode():
         out = hf.generate(ids.to(hf.device), attention_mask=mask.to(hf.device), max_new_tokens=NEW, do_sample=False,
-                          pad_token_id=0)
+                          pad_token_id=0, num_beams=beam)
     return out[:, longest:].tolist()
+
+
+def ours_beam(ours, prompts, beam: int, products: str):
+    """seqlab's beam search through its compiled step (generate(beam=K)'s call): each prompt's best hypothesis."""
+    from seqlab.decoding.lm_beam import lm_beam_search
+
+    return [h[0].tokens for h in lm_beam_search(ours, prompts, beam, NEW, None, compile=True, products=products)]
 
 
 def ours_generate(ours, prompt, compile=False, products="blas"):
@@ -318,17 +342,32 @@ HF_EAGER = "eager, dynamic cache"
 HF_STATIC = "static cache + torch.compile(forward, fullgraph=True)"
 
 
-def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool) -> tuple[dict, set]:
+def ct2_rows(ct2: dict, prompts: list[list[int]], label: str, beam: int = 1) -> dict:
+    """CTranslate2's candidates ({name: call}) on ``prompts``, one per converted model in ``ct2``."""
+    search = f"beam {beam}" if beam > 1 else "greedy"
+    return {f"ctranslate2: generate_batch, {label}{q} ({CT2_TYPES[q]}), {search}, end_token=[]":
+            (lambda g=g: peers.ct2_generate(g, prompts, NEW, beam)) for q, g in ct2.items()}
+
+
+CT2_TYPES = {"float32": "fp32", "int8": "int8 weights"}
+
+
+def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool, ct2: dict) -> tuple[dict, set]:
     """fp32, batch 1: ({name: call returning the 256 tokens}, the names that compile on their first call)."""
     fns = {
         f"hf: generate, SDPA, fp32, {HF_EAGER}": lambda: hf_generate(hf, prompt),
         "seqlab: eager, preallocated KV cache": lambda: ours_generate(ours, prompt),
     }
+    one = [prompt[0].tolist()]
+    fns.update({n: (lambda f=f: f()[0]) for n, f in ct2_rows({"float32": ct2["float32"]}, one, "").items()}
+               if "float32" in ct2 else {})
     if not compile:
         return fns, set()
-    static = hf_static_compiled(hf)
+    static, tuned = hf_static_compiled(hf), peers.hf_seqlab_options(hf)
+    tuned_call = peers.SkipGuardsAfterWarmup(lambda: hf_generate(tuned, prompt))
     compiled = {
         f"hf: generate, SDPA, fp32, {HF_STATIC}": lambda: hf_generate(static, prompt),
+        f"hf: generate, SDPA, fp32, {peers.HF_SEQLAB}": tuned_call,
         "seqlab: compiled step, streaming reductions":
             lambda: ours_generate(ours, prompt, True, "stream"),
     }
@@ -339,18 +378,24 @@ def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool) -> tuple[
     return {**fns, **compiled}, set(compiled)
 
 
-def batched_candidates(hf, ours, prompts, compile: bool, blas_row: bool = True) -> tuple[dict, set]:
+def batched_candidates(hf, ours, prompts, compile: bool, blas_row: bool = True, ct2: dict | None = None
+                       ) -> tuple[dict, set]:
     """fp32, the 8 left-padded prompts: ({name: call returning the 8 token lists}, the compiling names). Both
     product choices of the compiled step run (seqlab.training.devices.decode_products picks per batch size)."""
     fns = {
         f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}": lambda: hf_generate_batch(hf, prompts),
         "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
     }
+    if ct2 and "float32" in ct2:
+        fns.update(ct2_rows({"float32": ct2["float32"]}, prompts, "8 prompts, "))
     if not compile:
         return fns, set()
     static = hf_static_compiled(hf)  # its own copy: a static cache made for batch 8, never re-made for batch 1
+    tuned = peers.hf_seqlab_options(hf)
     compiled = {
         f"hf: generate, 8 left-padded prompts, attention mask, {HF_STATIC}": lambda: hf_generate_batch(static, prompts),
+        f"hf: generate, 8 left-padded prompts, attention mask, {peers.HF_SEQLAB}":
+            peers.SkipGuardsAfterWarmup(lambda: hf_generate_batch(tuned, prompts)),
         "seqlab: compiled step, one left-padded batch":
             lambda: ours_generate_batch(ours, prompts, True, "stream"),
     }
@@ -361,6 +406,74 @@ def batched_candidates(hf, ours, prompts, compile: bool, blas_row: bool = True) 
     return {**fns, **compiled}, set(compiled)
 
 
+SIZES = (1, 4, 8, 16)  # the bound table's batch sizes
+BEAM = 5  # the beam table's K (issue #55's target: beam 5)
+
+
+def size_prompts(size: int) -> list[list[int]]:
+    """The prompts of batch ``size``: batch 1's prompt length alone, then the batch of 8's first ``size`` prompts,
+    and for 16 the 8 again with other tokens (seed 3): left-padded as the batch of 8 is."""
+    if size == 1:
+        return [torch.randint(0, 65, (1, PROMPT), generator=torch.Generator().manual_seed(1))[0].tolist()]
+    g = torch.Generator().manual_seed(3)
+    extra = [torch.randint(0, 65, (n,), generator=g).tolist() for n in BATCH_LENGTHS]
+    return (batch_prompts() + extra)[:size]
+
+
+def sizes_candidates(hf, ours, blas_ours, quick: bool) -> tuple[dict, dict, set]:
+    """fp32, batch 4 and 16 (batch 1 and 8 are the tables above): ({name: call}, {name: batch size}, compiling
+    names). seqlab's compiled step with each product choice that runs at that size (the streaming products take at
+    most seqlab.nn.gemv.ROWS rows); HF eager gives each size's reference tokens (one untimed call)."""
+    from seqlab.nn.gemv import ROWS
+
+    fns, size_of = {}, {}
+    for size in (4, 16):
+        prompts = size_prompts(size)
+        ways = [("streaming reductions", ours, "stream")] if size <= ROWS else []
+        if not quick or size > ROWS:
+            ways.append(("BLAS products", blas_ours, "blas"))
+        for label, model, products in ways:
+            name = f"seqlab: compiled step, {size} left-padded prompts, {label}"
+            fns[name] = lambda m=model, p=prompts, k=products: ours_generate_batch(m, p, True, k)
+            size_of[name] = size
+    return fns, size_of, set(fns)
+
+
+def beam_candidates(hf, ours, ct2: dict, compile: bool) -> tuple[dict, dict, set]:
+    """Beam search (K = BEAM), batch 1 and the 8 left-padded prompts: ({name: call returning each prompt's best
+    hypothesis}, {name: prompts}, compiling names). HF: generate(num_beams=K) eager with its dynamic cache, with its
+    static cache + compiled forward (its documented recipe), and with seqlab's options; seqlab: generate(beam=K)'s
+    search through its compiled step, products as seqlab.training.devices.decode_products chooses for K x prompts
+    rows; CTranslate2: generate_batch(beam_size=K) fp32 and int8 (the int8 rows in no ratio)."""
+    from seqlab.training.devices import decode_products
+
+    fns, prompts_of, compiling = {}, {}, set()
+    for size in (1, 8):
+        prompts = size_prompts(size)
+        label = "batch 1" if size == 1 else "8 left-padded prompts, attention mask"
+        call = (lambda m, p=prompts: [hf_generate(m, torch.tensor(p), BEAM)]) if size == 1 else \
+            (lambda m, p=prompts: hf_generate_batch(m, p, BEAM))
+        rows = {f"hf: generate(num_beams={BEAM}), {label}, {HF_EAGER}": lambda c=call: c(hf)}
+        for n, f in ct2_rows(ct2, prompts, f"{size} prompt{'s' * (size > 1)}, ", BEAM).items():
+            rows[n] = f
+        if compile:
+            static, tuned = hf_static_compiled(hf), peers.hf_seqlab_options(hf)
+            products = decode_products(torch.device("cpu"), BEAM * size)
+            model = copy.deepcopy(ours)  # its own compiled step (a beam's row count)
+            compiled = {
+                f"hf: generate(num_beams={BEAM}), {label}, {HF_STATIC}": lambda c=call, m=static: c(m),
+                f"hf: generate(num_beams={BEAM}), {label}, {peers.HF_SEQLAB}":
+                    peers.SkipGuardsAfterWarmup(lambda c=call, m=tuned: c(m)),
+                f"seqlab: generate(beam={BEAM}), {size} prompt{'s' * (size > 1)}, compiled step, {products} products":
+                    lambda m=model, p=prompts, k=products: ours_beam(m, p, BEAM, k),
+            }
+            rows.update(compiled)
+            compiling |= set(compiled)
+        fns.update(rows)
+        prompts_of.update(dict.fromkeys(rows, prompts))
+    return fns, prompts_of, compiling
+
+
 def hf_weight_bytes(model) -> int:
     """Bytes of HF's weights one batch-1 token reads (each tensor once, the position table one row)."""
     table = model.transformer.wpe.weight
@@ -369,7 +482,7 @@ def hf_weight_bytes(model) -> int:
     return sum(t.numel() * t.element_size() for t in tensors.values()) - unread
 
 
-def low_candidates(hf, ours, prompt) -> tuple[dict, set, dict, str | None]:
+def low_candidates(hf, ours, prompt, ct2: dict) -> tuple[dict, set, dict, str | None]:
     """Batch 1 in low precision: seqlab's compiled step with bf16 and int8 linear weights, and HF's model in
     torch.bfloat16 and, where torchao can, with int8 weights (eager, and static cache + compile). ({name: call},
     compiling names, {name: (dtype, weight bytes one token reads)}, why HF has no int8 row or None)."""
@@ -390,6 +503,11 @@ def low_candidates(hf, ours, prompt) -> tuple[dict, set, dict, str | None]:
         fns[hf_eager], info[hf_eager] = lambda: hf_generate(eager, prompt), ("bf16", hf_weight_bytes(eager))
         fns[hf_static], info[hf_static] = lambda: hf_generate(static, prompt), ("bf16", hf_weight_bytes(static))
         eager_names.add(hf_eager)
+    if "int8" in ct2:
+        name = next(iter(ct2_rows({"int8": ct2["int8"]}, [prompt[0].tolist()], "")))
+        fns[name] = lambda g=ct2["int8"]: peers.ct2_generate(g, [prompt[0].tolist()], NEW)[0]
+        info[name] = ("int8", None)
+        eager_names.add(name)
     int8, no_int8 = hf_int8(hf)
     if int8 is not None:
         int8_static = hf_static_compiled(hf_int8(hf)[0], copied=True)
@@ -458,11 +576,11 @@ def low_verdicts(low: dict, info: dict, rate: dict, no_int8: str | None) -> dict
     out = {}
     for dtype in ("bf16", "int8"):
         ours = {n: rate[n] for n in low if n.startswith("seqlab") and info[n][0] == dtype}
-        peers = {n: rate[n] for n in low if n.startswith("hf") and info[n][0] == dtype}
+        others = {n: rate[n] for n in low if not n.startswith("seqlab") and info[n][0] == dtype}
         if not ours:
             continue
-        if peers:
-            out[dtype] = verdict(ours, peers)
+        if others:
+            out[dtype] = verdict(ours, others)
         else:
             best = max(ours, key=ours.get)
             out[dtype] = {"seqlab_best": best, "seqlab_value": ours[best], "peer_best": None, "peer_value": None,
@@ -474,12 +592,13 @@ def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -
     """The low-precision batch-1 table, each row against HF's best in the same dtype, and the perplexity change."""
     if not low:
         return ""
-    lines = ["", "Low precision, batch 1, each against HF's best in the same dtype (seqlab: weight-only, "
+    lines = ["", "Low precision, batch 1, each against the best peer in the same dtype (seqlab: weight-only, "
              "`seqlab generate --dtype`, activations in fp32; HF: the whole model in torch.bfloat16, eager and "
-             "with its static cache + compile recipe). Not in the fp32 ratios above; the tokens may differ from "
+             "with its static cache + compile recipe; CTranslate2: its int8 conversion of the same weights, "
+             "compute_type int8). Not in the fp32 ratios above; the tokens may differ from "
              "fp32's" + (f". No bf16 rows: {bf16_rows()} (HF's bf16 model would run 40-400x slower than fp32)"
                          if bf16_rows() else "") + ":",
-             "", "| candidate | tokens/s | vs same-dtype HF best | vs seqlab fp32 best | weight MB per token | "
+             "", "| candidate | tokens/s | vs same-dtype peer best | vs seqlab fp32 best | weight MB per token | "
              "% of its bound | leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
     for name in low:
         dtype, nbytes = info[name]
@@ -491,7 +610,7 @@ def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -
     for dtype, v in verdicts.items():
         lines.append("")
         if v["peer_best"]:
-            lines.append(f"**{dtype}: seqlab best / same-dtype HF best = {v['seqlab_value'] / v['peer_value']:.2f}** "
+            lines.append(f"**{dtype}: seqlab best / same-dtype peer best = {v['seqlab_value'] / v['peer_value']:.2f}** "
                          f"({v['seqlab_best']} over {v['peer_best']}).")
         else:
             lines.append(f"**{dtype}: {v['no_peer']}.**")
@@ -523,6 +642,7 @@ def parse_args():
     ap.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_NEW} new tokens, 1 round, no BLAS row, "
                     "no GEMV table, no RSS subprocesses (figures not for RESULTS.md)")
     ap.add_argument("--no-compile", action="store_true", help="skip every compiled candidate (both sides)")
+    ap.add_argument("--no-beam", action="store_true", help=f"skip the beam-search table (beam {BEAM})")
     ap.add_argument("--ppl-run", default=None, help="a trained LM run: its validation perplexity per --dtype")
     ap.add_argument("--isa", choices=("native", "avx2", "generic"), default="native",
                     help="run both sides capped to this instruction-set level (seqlab.base.machine.ISA_CAPS), in "
@@ -551,36 +671,71 @@ def main():
     eos = assert_eos_unreachable(hf)
     prompts = batch_prompts()
     compile = not args.no_compile
-    single, compiling = batch1_candidates(hf, ours, prompt, compile, blas_row=not args.quick)
-    batched, compiling_b = batched_candidates(hf, ours, prompts, compile, blas_row=not args.quick)
-    low, compiling_l, low_info, no_int8 = low_candidates(hf, ours, prompt) if compile else ({}, set(), {}, None)
-    assert not set(single) & set(batched), "a candidate's name must say which table it belongs to"
-    candidates = {name: at_threads(threads, fn) for name, fn in {**single, **batched, **low}.items()}
-    compile_s = cold_calls(candidates, compiling | compiling_b | compiling_l)
+    ct2_dir = tempfile.mkdtemp(prefix="seqlab-bench-ct2-")
+    ct2, ct2_why = ct2_models(hf, ct2_dir, threads)
+    blas_ours = copy.deepcopy(ours)  # the BLAS products' own compiled step (batch 4 and 16)
+    single, compiling = batch1_candidates(hf, ours, prompt, compile, blas_row=not args.quick, ct2=ct2)
+    batched, compiling_b = batched_candidates(hf, ours, prompts, compile, blas_row=not args.quick, ct2=ct2)
+    low, compiling_l, low_info, no_int8 = low_candidates(hf, ours, prompt, ct2) if compile else ({}, set(), {},
+                                                                                                   None)
+    sized, size_of, compiling_s = sizes_candidates(hf, ours, blas_ours, args.quick) if compile else ({}, {}, set())
+    beams, beam_prompts, compiling_k = beam_candidates(hf, ours, ct2, compile) if not args.no_beam else ({}, {},
+                                                                                                          set())
+    tables = [single, batched, low, sized, beams]
+    assert sum(map(len, tables)) == len({n for t in tables for n in t}), "a candidate's name must say its table"
+    rows_of = {**dict.fromkeys(single, 1), **dict.fromkeys(batched, len(prompts)), **dict.fromkeys(low, 1),
+               **size_of, **{n: len(ps) for n, ps in beam_prompts.items()}}
+    candidates = {name: at_threads(threads, fn) for t in tables for name, fn in t.items()}
+    compile_s = cold_calls(candidates, compiling | compiling_b | compiling_l | compiling_s | compiling_k)
 
     outputs = {name: fn() for name, fn in candidates.items()}  # the correctness pass (also a warm call)
     reference = outputs[f"hf: generate, SDPA, fp32, {HF_EAGER}"]
     reference_batch = outputs[f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}"]
-    for name, out in outputs.items():  # no EOS can stop either side: every row has all its tokens
-        assert all(len(row) == NEW for row in (out if name in batched else [out])), f"{name}: not {NEW} tokens a row"
-    same = {name: outputs[name] == reference for name in single}
-    same.update({name: outputs[name] == reference_batch for name in batched})
+    references = {size: hf_generate_batch(hf, size_prompts(size)) for size in sorted(set(size_of.values()))}
+    # the checks: every row holds all its tokens, and every fp32 row gives the reference's tokens (else no section)
+    peers.require_lengths(outputs, NEW, {n for n in rows_of if n not in single and n not in low})
+    peers.require_same(outputs, reference, list(single), "batch 1 (reference: HF eager)")
+    peers.require_same(outputs, reference_batch, list(batched), "batch 8 (reference: HF eager)")
+    for size, ref in references.items():
+        peers.require_same(outputs, ref, [n for n, s in size_of.items() if s == size], f"batch {size} (HF eager)")
+    for size in (1, 8):
+        names = [n for n, ps in beam_prompts.items() if len(ps) == size]
+        fp32 = [n for n in names if "int8" not in n]
+        ref = outputs[next(n for n in names if HF_EAGER in n)]
+        peers.require_same(outputs, ref, fp32, f"beam {BEAM}, batch {size}: best hypotheses (reference: HF eager)")
+    same = {name: True for t in (single, batched) for name in t}
     agree = {name: leading_agreement(outputs[name], reference) for name in low}
+    agree.update({n: min(leading_agreement(a, b) for a, b in
+                         zip(outputs[n], outputs[next(m for m, ps in beam_prompts.items()
+                                                      if ps == beam_prompts[n] and HF_EAGER in m)]))
+                  for n in beams if "int8" in n})
 
     nbytes, (l3, l3_source) = weight_bytes(ours), l3_bytes()
-    bound_kind, probe = probe_buffer(nbytes, l3)
+    shape = peers.model_shape(ours, nbytes)
+    lengths = {size: list(map(len, size_prompts(size))) for size in SIZES}
+    kinds = {size: probe_buffer(peers.footprint(shape, lengths[size], NEW), l3)[0] for size in SIZES}
+    bound_kind = probe_buffer(nbytes, l3)[0]  # batch 1's weights alone, as before
+    probes = {kind: probe_buffer(max((peers.footprint(shape, lengths[s], NEW) for s in SIZES if kinds[s] == kind),
+                                     default=nbytes) if kind == "L3" else 1 << 62, l3)[1]
+              for kind in {bound_kind, *kinds.values()}}
+    gemm, gemm_flops = peers.gemm_seconds(ours)
     timed = {name: wall_timed(fn) for name, fn in candidates.items()}
-    timed["probe"] = lambda: min(at_threads(n, lambda: read_seconds(probe))() for n in sorted({1, threads}))
+    for kind, buffer in probes.items():
+        timed[f"probe {kind}"] = lambda b=buffer: min(at_threads(n, lambda: read_seconds(b))()
+                                                      for n in sorted({1, threads}))
+    timed["gemm"] = at_threads(threads, gemm)
     times = interleaved(timed, args.rounds, warmup=1)
-    bw = probe.numel() * probe.element_size() / median(times.pop("probe"))
-    probe_mib = probe.numel() * probe.element_size() / 2**20
-    del probe
-    rate = {name: NEW * (len(prompts) if name in batched else 1) / median(ts) for name, ts in times.items()}
+    bws = {kind: b.numel() * b.element_size() / median(times.pop(f"probe {kind}")) for kind, b in probes.items()}
+    flop_rate = gemm_flops / median(times.pop("gemm"))
+    bw = bws[bound_kind]
+    probe_mib = probes[bound_kind].numel() * probes[bound_kind].element_size() / 2**20
+    del probes
+    rate = {name: NEW * rows_of[name] / median(ts) for name, ts in times.items()}
     load_end = os.getloadavg()[0]
 
     def sides(names):
         seqlab = {n: rate[n] for n in names if n.startswith("seqlab")}
-        return seqlab, {n: rate[n] for n in names if n.startswith("hf")}
+        return seqlab, {n: rate[n] for n in names if not n.startswith("seqlab")}
 
     v1, vb = verdict(*sides(single)), verdict(*sides(batched))
     ratio, ratio_batched = v1["ratio"], vb["ratio"]
@@ -589,12 +744,21 @@ def main():
     fraction = v1["seqlab_value"] / bound
     met = {"batch1": ratio >= TARGET_RATIO or (bound_kind == "DRAM" and fraction >= TARGET_BOUND),
            "batch8": ratio_batched >= TARGET_RATIO}
+    bounds = {size: peers.batch_bound(shape, lengths[size], NEW, bws[kinds[size]], flop_rate) for size in SIZES}
+    by_size = {1: list(single), 8: list(batched),
+               **{size: [n for n, s in size_of.items() if s == size] for size in (4, 16)}}
+    beam_v = {size: verdict(*sides([n for n, ps in beam_prompts.items() if len(ps) == size and "int8" not in n]))
+              for size in (1, 8) if any(len(ps) == size for ps in beam_prompts.values())
+              and any(n.startswith("seqlab") for n, ps in beam_prompts.items() if len(ps) == size)}
     gemvs = [] if args.quick else at_threads(threads, lambda: gemv_table(ours, args.rounds))()
     rss = {} if args.quick else peak_rss(ours, compile)
 
     section = render(args, threads, load_start, load_end, single, batched, low, low_info, rate, same, agree, v1, vb,
                      low_v, bw, nbytes, l3, l3_source, bound_kind, probe_mib, fraction, met, gemvs, rss, compile_s,
                      eos)
+    section += bound_text(bounds, kinds, bws, flop_rate, by_size, rate, lengths, shape)
+    section += beam_text(beams, beam_prompts, rate, beam_v, agree, compile_s)
+    section += ct2_text(ct2, ct2_why, single, batched, rate, threads)
     slug = re.sub(r"[^a-z0-9]+", "-", cpu_line().split(",")[0].lower()).strip("-")
     if args.quick and not os.environ.get("SEQLAB_BENCH_RESULTS"):
         print("--quick without SEQLAB_BENCH_RESULTS: section not written (smoke figures stay out of RESULTS.md)",
@@ -607,6 +771,13 @@ def main():
         "ratio_batched": round(ratio_batched, 3),
         "medians_tokens_per_s": {name: round(r, 1) for name, r in rate.items()},
         "bound_kind": bound_kind, "bound_tokens_per_s": round(bound, 1), "bound_fraction": round(fraction, 3),
+        "bounds": {size: {"kind": kinds[size], "tokens_per_s": round(b["tokens_per_s"], 1), "limiter": b["limiter"],
+                          "seqlab_best": round(max((rate[n] for n in by_size[size] if n.startswith("seqlab")),
+                                                   default=0), 1)}
+                   for size, b in bounds.items()},
+        "gemm_gflop_per_s": round(flop_rate / 1e9, 1),
+        "beam": {size: {k: v[k] for k in ("seqlab_best", "peer_best", "ratio")} for size, v in beam_v.items()},
+        "ctranslate2": ct2_why or ct2_version_line(),
         "read_gb_per_s": round(bw / 1e9, 2), "l3_mib": round(l3 / 2**20, 1) if l3 else None,
         "l3_source": l3_source,
         "weight_mb": round(nbytes / 1e6, 2), "same_tokens": all(same.values()),
@@ -619,6 +790,96 @@ def main():
         "load": [load_start, load_end],
         **({"seqlab_peak_rss_mib": round(rss["ours"]), "hf_peak_rss_mib": round(rss["hf"])} if rss else {}),
         "machine": machine()}))
+
+
+def ct2_models(hf, folder: str, threads: int) -> tuple[dict, str | None]:
+    """CTranslate2's generators ({"float32": ..., "int8": ...}) converted from ``hf`` into ``folder``, at
+    ``threads`` intra-op threads; ({}, why) where ctranslate2 is not installed (the section says so)."""
+    if peers.ct2_version() is None:
+        return {}, "ctranslate2 is not installed (pip install -e '.[bench]')"
+    paths = peers.ct2_convert(hf, Path(folder))
+    return {q: peers.ct2_generator(path, q, threads) for q, path in paths.items()}, None
+
+
+def bound_text(bounds, kinds, bws, flop_rate, by_size, rate, lengths, shape) -> str:
+    """The bound for every batch size: its three terms, and each side's best tokens/s as a share of it."""
+    def best(size, prefix):
+        names = [n for n in by_size.get(size, []) if n.startswith(prefix) and "int8" not in n]
+        return max(names, key=rate.get) if names else None
+
+    lines = ["", f"Bound for every batch size (fp32, {NEW} new tokens a row): per step, the largest of the weight "
+             f"bytes ({shape.weight_bytes / 1e6:.1f} MB) over the read bandwidth, the step's FLOPs (2 x "
+             f"{shape.product_params / 1e6:.2f} M product parameters a token, 4 x d_model a layer and attended "
+             f"position) over the GEMM rate, and the KV-cache bytes the step reads over the same bandwidth; step 0 "
+             f"encodes the prompts. The bandwidth is the L3's where the weights and the whole KV cache fit in it, "
+             f"else DRAM's (each probed in every round: " + ", ".join(f"{k} {b / 1e9:.1f} GB/s" for k, b in
+                                                                      sorted(bws.items())) +
+             f"); the GEMM rate is that of the model's products (every Linear's shape) on {peers.GEMM_ROWS} rows "
+             f"through F.linear, measured in every round: "
+             f"{flop_rate / 1e9:.1f} GFLOP/s.", "",
+             "| batch | prompt lengths | memory | weights, ms | FLOPs, ms | KV cache, ms | limited by | bound "
+             "tokens/s | seqlab best | % of bound | HF best | % of bound | CTranslate2 fp32 | % of bound |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for size, b in bounds.items():
+        cells = []
+        for prefix in ("seqlab", "hf", "ctranslate2"):
+            name = best(size, prefix)
+            cells += ([f"{rate[name]:.0f}", f"{rate[name] / b['tokens_per_s']:.0%}"] if name else ["-", "-"])
+        terms = " | ".join(f"{b['terms_s'][k] * 1e3:.0f}" for k in ("weights", "FLOPs", "KV cache"))
+        lines.append(f"| {size} | {', '.join(map(str, lengths[size]))} | {kinds[size]} | {terms} | {b['limiter']} "
+                     f"({b['limit_steps'][b['limiter']]} of {NEW} steps) | {b['tokens_per_s']:.0f} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", "The terms are summed over the decode's steps (ms a call). Batch 4 and 16 rows (seqlab's compiled "
+              "step, each product choice that runs at that size; tokens checked equal to HF eager's on the same "
+              "prompts):", "", "| candidate | tokens/s |", "|---|---|"]
+    lines += [f"| {n} | {rate[n]:.0f} |" for size in (4, 16) for n in by_size.get(size, [])]
+    return "\n".join(lines) + "\n"
+
+
+def beam_text(beams, beam_prompts, rate, beam_v, agree, compile_s) -> str:
+    """The beam-search table: batch 1 and 8, K = BEAM, each row's tokens/s (prompts x new tokens / time)."""
+    if not beams:
+        return ""
+    lines = ["", f"Beam search, K = {BEAM}, {NEW} new tokens (tokens/s = prompts x {NEW} / time: the best "
+             f"hypothesis' tokens). The bench LM cannot emit its end token, so every hypothesis runs the full length "
+             f"and either length penalty ranks them by log-probability alone; every fp32 row's best hypothesis was "
+             f"checked equal to HF eager's (the int8 rows: leading tokens equal, the fewest over the prompts):", "",
+             "| candidate | tokens/s | vs peer best | cold first call (compile), s | leading tokens equal |",
+             "|---|---|---|---|---|"]
+    for size in (1, 8):
+        names = [n for n, ps in beam_prompts.items() if len(ps) == size]
+        v = beam_v.get(size)
+        for n in names:
+            vs = f"{rate[n] / v['peer_value']:.2f}" if v and "int8" not in n else "-"
+            lines.append(f"| {n} | {rate[n]:.0f} | {vs} | {f'{compile_s[n]:.0f}' if n in compile_s else '-'} | "
+                         f"{f'{agree[n]} of {NEW}' if n in agree else 'all (checked)'} |")
+    for size, v in beam_v.items():
+        lines += ["", f"**beam {BEAM}, batch {size}: seqlab best / peer best = {v['ratio']:.2f}** "
+                      f"({v['seqlab_best']} over {v['peer_best']})."]
+    return "\n".join(lines) + "\n"
+
+
+def ct2_text(ct2, why, single, batched, rate, threads) -> str:
+    """What CTranslate2 ran (or why not), and seqlab's best against its fp32 rows at batch 1 and 8."""
+    if not ct2:
+        return f"\nCTranslate2: not run: {why}.\n"
+    lines = ["", f"CTranslate2 {peers.ct2_version()}: the same HF weights saved and converted offline "
+             f"(`TransformersConverter`, quantization float32 and int8), run by `Generator(compute_type=..., "
+             f"intra_threads={threads}, inter_threads=1).generate_batch(..., end_token=[])`: its "
+             f"converter records an end token (`{peers.CT2_END}`) outside the 65 tokens, which CTranslate2 maps to "
+             f"the unknown token's id, a real token here, so no end token is given and every row runs the full length "
+             f"(checked)."]
+    for label, names in (("batch 1", single), ("batch 8", batched)):
+        ours = [n for n in names if n.startswith("seqlab")]
+        theirs = [n for n in names if n.startswith("ctranslate2")]
+        if ours and theirs:
+            a, b = max(ours, key=rate.get), max(theirs, key=rate.get)
+            lines += ["", f"**{label}: seqlab best / CTranslate2 fp32 = {rate[a] / rate[b]:.2f}** ({a} over {b})."]
+    return "\n".join(lines) + "\n"
+
+
+def ct2_version_line() -> str:
+    return f"ctranslate2 {peers.ct2_version()}"
 
 
 def render(args, threads, load_start, load_end, single, batched, low, low_info, rate, same, agree, v1, vb, low_v,

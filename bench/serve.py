@@ -10,8 +10,17 @@
    end (request to the `done` event), against the same generation through the library call `seqlab generate` makes
    (`seqlab.load(RUN).generate(...)`, model loaded once: the CLI's start-up is not generation), interleaved rounds,
    medians. ``ratio`` = streamed tokens/s over `seqlab generate`'s (target >= 0.9).
+4. Concurrent streams (issue #55, section ``serve-streams``): 1, 2, 4 and 8 greedy streams at once (each its own
+   16-character prompt, 256 new tokens) through the served preset-size LM, whose requests share one batched decode
+   loop (``LanguageModel.stream``: seqlab.decoding.continuous.ContinuousBatcher); total tokens/s (every stream's
+   tokens over the wall time from the first request to the last ``done``), its ratio to one stream (target: 8
+   streams >= 4x), interleaved shuffled rounds, medians. Check (a failure exits non-zero, no section written): each
+   stream's token ids equal its solo run's (``seqlab.decoding.decode.generate``, greedy, in this process) up to its
+   first difference, and that difference falls on a token the server flagged as a near tie (``near_tie``: its top
+   two logits within the batched step's rounding bound); the near ties are counted in the section.
 
-    .venv/bin/python bench/serve.py [--clients 8] [--requests 400] [--rounds 5]
+    .venv/bin/python bench/serve.py [--clients 8] [--requests 400] [--rounds 5] [--parts load,stream,concurrent]
+    SEQLAB_BENCH_RESULTS=/tmp/x.md .venv/bin/python bench/serve.py --parts concurrent --rounds 1 --tokens 32
 
 Prints one JSON line last.
 """
@@ -34,9 +43,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from common import machine, median, write_section  # noqa: E402
+from common import interleaved, machine, median, write_section  # noqa: E402
 
 NEW_TOKENS, PROMPT = 256, "The result of th"  # 16 characters
+STREAMS = (1, 2, 4, 8)  # concurrent greedy streams
+STREAM_PROMPTS = ("The result of th", "Once upon a time", "In the beginning", "A cat sat on the",
+                  "She said that he", "We went down to ", "It was a dark ni", "All of them were")
+TARGET_STREAMS = 4.0  # 8 streams >= 4x one stream's total tokens/s
 THREADS = 1  # torch threads on both sides: on this shared 2-core machine more threads spin against other jobs
 
 
@@ -135,12 +148,132 @@ def stream_rate(base: str, run_id: str) -> tuple[float, str]:
     return count / dt, text
 
 
+def stream_ids(base: str, run_id: str, prompt: str, tokens: int) -> tuple[list[int], list[bool]]:
+    """One greedy stream's token ids and their near-tie flags (the server's ``token`` events)."""
+    import httpx
+
+    params = {"prompt": prompt, "max_new_tokens": tokens, "temperature": 0}
+    ids, near, event = [], [], None
+    with httpx.stream("GET", f"{base}/api/runs/{run_id}/generate/stream", params=params, timeout=600) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "token":
+                data = json.loads(line[6:])
+                ids.append(data["id"])
+                near.append(bool(data["near_tie"]))
+            elif line.startswith("data: ") and event == "failure":
+                raise RuntimeError(f"stream failed: {line[6:]}")
+    return ids, near
+
+
+def concurrent_streams(base: str, run_id: str, n: int, tokens: int) -> tuple[float, list]:
+    """``n`` streams at once (prompts STREAM_PROMPTS[:n]): (wall seconds, each stream's (ids, near ties))."""
+    out: list = [None] * n
+    errors: list[BaseException] = []
+
+    def client(i):
+        try:
+            out[i] = stream_ids(base, run_id, STREAM_PROMPTS[i], tokens)
+        except BaseException as e:  # noqa: BLE001 - raised below, in the bench's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    seconds = time.perf_counter() - t
+    if errors:
+        raise errors[0]
+    return seconds, out
+
+
+def check_stream(ids: list[int], near: list[bool], solo: list[int]) -> tuple[bool, int | None]:
+    """(whether a stream's tokens are its solo run's up to a flagged near tie, the first differing position or
+    None): equal, or the first difference falls on a token flagged as a near tie (after it the two may diverge)."""
+    for i, (a, b) in enumerate(zip(ids, solo)):
+        if a != b:
+            return near[i], i
+    if len(ids) != len(solo):  # equal tokens, another length: no near tie explains it
+        return False, min(len(ids), len(solo))
+    return True, None
+
+
+def streams_part(base: str, run_id: str, lm, rounds: int, tokens: int) -> dict:
+    """1, 2, 4, 8 concurrent streams: each count's median total tokens/s, checked against the solo runs."""
+    from seqlab.decoding.decode import Sampling, generate
+
+    solo = {p: generate(lm.model, [lm.tokenizer.encode(p)], tokens, Sampling(0), eos_id=lm.tokenizer.eos_id,
+                        device=lm.device)[0] for p in STREAM_PROMPTS[:max(STREAMS)]}
+    seen: dict[int, list] = {n: [] for n in STREAMS}
+
+    def candidate(n):
+        def run():
+            seconds, out = concurrent_streams(base, run_id, n, tokens)
+            seen[n].append(out)
+            return seconds
+        return run
+
+    counts = {n: sum(len(solo[p]) for p in STREAM_PROMPTS[:n]) for n in STREAMS}
+    times = interleaved({str(n): candidate(n) for n in STREAMS}, rounds, warmup=1)
+    bad, ties, diverged = [], {n: 0 for n in STREAMS}, {n: 0 for n in STREAMS}
+    for n in STREAMS:
+        for out in seen[n]:
+            for prompt, (ids, near) in zip(STREAM_PROMPTS, out):
+                ok, first = check_stream(ids, near, solo[prompt])
+                ties[n] += sum(near)
+                diverged[n] += first is not None
+                if not ok:
+                    bad.append(f"{n} streams, prompt {prompt!r}: differs from its solo run at token {first}, "
+                               f"not a flagged near tie")
+    if bad:
+        raise SystemExit("concurrent streams: check failed (no section written):\n  " + "\n  ".join(bad))
+    rate = {n: counts[n] / median(times[str(n)]) for n in STREAMS}
+    return {"rate": rate, "ratio": {n: rate[n] / rate[1] for n in STREAMS}, "near_ties": ties,
+            "diverged": diverged, "streams_checked": {n: len(seen[n]) * n for n in STREAMS}, "tokens": tokens,
+            "rounds": rounds}
+
+
+def streams_section(res: dict, threads: int) -> str:
+    met = res["ratio"][max(STREAMS)] >= TARGET_STREAMS
+    lines = [f"## `seqlab serve`: concurrent greedy streams (bench/serve.py)", "",
+             f"The real command on loopback (`python -m seqlab serve`, {threads} torch thread{'s' * (threads > 1)}), "
+             f"the lm-char run at the preset's size; N streams at once, each its own 16-character prompt and "
+             f"{res['tokens']} new tokens (greedy), sharing the model's one batched decode loop "
+             f"(`LanguageModel.stream`, seqlab.decoding.continuous). Total tokens/s = every stream's tokens / the "
+             f"wall time from the first request to the last `done`; medians of {res['rounds']} interleaved, shuffled "
+             f"round{'s' * (res['rounds'] > 1)} after a discarded warm-up round. Load average at the end: "
+             f"{os.getloadavg()[0]:.1f}.", "",
+             "| streams | total tokens/s | vs one stream | streams checked (warm-up round included) | near ties flagged | streams that "
+             "left their solo run's tokens (at a near tie) |", "|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {res['rate'][n]:.0f} | {res['ratio'][n]:.2f} | {res['streams_checked'][n]} | "
+              f"{res['near_ties'][n]} | {res['diverged'][n]} |" for n in STREAMS]
+    lines += ["", f"Every stream's token ids equal its solo run's (`seqlab.decoding.decode.generate`, greedy) up to "
+              f"its first difference, and every difference fell on a token the server flagged as a near tie "
+              f"(checked; a failure writes no section).", "",
+              f"Target: {max(STREAMS)} streams >= {TARGET_STREAMS:.0f}x one stream's total tokens/s: this run "
+              f"{res['ratio'][max(STREAMS)]:.2f}x: {'**met**' if met else '**not met**'}."]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--parts", default="load,stream,concurrent",
+                        help="which parts run: load (the load test), stream (streaming vs seqlab generate), concurrent "
+                             "(1-8 concurrent streams); the sections of the parts that ran are written")
+    parser.add_argument("--tokens", type=int, default=NEW_TOKENS, help="new tokens a stream (concurrent part)")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= {"load", "stream", "concurrent"}:
+        raise SystemExit(f"--parts: choose among load, stream, concurrent, got {args.parts}")
+    if parts & {"load", "stream"} and parts & {"load", "stream"} != {"load", "stream"}:
+        raise SystemExit("--parts: load and stream write one section together: give both or neither")
 
     import torch
 
@@ -161,24 +294,38 @@ def main() -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = start_server(root, port)
+    lm = api.load(root / "big", device="cpu")
     try:
-        print("load test ...", file=sys.stderr, flush=True)
-        load = load_test(base, ids, args.clients, args.requests)
-        print(json.dumps(load), file=sys.stderr)
-        lm = api.load(root / "big", device="cpu")
-        stream_rate(base, "runs/big")  # warm: the server loads the model
-        lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
-        served, direct = [], []
-        for _ in range(args.rounds):
-            rate, text = stream_rate(base, "runs/big")
-            served.append(rate)
-            t = time.perf_counter()
-            want = lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
-            direct.append(len(lm.tokenizer.encode(want)) / (time.perf_counter() - t))
-            assert text == want, "the stream and seqlab generate differ"
+        streams = streams_part(base, "runs/big", lm, args.rounds, args.tokens) if "concurrent" in parts else None
+        if "load" in parts:
+            load_and_stream(base, ids, lm, args)
     finally:
         server.terminate()
         server.wait(10)
+    if streams is not None:  # checked in streams_part: a failed check exits before this
+        write_section("serve-streams", streams_section(streams, THREADS))
+        print(json.dumps({"streams_tokens_per_s": {n: round(r, 1) for n, r in streams["rate"].items()},
+                          "streams_ratio": {n: round(r, 3) for n, r in streams["ratio"].items()},
+                          "near_ties": streams["near_ties"], "diverged": streams["diverged"],
+                          "target_met": streams["ratio"][max(STREAMS)] >= TARGET_STREAMS, "machine": machine()}))
+
+
+def load_and_stream(base: str, ids: dict, lm, args) -> None:
+    """Parts 2 and 3 (module docstring): the load test, then streaming against `seqlab generate`; the serve
+    section."""
+    print("load test ...", file=sys.stderr, flush=True)
+    load = load_test(base, ids, args.clients, args.requests)
+    print(json.dumps(load), file=sys.stderr)
+    stream_rate(base, "runs/big")  # warm: the server loads the model
+    lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
+    served, direct = [], []
+    for _ in range(args.rounds):
+        rate, text = stream_rate(base, "runs/big")
+        served.append(rate)
+        t = time.perf_counter()
+        want = lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
+        direct.append(len(lm.tokenizer.encode(want)) / (time.perf_counter() - t))
+        assert text == want, "the stream and seqlab generate differ"
     rs, rd = median(served), median(direct)
     load_avg = os.getloadavg()
     lines = [f"## `seqlab serve`: load test and streaming generation (bench/serve.py)", "",
