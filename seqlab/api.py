@@ -32,7 +32,7 @@ from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, writ
 from seqlab.tasks import registry
 from seqlab.tasks.arguments import (check_config_source, check_out, check_run_arguments, check_training_device,
                                     checked_callbacks, placed_on, spooled, staging_dir, with_device)
-from seqlab.tasks.registry import task_module
+from seqlab.tasks.registry import task_hooks
 
 if TYPE_CHECKING:  # annotations only: importing them here would load torch for `seqlab --help`
     import torch
@@ -174,8 +174,8 @@ def _caller_state_kept(device: str | None, cfg: RunConfig | None = None, loading
     them when they start). Where the call imports no torch (training ``cfg``, or with ``loading`` reading its
     run: the task's ``torch_free(cfg, loading=)`` says so, as word vectors on the numba engine do) and the caller
     has not imported it either, there is no torch state to keep, and torch stays unimported."""
-    free = getattr(task_module(cfg.task.kind), "torch_free", None) if cfg is not None else None
-    keep_torch = "torch" in sys.modules or not (free and free(cfg, loading=loading))
+    free = cfg is not None and task_hooks(cfg.task.kind).torch_free(cfg, loading=loading)
+    keep_torch = "torch" in sys.modules or not free
     numba_threads, environ = _numba_threads(), dict(os.environ)
     try:
         with _torch_state_kept(device) if keep_torch else contextlib.nullcontext():
@@ -263,7 +263,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
     resume = rundir.resume_wanted(resume, run_dir)
     if resume:
-        rundir.check_resume_length(cfg, run_dir)
+        rundir.check_resume_length(cfg, run_dir, task_hooks(cfg.task.kind).LENGTH_KEY)
     with _caller_state_kept(cfg.train.device, cfg):  # the Trainer seeds torch and sets train.threads inside
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
 
@@ -274,9 +274,9 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
     from seqlab.training.devices import init_distributed
 
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
-    check = getattr(task_module(cfg.task.kind), "check_config", None)  # inputs a task checks before any write
-    if check is not None and not (resume and checkpoint.exists(run_dir)):
-        check(cfg)
+    task = task_hooks(cfg.task.kind)
+    if not (resume and checkpoint.exists(run_dir)):
+        task.check_config(cfg)  # inputs a task checks before any write
     lock = prepare_run_dir(cfg, run_dir, resume=resume, force=force, log=log) if dist.main else None
     with _sigterm_ends(lock, run_dir):
         try:
@@ -286,8 +286,8 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
             if dist.main:
                 write_text_atomic(run_dir / "config.toml", dumps_toml(rundir.recorded_config(cfg, run_dir)))
             with calling(callbacks):
-                state = task_module(cfg.task.kind).train(cfg, run_dir, resume=resume, dist=dist,
-                                                         log=log if dist.main else (lambda *a, **k: None))
+                state = task.train(cfg, run_dir, resume=resume, dist=dist,
+                                   log=log if dist.main else (lambda *a, **k: None))
             if dist.main and not state.get("plotted"):  # a task may have drawn it beside its last writes
                 from seqlab.views.viz import plot_loss
 
@@ -434,7 +434,7 @@ def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | Non
     ``data.prepared=OUT``; returns its manifest. The folder appears complete or not at all; an existing one
     is replaced only with ``force``. Language modelling (task.kind = lm) only, for now."""
     cfg = _run_config(cfg, overrides)
-    prepare_task = getattr(task_module(cfg.task.kind), "prepare", None)
+    prepare_task = task_hooks(cfg.task.kind).prepare
     if prepare_task is None:
         raise SeqlabError(f'seqlab data prepare supports task.kind = "lm"; this config has task.kind = '
                           f'"{cfg.task.kind}", whose data `seqlab train` prepares in the run directory')
@@ -504,7 +504,7 @@ def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> 
         with _caller_state_kept(device, cfg, loading=True):
             for _ in range(5):  # a checkpoint committed while we loaded (the run is training): load again
                 state = checkpoint.load_state(weights)
-                obj = task_module(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
+                obj = task_hooks(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
                 if checkpoint.load_state(weights) == state:
                     break
     except checkpoint.DamagedCheckpoint as e:

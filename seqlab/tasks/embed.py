@@ -68,6 +68,7 @@ _WORD2VEC_KEYS = ("epochs", "lr", "min_lr", "seed", "threads", "device", "max_mi
                   "batch_size", "report_to", "progress")
 TRAIN_KEYS = {"sgns": _WORD2VEC_KEYS, "hs": _WORD2VEC_KEYS,  # GloVe's AdaGrad keeps lr constant: no min_lr
               "glove": tuple(k for k in _WORD2VEC_KEYS if k != "min_lr")}
+LENGTH_KEY = "epochs"  # a run's length (the task protocol's hook): whole passes over the corpus
 PART_CHARS = 1 << 22  # the least text (characters) a process of the vocabulary pass takes: a fork costs ~10 ms
 DATA_DIR = "corpus"  # in the run directory while training: the corpus ids on disk, GloVe's count shards
 ANALOGY_SET = "analogy-google"  # default evaluation sets (download registry names)

@@ -32,6 +32,7 @@ from typing import Any
 from seqlab.base import config
 from seqlab.base.config import DataConfig, ParsedConfig, RunConfig, TrainConfig
 from seqlab.base.errors import SeqlabError
+from seqlab.tasks.protocol import TaskHooks, hooks
 
 TASK_MODULES = {
     "lm": "seqlab.tasks.lm",
@@ -53,6 +54,7 @@ TASK_DATA_KEYS = {"prepared": ("lm", "`seqlab data prepare`"), "tokenizer_sample
 
 
 def task_module(kind: str) -> ModuleType:
+    """The module of ``task.kind``; read its hooks through :func:`task_hooks`."""
     name = TASK_MODULES.get(kind)
     if name is None:
         raise SeqlabError(f"task.kind={kind!r} is not available in this version; available: "
@@ -60,9 +62,15 @@ def task_module(kind: str) -> ModuleType:
     return importlib.import_module(name)
 
 
+def task_hooks(kind: str) -> TaskHooks:
+    """The hooks of ``task.kind``'s module, the task protocol's defaults for those it does not define
+    (:mod:`seqlab.tasks.protocol`)."""
+    return hooks(task_module(kind))
+
+
 def model_config_class(kind: str, arch: str) -> type:
     """The frozen dataclass that holds ``model.*`` for a task kind and architecture."""
-    configs = task_module(kind).MODEL_CONFIGS
+    configs = task_hooks(kind).MODEL_CONFIGS
     if arch not in configs:
         raise SeqlabError(f"model.arch={arch!r} is not available for task.kind={kind}; available: "
                           f"{', '.join(configs)}")
@@ -71,7 +79,7 @@ def model_config_class(kind: str, arch: str) -> type:
 
 def train_keys(kind: str, arch: str) -> tuple[str, ...]:
     """The ``train.*`` keys a task kind (and architecture) uses, in :class:`TrainConfig` order."""
-    keys = task_module(kind).TRAIN_KEYS
+    keys = task_hooks(kind).TRAIN_KEYS
     if isinstance(keys, Mapping):  # per model.arch
         keys = keys[arch]
     return tuple(f.name for f in fields(TrainConfig) if f.name in keys)
@@ -91,7 +99,7 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
     unused = [k for k in parsed.train_given if k not in used]
     if unused and not drop_unused:
         owner = f'task.kind = "{kind}"'
-        if isinstance(task_module(kind).TRAIN_KEYS, Mapping):
+        if isinstance(task_hooks(kind).TRAIN_KEYS, Mapping):
             owner += f' with model.arch = "{arch}"'
         names = ", ".join(f"train.{k}" for k in unused)
         raise SeqlabError(f"{names} {'is' if len(unused) == 1 else 'are'} not used by {owner}; its train keys "
@@ -102,7 +110,7 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
                               f'for task.kind = "{kind}"')
     train = TrainConfig(**{k: getattr(parsed.train, k) for k in used})  # the others keep their defaults
     _refuse_other_optimizer_keys(train, parsed.given)
-    metrics = getattr(task_module(kind), "BEST_BY", ("loss",))  # what the task's validation reports
+    metrics = task_hooks(kind).BEST_BY  # what the task's validation reports
     if train.best_by not in metrics:
         raise SeqlabError(f'train.best_by = "{train.best_by}": task.kind = "{kind}" reports '
                           f'{", ".join(metrics)} on its validation split; use one of them')

@@ -330,22 +330,21 @@ def resume_wanted(resume: bool | Literal["auto"], run_dir: Path) -> bool:
     return resume
 
 
-def check_resume_length(cfg: RunConfig, run_dir: Path) -> None:
-    """A resumed run must not end before the steps it has done: ``train.max_steps`` (``train.epochs`` for word2vec
-    and GloVe, which count epochs) below them is an error naming both; equal is "nothing to do"."""
+def check_resume_length(cfg: RunConfig, run_dir: Path, length_key: Literal["max_steps", "epochs"]) -> None:
+    """A resumed run must not end before the steps it has done: the train key its length is given in (the task's
+    ``LENGTH_KEY``: ``train.max_steps``, or ``train.epochs`` where the run counts epochs, its state the
+    ``steps_per_epoch`` of a kernel task) below them is an error naming both; equal is "nothing to do"."""
     try:
         state = checkpoint.load_state(run_dir) if checkpoint.exists(run_dir) else None
     except checkpoint.DamagedCheckpoint:
         return  # the Trainer falls back to an intact earlier checkpoint and reports it
-    if state is None:
+    if state is None or (cfg.train_keys is not None and length_key not in cfg.train_keys):
         return
-    if cfg.task.kind == "embed":
-        done, unit, key, wanted = (state.get("step", 0) / state.get("steps_per_epoch", 1), "epochs", "train.epochs",
-                                   cfg.train.epochs)
-    elif cfg.train_keys is None or "max_steps" in cfg.train_keys:
-        done, unit, key, wanted = state.get("step", 0), "steps", "train.max_steps", cfg.train.max_steps
+    key, wanted = f"train.{length_key}", getattr(cfg.train, length_key)
+    if length_key == "epochs":
+        done, unit = state.get("step", 0) / state.get("steps_per_epoch", 1), "epochs"
     else:
-        return
+        done, unit = state.get("step", 0), "steps"
     if done > wanted:
         raise SeqlabError(f"cannot resume {run_dir}: it has already trained {done:g} {unit}, more than "
                           f"{key} = {wanted:g}; set {key} to {done:g} (nothing to do) or more")
