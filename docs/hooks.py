@@ -10,7 +10,7 @@ Pages made from the code at build time (never committed; nothing typed by hand c
 - reference/cli.md: every verb's ``--help``, from the argparse parser of seqlab/cli.py;
 - reference/config.md: every config key, per section and per model config, with its type, default and the
   comment on its line in the dataclass;
-- reference/presets.md: every preset TOML of seqlab/presets;
+- reference/presets.md: every preset TOML of seqlab/base/presets;
 - reference/api.md and reference/api/*.md: mkdocstrings pages of every module;
 - notes-to-code.md: the equation tags of the docstrings (docs/notes_map.py);
 - course.md: every exercise of the course by chapter (docs/course_pages.py);
