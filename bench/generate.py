@@ -733,9 +733,9 @@ def main():
     rate = {name: NEW * rows_of[name] / median(ts) for name, ts in times.items()}
     load_end = os.getloadavg()[0]
 
-    def sides(names):
+    def sides(names, peer="hf"):  # the fp32 tables' ratios are against HF's best (CTranslate2's: ct2_text)
         seqlab = {n: rate[n] for n in names if n.startswith("seqlab")}
-        return seqlab, {n: rate[n] for n in names if not n.startswith("seqlab")}
+        return seqlab, {n: rate[n] for n in names if not n.startswith("seqlab") and n.startswith(peer)}
 
     v1, vb = verdict(*sides(single)), verdict(*sides(batched))
     ratio, ratio_batched = v1["ratio"], vb["ratio"]
@@ -747,7 +747,7 @@ def main():
     bounds = {size: peers.batch_bound(shape, lengths[size], NEW, bws[kinds[size]], flop_rate) for size in SIZES}
     by_size = {1: list(single), 8: list(batched),
                **{size: [n for n, s in size_of.items() if s == size] for size in (4, 16)}}
-    beam_v = {size: verdict(*sides([n for n, ps in beam_prompts.items() if len(ps) == size and "int8" not in n]))
+    beam_v = {size: verdict(*sides([n for n, ps in beam_prompts.items() if len(ps) == size and "int8" not in n], ""))
               for size in (1, 8) if any(len(ps) == size for ps in beam_prompts.values())
               and any(n.startswith("seqlab") for n, ps in beam_prompts.items() if len(ps) == size)}
     gemvs = [] if args.quick else at_threads(threads, lambda: gemv_table(ours, args.rounds))()
