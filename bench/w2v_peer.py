@@ -176,7 +176,7 @@ def run_seqlab(argv: list[str]) -> dict:
     sys.path.insert(0, str(ROOT))
     from seqlab import cli
     from seqlab.training import trainer
-    from seqlab.tasks import embed
+    from seqlab.tasks import word_vectors
 
     timed = {"train_seconds": 0.0, "setup_seconds": 0.0}
 
@@ -190,7 +190,7 @@ def run_seqlab(argv: list[str]) -> dict:
         return wrapper
 
     trainer.Trainer.run = clocked(trainer.Trainer.run, "train_seconds")
-    embed.make_task = clocked(embed.make_task, "setup_seconds")
+    word_vectors.make_task = clocked(word_vectors.make_task, "setup_seconds")
     code = cli.main(["train", *argv])
     if code:
         raise SystemExit(code)

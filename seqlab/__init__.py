@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "SequenceTagger": "seqlab.tasks.tag",
     "SentenceClassifier": "seqlab.tasks.classify",
     "Forecaster": "seqlab.tasks.forecast",
-    "Embeddings": "seqlab.tasks.embed",
+    "Embeddings": "seqlab.tasks.word_vectors",
     "TokenScores": "seqlab.tasks.results",
     "Entity": "seqlab.tasks.results",
     "LMAttention": "seqlab.tasks.results",
@@ -106,7 +106,7 @@ if _typing.TYPE_CHECKING:
     from seqlab.nn.attention import KVCache as KVCache, MultiHeadAttention as MultiHeadAttention
     from seqlab.nn.weight_only import to_weight_only as to_weight_only
     from seqlab.tasks.classify import SentenceClassifier as SentenceClassifier
-    from seqlab.tasks.embed import Embeddings as Embeddings
+    from seqlab.tasks.word_vectors import Embeddings as Embeddings
     from seqlab.tasks.forecast import Forecaster as Forecaster
     from seqlab.tasks.language_model import LanguageModel as LanguageModel
     from seqlab.tasks.results import (EmbeddingMap as EmbeddingMap, Entity as Entity, LMAttention as LMAttention,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # annotations only: importing them here would load torch for 
     import torch
 
     from seqlab.models.sentence import SentenceEncoder
-    from seqlab.tasks.embed import Embeddings
+    from seqlab.tasks.word_vectors import Embeddings
     from seqlab.tasks.trained import Trained
     from seqlab.vectors.keyed import KeyedVectors
 

@@ -17,7 +17,7 @@ from seqlab.data.corpus import MAX_WORDS_IN_CHUNK, Corpus
 from seqlab.data.sources import line_pieces, pydocs_text, read_text, split_text, stream_text
 from seqlab.base.errors import SeqlabError
 from seqlab.models import glove
-from seqlab.tasks.embed import build_corpus, sentences_of, stream_sentences
+from seqlab.tasks.word_vectors import build_corpus, sentences_of, stream_sentences
 
 FIELDS = ("counts", "ids", "sentence_starts", "chunk_starts", "raw_before")
 
@@ -198,7 +198,7 @@ def test_a_worker_that_fails_or_dies_is_an_error_and_leaves_no_file(tmp_path):
 
 
 def test_build_corpus_reads_a_large_file_in_parts_with_the_same_result(tmp_path, monkeypatch):
-    from seqlab.tasks import embed
+    from seqlab.tasks import word_vectors
 
     rng = random.Random(2)
     words = ["the", "The", "cat", "Σοφία", "naïve", "x", "sat", ",", "."]
@@ -207,7 +207,7 @@ def test_build_corpus_reads_a_large_file_in_parts_with_the_same_result(tmp_path,
     path = tmp_path / "corpus.txt"
     path.write_text(text, encoding="utf-8")
     want = reference_corpus(sentences_of(split_text(text, (0.9, 0.05, 0.05))[0], lowercase=True), min_freq=2)
-    monkeypatch.setattr(embed, "PART_CHARS", 1000)
+    monkeypatch.setattr(word_vectors, "PART_CHARS", 1000)
     passes, stream_parts = [], Corpus.stream_parts.__func__
     monkeypatch.setattr(Corpus, "stream_parts", classmethod(
         lambda cls, parts, *a, **k: (passes.append(len(parts)), stream_parts(cls, parts, *a, **k))[1]))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.data import batching, embedded, sources
+from seqlab.data import batching, bundled, sources
 from seqlab.data.batching import bucket_batches, causal_mask, lm_windows, pad_batch, padding_mask, random_lm_batch
 from seqlab.data.sources import list_sources, read_text, split_text
 from seqlab.base.errors import SeqlabError
@@ -18,15 +18,15 @@ def test_pydocs_is_english_prose_and_deterministic():
     text = read_text("pydocs")
     assert len(text) > 100_000
     assert "The " in text and " the " in text
-    assert embedded.pydocs_text.__wrapped__() == text  # rebuilt from scratch: identical
+    assert bundled.pydocs_text.__wrapped__() == text  # rebuilt from scratch: identical
 
 
 def test_pystdlib_is_python_source_and_deterministic():
     text = read_text("pystdlib")
-    assert 1_000_000 < len(text) <= embedded.PYSTDLIB_MAX_CHARS
+    assert 1_000_000 < len(text) <= bundled.PYSTDLIB_MAX_CHARS
     assert "def " in text and "import " in text
-    assert embedded.pystdlib_text.__wrapped__() == text
-    files = embedded.pystdlib_files()
+    assert bundled.pystdlib_text.__wrapped__() == text
+    files = bundled.pystdlib_files()
     assert files == sorted(files, key=lambda p: p.relative_to(files[0].parent).as_posix())
     parts = {part for f in files for part in f.parts}
     assert not parts & {"site-packages", "test", "tests", "idle_test", "__pycache__"}

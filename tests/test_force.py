@@ -80,14 +80,14 @@ def half_written(folder: Path, run: Path) -> Path:
 def test_the_writers_names_are_in_the_run_shape():
     """Every name a writer module defines for a run's files is one the rule knows (a new file needs a line there)."""
     from seqlab.data import lm_tokens, prepared
-    from seqlab.tasks import char_inputs, classify, embed, labelling, lm, series_parts, singletons, splits, tag, trained
+    from seqlab.tasks import char_inputs, classify, word_vectors, labelling, lm, series_parts, singletons, splits, tag, trained
     from seqlab.training import checkpoint, rundir
     from seqlab.vectors.formats import RUN_VECTORS
 
     names = [*checkpoint.FILES, checkpoint.ARCHIVE, rundir.LOCK, str(rundir.INPUT_DIR), classify.TOKENIZER,
              labelling.LABELS, char_inputs.CHARS, tag.VOCAB, series_parts.SERIES_FILE, singletons.SINGLETONS,
              lm.PRETRAINED, "wordpiece.json", trained.SAVED_MARK, RUN_VECTORS, splits.DATA_DIR, lm_tokens.DATA_DIR,
-             embed.DATA_DIR, str(classify.CONFUSION_PLOT.parent), "best", "metrics.jsonl", "config.toml",
+             word_vectors.DATA_DIR, str(classify.CONFUSION_PLOT.parent), "best", "metrics.jsonl", "config.toml",
              "src_tokenizer.json", "tgt_tokenizer.json", "tensorboard", "data.preparing.json", ".next"]
     unknown = [n for n in names if not any(re.fullmatch(pattern, n) for pattern in RUN)]
     assert not unknown

@@ -56,7 +56,7 @@ def test_lm_text_and_documents(tmp_path):
 
 def test_embed_token_lists_and_lines(tmp_path):
     from seqlab.data.sources import line_pieces, stream_text
-    from seqlab.tasks.embed import stream_sentences
+    from seqlab.tasks.word_vectors import stream_sentences
 
     data = [["the", "cat", "sat", "."], "A line, split\nas a file's", ("Größe", "42", "_x")]
     path = spool("embed", (d for d in data), tmp_path / "train.txt", tokenizer="word")

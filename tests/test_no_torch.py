@@ -51,12 +51,12 @@ print(json.dumps({"results": results, "torch": sorted(m for m in sys.modules if 
 
 # the modules the embedding commands import, the verbs' parsers built as `seqlab --help` builds them
 MODULES = ("seqlab", "seqlab.cli", "seqlab.api", "seqlab.commands.train", "seqlab.commands.data",
-           "seqlab.commands.neighbors", "seqlab.commands.analogy", "seqlab.tasks.embed", "seqlab.tasks.trained",
+           "seqlab.commands.neighbors", "seqlab.commands.analogy", "seqlab.tasks.word_vectors", "seqlab.tasks.trained",
            "seqlab.training.trainer", "seqlab.training.checkpoint", "seqlab.training.rundir",
            "seqlab.training.devices", "seqlab.training.optim", "seqlab.training.report", "seqlab.training.callbacks",
            "seqlab.models.word2vec", "seqlab.models.glove", "seqlab.models.arrays", "seqlab.models.word2vec_kernels",
            "seqlab.models.word2vec_tables", "seqlab.data.corpus", "seqlab.data.sources", "seqlab.views.viz",
-           "seqlab.vectors.keyed", "seqlab.vectors.formats", "seqlab.vectors.embedding")
+           "seqlab.vectors.keyed", "seqlab.vectors.formats", "seqlab.vectors.start")
 
 
 def _topics(path: Path, sentences: int = 1200, seed: int = 0) -> Path:

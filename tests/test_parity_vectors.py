@@ -14,7 +14,7 @@ from seqlab.models.arrays import weight_array
 from seqlab.models.word2vec import SkipGramSGD, Word2VecConfig
 from seqlab.models.word2vec_kernels import _EXP_SCALE, _EXP_TABLE, MAX_EXP
 from seqlab.models.word2vec_tables import cum_table, huffman_tree, sample_ints
-from seqlab.tasks.embed import sentences_of
+from seqlab.tasks.word_vectors import sentences_of
 from seqlab.vectors.keyed import KeyedVectors
 
 gensim = pytest.importorskip("gensim")

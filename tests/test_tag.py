@@ -18,7 +18,7 @@ from seqlab.base import config
 from seqlab.base.errors import SeqlabError
 from seqlab.metrics.ner import entity_f1
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
-from seqlab.vectors.embedding import init_embeddings
+from seqlab.vectors.start import init_embeddings
 
 from seqlab.base.bounds import chain_bound, gamma
 from helpers import assert_same_weights, write_conll

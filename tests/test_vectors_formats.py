@@ -16,7 +16,7 @@ import torch
 from seqlab import api, tasks
 from seqlab.data.parallel import stream_parallel, train_tokenizers
 from seqlab.base.errors import SeqlabError
-from seqlab.vectors.embedding import init_embeddings, start_vectors, token_texts
+from seqlab.vectors.start import init_embeddings, start_vectors, token_texts
 from seqlab.tasks import translate
 from seqlab.vectors.keyed import KeyedVectors, read_vectors
 
@@ -225,8 +225,8 @@ def test_bpe_pieces_are_looked_up_by_their_text():
 
 def test_the_vectors_home_imports_without_torch():
     """Reading vectors and checking a config never load torch (the embedding commands run without it): only the
-    initialisers of seqlab.vectors.embedding import it, when called."""
-    code = ("import sys, seqlab.vectors, seqlab.vectors.embedding, seqlab.vectors.keyed, seqlab.vectors.formats; "
+    initialisers of seqlab.vectors.start import it, when called."""
+    code = ("import sys, seqlab.vectors, seqlab.vectors.start, seqlab.vectors.keyed, seqlab.vectors.formats; "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))[:5]")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], timeout=120)

@@ -17,7 +17,7 @@ from needs import needs
 from seqlab import api, tasks
 from seqlab.vectors.formats import NAMED_VECTORS, NamedVectors, vectors_path
 from seqlab.base.errors import SeqlabError
-from seqlab.vectors.embedding import extend_vocabulary, load_vectors
+from seqlab.vectors.start import extend_vocabulary, load_vectors
 from seqlab.text.tokenizers import CaseFoldVocab, WordTokenizer, load_tokenizer, load_word_vocab, vector_words
 from seqlab.text.vocab import SPECIALS, Vocab
 from seqlab.vectors.keyed import KeyedVectors, read_vectors

@@ -312,7 +312,7 @@ def test_quality_smoke_on_real_text():
     """Skip-gram on Python's documentation: the loss falls, and related words rank among each other's closest
     (of 1,412 words, where a random word would rank about 700th)."""
     from seqlab.data.sources import pydocs_text
-    from seqlab.tasks.embed import sentences_of
+    from seqlab.tasks.word_vectors import sentences_of
 
     corpus = Corpus.build(sentences_of(pydocs_text(), lowercase=True), min_freq=5)
     task = SkipGramSGD(Word2VecConfig(dim=50), corpus, hs=False, seed=1, threads=1)

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqlab.data.embedded import pydocs_text, pystdlib_files
+from seqlab.data.bundled import pydocs_text, pystdlib_files
 from seqlab.data.fractions import DEFAULT_SPLIT, split_points
 
 log = logging.getLogger("seqlab")
@@ -189,7 +189,7 @@ _DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def module_files() -> dict[str, Path]:
-    """Dotted module name -> source file, for every file of :func:`seqlab.data.embedded.pystdlib_files`
+    """Dotted module name -> source file, for every file of :func:`seqlab.data.bundled.pystdlib_files`
     (``email/__init__.py`` is ``email``)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     found = {}

@@ -4,7 +4,7 @@
 - an embedded corpus that every Python has, no network needed:
   ``pydocs``   the running interpreter's documentation topics (``pydoc_data.topics.topics``, the text
                of ``help('topic')``: English prose), values joined in sorted key order;
-  ``pystdlib`` the standard library's ``.py`` source files (:mod:`seqlab.data.embedded`);
+  ``pystdlib`` the standard library's ``.py`` source files (:mod:`seqlab.data.bundled`);
   ``pyprose``  the documentation topics and the docstrings of a fixed list of standard-library modules, read
                from their source, tables and code removed: English prose, ~1.8M chars (:mod:`seqlab.data.prose`);
 - a downloadable dataset name (:mod:`seqlab.data.download`), read from the cache, downloaded when missing;
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from seqlab.data import download
-from seqlab.data.embedded import PYSTDLIB_MAX_CHARS, pydocs_text, pystdlib_text
+from seqlab.data.bundled import PYSTDLIB_MAX_CHARS, pydocs_text, pystdlib_text
 from seqlab.data.fractions import split_points, split_text  # noqa: F401 (split_text: callers import it from here)
 from seqlab.base.errors import SeqlabError, shown
 

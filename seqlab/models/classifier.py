@@ -29,7 +29,7 @@ from seqlab.base.errors import SeqlabError, check_size
 from seqlab.models.recurrent import RecurrentModelConfig
 from seqlab.models.token_encoder import EncoderWithHead, arch_configs, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
-from seqlab.vectors.embedding import EmbeddingInit
+from seqlab.vectors.start import EmbeddingInit
 
 RECURRENT_POOLING = ("last", "mean", "max")
 TRANSFORMER_POOLING = ("mean", "max")  # "last" would single out one position of an order-free encoder

@@ -37,7 +37,7 @@ from seqlab.base.errors import check_positive, check_size
 from seqlab.nn.additive import AdditiveAttention
 from seqlab.nn.attention import Attended
 from seqlab.nn.dropout import Dropout
-from seqlab.vectors.embedding import TranslationVectors
+from seqlab.vectors.start import TranslationVectors
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 

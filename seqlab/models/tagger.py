@@ -41,7 +41,7 @@ from seqlab.models.token_encoder import CharFeatures, CharRecurrentConfig, Encod
     arch_configs, no_char_features, no_tied_embeddings
 from seqlab.models.transformer import TransformerConfig
 from seqlab.nn.crf import CRF
-from seqlab.vectors.embedding import EmbeddingInit
+from seqlab.vectors.start import EmbeddingInit
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What the tagger (:mod:`seqlab.models.tagger`) and the sentence classifier (:mod:`seqlab.models.classifier`) share:
 a token encoder, recurrent or Transformer, behind one interface, the fields and per-``model.arch`` config classes
-of their configs (the word-vector keys and E's initialisation from them: :mod:`seqlab.vectors.embedding`), and
+of their configs (the word-vector keys and E's initialisation from them: :mod:`seqlab.vectors.start`), and
 :class:`EncoderWithHead`, the encoder with a linear layer over its states that both models
 are.
 

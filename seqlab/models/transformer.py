@@ -29,7 +29,7 @@ from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
 from seqlab.nn.masks import combine, key_padding_to_attn
 from seqlab.nn.norm import PLACEMENTS, Residual
 from seqlab.nn.positions import LearnedPositions, SinusoidalPositions, check_positions
-from seqlab.vectors.embedding import TranslationVectors
+from seqlab.vectors.start import TranslationVectors
 
 POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 

@@ -150,7 +150,7 @@ def answers(pairs: list[tuple[str, float]]) -> list[dict]:
 
 
 def embedding_map(emb, n_words: int, method: str) -> dict:
-    """The ``n_words`` most frequent words in 2-D (:meth:`~seqlab.tasks.embed.Embeddings.map`: t-SNE, cosine
+    """The ``n_words`` most frequent words in 2-D (:meth:`~seqlab.tasks.word_vectors.Embeddings.map`: t-SNE, cosine
     geometry, or PCA of the unit vectors). ``{"method", "words", "x", "y"}``."""
     words, coords = emb.map(n_words, method)
     return {"method": method, "words": list(words), "x": coords[:, 0].round(5).tolist(),

@@ -62,7 +62,7 @@ from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, 
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.training.devices import Dist
 from seqlab.training.trainer import TRAINER_KEYS, Trainer
-from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_vocabulary
+from seqlab.vectors.start import RunVectors, check_vectors_vocab, extend_vocabulary
 
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}

@@ -1,6 +1,6 @@
 """What the two labelling tasks share (:mod:`seqlab.tasks.tag`, a label per token; :mod:`seqlab.tasks.classify`, a
 label per sentence): the label vocabulary (:class:`Labels`, ``labels.json``, built on the run's first pass over the
-training split), the word vectors that may start E and extend the word vocabulary (:mod:`seqlab.vectors.embedding`
+training split), the word vectors that may start E and extend the word vocabulary (:mod:`seqlab.vectors.start`
 does both), the training task's batches, and the trained model as ``seqlab.load`` returns it (:class:`Labeller`).
 Where their examples come from: :mod:`seqlab.tasks.splits`.
 
@@ -41,7 +41,7 @@ from seqlab.text.tokenizers import Tokenizer
 from seqlab.text.vocab import Vocab
 from seqlab.training.trainer import shard_rows
 from seqlab.tasks.trained import Trained
-from seqlab.vectors.embedding import RunVectors, Side, start_vectors, vocabulary_tokens
+from seqlab.vectors.start import RunVectors, Side, start_vectors, vocabulary_tokens
 
 T = TypeVar("T")
 L = TypeVar("L", bound="Labeller")
@@ -136,7 +136,7 @@ def start_embedding(cfg: RunConfig, run_dir: Path, resume: bool, model: nn.Modul
                     vectors: RunVectors | None = None) -> None:
     """Start E from ``model.vectors`` when it names them (not on a resumed run: its checkpoint has E; ``vectors``:
     the run's one read of them, released here), logging how many of the vocabulary's ``unit`` (words, tokens) had
-    a vector (:func:`seqlab.vectors.embedding.start_vectors`)."""
+    a vector (:func:`seqlab.vectors.start.start_vectors`)."""
     vectors = vectors or RunVectors(cfg)
     if vectors.source and not (resume and checkpoint.exists(run_dir)):
         embedding = cast(nn.Embedding, model.token_embedding)  # E of the task's own model (model.vectors is its key)

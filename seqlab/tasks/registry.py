@@ -36,7 +36,7 @@ from seqlab.tasks.protocol import TaskHooks, hooks
 
 TASK_MODULES = {
     "lm": "seqlab.tasks.lm",
-    "embed": "seqlab.tasks.embed",
+    "embed": "seqlab.tasks.word_vectors",
     "translate": "seqlab.tasks.translate",
     "forecast": "seqlab.tasks.forecast",
     "tag": "seqlab.tasks.tag",
@@ -46,7 +46,7 @@ TASK_MODULES = {
 # Keys of a model config that come from the data, not from the user: None in RunConfig.model.
 DERIVED_MODEL_KEYS = frozenset({"vocab_size", "src_vocab_size", "tgt_vocab_size", "n_labels", "n_classes"})
 # data.* keys that one task uses, refused for the others (not ignored): the streaming LM preparation
-# (seqlab.tasks.lm, `seqlab data prepare`), GloVe's bounded co-occurrence counting (seqlab.tasks.embed) and the
+# (seqlab.tasks.lm, `seqlab data prepare`), GloVe's bounded co-occurrence counting (seqlab.tasks.word_vectors) and the
 # tagging scheme of a tagger's labels (seqlab.tasks.tag)
 TASK_DATA_KEYS = {"prepared": ("lm", "`seqlab data prepare`"), "tokenizer_sample_mb": ("lm", "`seqlab data prepare`"),
                   "max_memory_mb": ("embed", "co-occurrence counting"), "tag_scheme": ("tag", "the tags' scheme"),

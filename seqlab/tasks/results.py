@@ -71,7 +71,7 @@ class TranslationAttention(NamedTuple):
 
 
 class EmbeddingMap(NamedTuple):
-    """Words placed in 2-D (:meth:`~seqlab.tasks.embed.Embeddings.map`): the words and their (words, 2)
+    """Words placed in 2-D (:meth:`~seqlab.tasks.word_vectors.Embeddings.map`): the words and their (words, 2)
     coordinates."""
 
     words: list[str]

@@ -91,7 +91,7 @@ from seqlab.text.tokenizers import load_word_vocab
 from seqlab.text.vocab import Vocab
 from seqlab.training.devices import Dist
 from seqlab.training.trainer import TRAINER_KEYS, Trainer
-from seqlab.vectors.embedding import RunVectors, check_vectors_vocab, extend_vocabulary
+from seqlab.vectors.start import RunVectors, check_vectors_vocab, extend_vocabulary
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}

@@ -24,7 +24,7 @@ translations of a split with corpus BLEU (sacreBLEU-identical, 13a, :mod:`seqlab
 the raw reference lines. Words not in a word/char vocabulary read as ``<unk>`` (byte-level BPE has none).
 
 Word vectors: ``model.vectors`` starts E_src and ``model.tgt_vectors`` E_tgt (a tied W_o with it) by the tokens'
-text, exact else case-folded (:func:`seqlab.vectors.embedding.init_embeddings`); ``model.freeze_vectors`` keeps
+text, exact else case-folded (:func:`seqlab.vectors.start.init_embeddings`); ``model.freeze_vectors`` keeps
 them fixed. A BPE or char vocabulary's pieces are rarely words: the coverage logged for each side says how many.
 """
 
@@ -57,7 +57,7 @@ from seqlab.tasks.results import TranslationAttention
 from seqlab.tasks.splits import scratch_run_dir, split_stores, spooled
 from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
 from seqlab.tasks.trained import Trained, texts_given
-from seqlab.vectors.embedding import Side, start_vectors, token_texts
+from seqlab.vectors.start import Side, start_vectors, token_texts
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
 TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
@@ -174,7 +174,7 @@ def token_embeddings(model: Seq2SeqAttention | EncoderDecoder) -> dict[str, nn.E
 
 def vector_sides(cfg: RunConfig, model: Seq2SeqAttention | EncoderDecoder, tokenizers: dict[str, Tokenizer]) -> list[Side]:
     """E_src / E_tgt with the vectors model.vectors / model.tgt_vectors name for them, for
-    :func:`seqlab.vectors.embedding.start_vectors` (each side's coverage logged as its tokens' kind)."""
+    :func:`seqlab.vectors.start.start_vectors` (each side's coverage logged as its tokens' kind)."""
     return [Side("model.vectors" if side == "source" else "model.tgt_vectors", path, token_embeddings(model)[side],
                  token_texts(tokenizers[side]), f"{side} {tokenizers[side].kind} tokens",
                  cfg.train.seed + (side == "target")) for side, path in cfg.model.vector_sides().items()]

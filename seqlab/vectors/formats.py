@@ -34,7 +34,7 @@ import numpy as np
 from seqlab.data.sources import check_text_path, read_lines
 from seqlab.base.errors import SeqlabError
 
-RUN_VECTORS = "vectors.txt"  # what an embedding run writes when training ends (seqlab.tasks.embed)
+RUN_VECTORS = "vectors.txt"  # what an embedding run writes when training ends (seqlab.tasks.word_vectors)
 SNIFF_BYTES = 1 << 16  # bytes after the header read to tell text from binary
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # control characters a text file does not hold
 TEXT_FIX = "give word2vec text (a 'WORDS DIM' line, then 'word v1 .. vDIM' per word) or GloVe text (no header)"

@@ -1,5 +1,6 @@
-"""The embedded corpora that every Python has, no network needed (``data.source = pydocs | pystdlib``, listed by
-:mod:`seqlab.data.sources`, which also serves ``pyprose``, built from these by :mod:`seqlab.data.prose`).
+"""The corpora bundled with every Python, no network needed (``data.source = pydocs | pystdlib``, listed by
+:mod:`seqlab.data.sources`, which also serves ``pyprose``, built from these by :mod:`seqlab.data.prose`;
+``seqlab data list`` calls their kind "embedded").
 
 The text depends on the Python version (it comes from the running interpreter) but is identical from run to run.
 """
