@@ -9,7 +9,7 @@ paragraphs stay.
 
 Layout: the pydocs text (verbatim) and the docstrings are each cut at the default split (0.9 / 0.05 / 0.05) and
 interleaved, ``P_train D_train P_valid D_valid P_test D_test``, with the docstring cuts chosen so that
-:func:`~seqlab.data.fractions.split_points` of the whole text falls exactly on the boundaries. So with the
+:func:`~seqlab.data.text_split.split_points` of the whole text falls exactly on the boundaries. So with the
 default ``data.split`` a pyprose run's test split is the pydocs corpus's test split followed by unseen
 docstrings, and no pydocs test character is in its training split: a model trained on either corpus can be
 scored on exactly the same pydocs test characters. Within the docstrings each module (its docstrings in
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqlab.data.bundled import pydocs_text, pystdlib_files
-from seqlab.data.fractions import DEFAULT_SPLIT, split_points
+from seqlab.data.text_split import DEFAULT_SPLIT, split_points
 
 log = logging.getLogger("seqlab")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from seqlab.data import download
 from seqlab.data.bundled import PYSTDLIB_MAX_CHARS, pydocs_text, pystdlib_text
-from seqlab.data.fractions import split_points, split_text  # noqa: F401 (split_text: callers import it from here)
+from seqlab.data.text_split import split_points, split_text  # noqa: F401 (split_text: callers import it from here)
 from seqlab.base.errors import SeqlabError, shown
 
 EMBEDDED: dict[str, str] = {  # name -> description
