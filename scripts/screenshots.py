@@ -261,7 +261,7 @@ def previous(cfg, out: Path) -> str:
 
 def link_encoder(dest: Path) -> None:
     """The bundled encoder's files in ``dest`` (hard links, or copies across file systems), once."""
-    from seqlab.serve.runs import ENCODER_FILES
+    from seqlab.serve.run_index import ENCODER_FILES
 
     source = Path(importlib.util.find_spec(ENCODER_PACKAGE).origin).parent / "model"
     if dest.is_dir() and all((dest / f).is_file() for f in ENCODER_FILES):

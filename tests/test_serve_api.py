@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from seqlab import api, cli  # noqa: E402
 from seqlab.serve import app as serve_app  # noqa: E402
 from seqlab.serve.app import create_app  # noqa: E402
-from seqlab.serve.runs import NotFound, RunIndex  # noqa: E402
+from seqlab.serve.run_index import NotFound, RunIndex  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -3,7 +3,7 @@
 :func:`create_app` composes it: the access check (:mod:`seqlab.serve.access`: without a token, this machine only;
 with one, the token on every request), the errors as JSON (:mod:`seqlab.serve.served`: 404, 409, 422, 500 with one
 readable sentence; 401 and 403 come from the access check), and one router per page kind
-(:mod:`seqlab.serve.routes`). Every route reads a run through :class:`~seqlab.serve.runs.RunIndex` (only runs
+(:mod:`seqlab.serve.routes`). Every route reads a run through :class:`~seqlab.serve.run_index.RunIndex` (only runs
 under the served folders) and :class:`~seqlab.serve.cache.ModelCache` (loaded once per committed checkpoint),
 and computes with :mod:`seqlab.serve.operations`.
 """
@@ -19,7 +19,7 @@ from seqlab.serve import operations as ops  # noqa: F401 - the operations the ro
 from seqlab.serve.access import guard
 from seqlab.serve.cache import ModelCache
 from seqlab.serve.routes import classification, embeddings, forecasting, lm, runs, tagging, translation
-from seqlab.serve.runs import RunIndex
+from seqlab.serve.run_index import RunIndex
 from seqlab.serve.served import Served, answer_errors
 
 # in this order: a route's path is tried before those below it, and runs.record takes any run id

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from seqlab import api
 from seqlab.training import checkpoint
-from seqlab.serve.runs import is_encoder
+from seqlab.serve.run_index import is_encoder
 
 
 def identity(run_dir: Path, last: bool) -> tuple:

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seqlab.base.errors import SeqlabError
 from seqlab.serve.cache import ModelCache
-from seqlab.serve.runs import NotFound, RunIndex
+from seqlab.serve.run_index import NotFound, RunIndex
 
 
 class RunError(SeqlabError):
@@ -29,7 +29,7 @@ class RunError(SeqlabError):
 
 
 class Served:
-    """The runs under the served folders (:class:`~seqlab.serve.runs.RunIndex`) and their models, each loaded
+    """The runs under the served folders (:class:`~seqlab.serve.run_index.RunIndex`) and their models, each loaded
     once per committed checkpoint (:class:`~seqlab.serve.cache.ModelCache`)."""
 
     def __init__(self, index: RunIndex, cache: ModelCache):

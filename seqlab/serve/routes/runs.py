@@ -19,7 +19,7 @@ from seqlab.base.errors import SeqlabError
 from seqlab.base.io import read_metrics
 from seqlab.serve import operations as ops
 from seqlab.training import checkpoint
-from seqlab.serve.runs import NotFound, RunIndex
+from seqlab.serve.run_index import NotFound, RunIndex
 from seqlab.serve.schemas import EvalIn
 from seqlab.serve.served import Serving
 
