@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import seqlab.metrics.bleu as seqlab_bleu  # noqa: E402
-from bench.common import interleaved, median, verdict, write_section  # noqa: E402
+from bench.common import interleaved, median, require, verdict, write_section  # noqa: E402
 from seqlab.metrics.bleu import BLEU  # noqa: E402
 
 DATA = Path(os.environ.get("SEQLAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -129,6 +129,13 @@ def identical(a, b) -> bool:
     return all(getattr(a, key) == getattr(b, key) for key in STATS)
 
 
+def require_identical(*rows: dict) -> None:
+    """Every row's scores identical on both sides (``identical``, exact: counting n-grams has no rounding, and
+    both sides form the score from the same counts in float64), or the bench fails before its section is written."""
+    bad = [f"{row['systems']} system(s)" for row in rows if not row["identical"]]
+    require(not bad, f"seqlab's and sacreBLEU's scores differ ({', '.join(STATS)} compared with ==): {', '.join(bad)}")
+
+
 def measure(ref: list[str], systems: dict[str, list[str]], rounds: int) -> dict:
     """Interleaved medians of every candidate on ``systems``; checks every system's scores agree."""
     outputs: dict[str, list] = {}
@@ -199,6 +206,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     one = measure(ref, {names[0]: systems[names[0]]}, args.rounds)
     many = measure(ref, systems, args.rounds)
+    require_identical(one, many)  # a mismatch stops here: no section
     markdown = section(one, many, args.rounds, load, names, sacrebleu.__version__)
     write_section("bleu", markdown)
     print(markdown)

@@ -123,6 +123,25 @@ def bf16_rows() -> str | None:
     return bf16_emulation_reason()
 
 
+class BenchCheckFailed(AssertionError):
+    """A check of a bench did not hold: the run stops here, before any section is written (a bench whose check
+    only warned would record a figure it could not stand behind)."""
+
+
+def require(ok: bool, message: str) -> None:
+    """Stop the bench (:class:`BenchCheckFailed`, a non-zero exit, no section written) unless ``ok``."""
+    if not ok:
+        raise BenchCheckFailed(message)
+
+
+def note_line(note: str) -> str:
+    """A ``--note`` given on a bench's command line, shown as a note apart from the measured lines: its own
+    block quote, marked as typed by whoever ran the bench (it is hashed with the section, so an edit after the run
+    still shows, but it is nothing the run measured). Empty where there is no note."""
+    note = " ".join(note.split())
+    return f"\n\n> Note given on the command line (typed by whoever ran the bench, not measured): {note}" if note else ""
+
+
 def _caller_script() -> str:
     """The bench script that called ``write_section``, relative to the repository (``bench/generate.py``)."""
     here = Path(__file__).resolve()
@@ -329,13 +348,25 @@ def train_resumable(cfg, run_dir: Path, key: list[str] | None = None,
 
 def ablation_arguments(parser, rows) -> None:
     """The ablation benches' shared options (bench/ner.py, bench/sentiment.py): which ``rows`` to train, the w2v
-    run the w2v row reads and what it was trained on, and how many rows ran at once (for the table)."""
+    run the w2v row reads (what it was trained on is read from the run: :func:`w2v_corpus`), and how many rows ran
+    at once (for the table)."""
     parser.add_argument("--ablation", default="", help=f"comma-separated ablation rows from {', '.join(rows)}")
     parser.add_argument("--w2v", type=Path, default=Path(__file__).resolve().parents[1] / "runs" / "w2v-shakespeare",
                         help="the w2v-sgns run whose vectors the w2v row reads")
-    parser.add_argument("--w2v-corpus", default="shakespeare_complete.txt, 8.6 MB, the largest shared corpus",
-                        help="what the w2v run was trained on, for the table")
     parser.add_argument("--concurrent", type=int, default=1, help="how many rows ran at once (for the table)")
+
+
+def w2v_corpus(run: Path) -> str:
+    """What the w2v run was trained on, read from the run itself: its ``config.toml``'s ``data.source`` and, where
+    that file is at hand, its size in MB (decimal), counted now; "unknown" where the run has no config."""
+    import tomllib
+
+    config = run / "config.toml"
+    if not config.is_file():
+        return f"unknown: {run.name} has no config.toml"
+    source = str(tomllib.loads(config.read_text(encoding="utf-8")).get("data", {}).get("source", "unknown"))
+    path = next((p for p in (Path(source), run / source) if p.is_file()), None)
+    return f"{Path(source).name}, {path.stat().st_size / 1e6:.1f} MB" if path else Path(source).name
 
 
 def coverage_note(rows: dict, w2v: Path) -> list[str]:

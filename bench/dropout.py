@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import bf16_rows, interleaved, median, write_section  # noqa: E402
+from bench.common import bf16_rows, interleaved, median, require, write_section  # noqa: E402
 
 CANDIDATES = {  # name: (dropout p, who draws the masks, the configuration its row names)
     "no dropout": (0.0, "seqlab", "p = 0"),
@@ -48,6 +48,55 @@ def masks_by(which: str):
         yield
     finally:
         dropout_module.dropout = attention.dropout = ours
+
+
+CHECK_ELEMENTS = 1 << 20  # elements of the tensor each side's dropout is checked on
+SDS = 5.0  # the keep count's allowed distance from its expectation, in binomial standard deviations
+
+
+def check_dropout(x, out, p: float, dtype) -> dict:
+    """Is ``out`` an inverted dropout of ``x`` with drop probability ``p``? Every element is either 0 or x / (1 - p)
+    within rounding (the mask cast to ``dtype`` and one multiply: 2 roundings, |rel| <= γ_2(dtype), plus seqlab's
+    probability grid: it applies q = round(p * 2^16) / 2^16, so 1 / (1 - q) lies within 2^-16 / (1 - p)^2 of
+    1 / (1 - p) relatively), and the kept count lies within ``SDS`` binomial standard deviations of n (1 - p)
+    (seqlab.base.bounds.binomial_sd: a sampling bound, a fair draw fails it in 6e-7 of runs; the grid moves the
+    expectation by at most n 2^-17, counted in). Returns what was measured; the bench fails (no section) otherwise."""
+    import torch
+
+    from seqlab.base.bounds import binomial_sd, gamma
+
+    n = x.numel()
+    kept = out != 0
+    want = x.double() / (1 - p)
+    rel = gamma(2, dtype) + 2.0 ** -16 / (1 - p) ** 2
+    err = ((out.double() - want).abs() - rel * want.abs())[kept]
+    worst = float(err.max()) if err.numel() else 0.0
+    count = int(kept.sum())
+    spread = SDS * binomial_sd(n, 1 - p) + n * 2.0 ** -17
+    require(worst <= 0,
+            f"dropout output is not x / (1 - p) on its kept elements: worst excess {worst:.3e} over the bound "
+            f"{rel:.2e} x |x / (1 - p)| ({dtype})")
+    require(abs(count - n * (1 - p)) <= spread,
+            f"dropout kept {count:,} of {n:,} elements; expected {n * (1 - p):,.0f} +- {spread:,.0f} "
+            f"({SDS:g} binomial standard deviations)")
+    return {"kept": count, "n": n, "expected": n * (1 - p), "spread": spread, "rel_bound": rel}
+
+
+def check_draws(p: float, dtype) -> dict:
+    """:func:`check_dropout` on each side's draw (seqlab's ``dropout``, and ``F.dropout`` as patched in by
+    :func:`masks_by`) of one tensor of ``CHECK_ELEMENTS`` nonzero values in ``dtype``: name -> what it measured."""
+    import torch
+
+    from seqlab.nn import dropout as dropout_module
+
+    torch.manual_seed(1)
+    x = (torch.rand(CHECK_ELEMENTS, dtype=torch.float64) + 0.5).to(dtype)  # nonzero: a zero out means dropped
+    found = {}
+    for which in ("seqlab", "torch"):
+        with masks_by(which):
+            out = dropout_module.dropout(x, p, True)
+        found[which] = check_dropout(x, out, p, dtype)
+    return found
 
 
 def make_steps(p: float, which: str, args):
@@ -100,6 +149,8 @@ def main(argv: list[str] | None = None) -> dict:
     emulated = bf16_rows()  # bf16 autocast where the CPU computes bf16 natively, else fp32 (and the section says why)
     args.precision = "fp32" if emulated else "bf16"
 
+    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    checked = {str(d).replace("torch.", ""): check_draws(0.1, d) for d in sorted({torch.float32, dtype}, key=str)}
     candidates = {name: make_steps(p, which, args) for name, (p, which, _) in CANDIDATES.items()}
     # shuffled rounds, the warm-up round discarded, gc.collect() before every call (bench/common.py)
     runs = {name: [s / args.steps for s in kept] for name, kept in interleaved(candidates, args.rounds).items()}
@@ -117,11 +168,18 @@ def main(argv: list[str] | None = None) -> dict:
             f"is one model built once (same seed); {args.rounds} rounds of {args.steps} steps per candidate, in a "
             "freshly shuffled order every round, one more warm-up round discarded, `gc.collect()` before every "
             "call, all in one process (bench/common.py `interleaved`); s / step of the median round."
-            + (f" No bf16 row: {emulated} (emulated bf16 runs 40-400x slower than fp32)." if emulated else ""),
+            + (f" No bf16 row: {emulated}." if emulated else ""),
             "",
             "| dropout | s / step (median) | rounds (s / step) |",
             "| --- | ---: | --- |",
             rows,
+            "",
+            "Checked before the timing (a failure writes no section), each side's draw at p = 0.1 on "
+            f"{CHECK_ELEMENTS:,} nonzero elements: every kept element is x / (1 - p) within γ_2 of its dtype plus "
+            "seqlab's 2^-16 probability grid, and the kept count lies within "
+            f"{SDS:g} binomial standard deviations of n (1 - p): "
+            + "; ".join(f"{d} {w} kept {c['kept']:,} (expected {c['expected']:,.0f} ± {c['spread']:,.0f})"
+                        for d, found in checked.items() for w, c in found.items()) + ".",
             "",
             f"Ratio torch / seqlab: **{ratio:.2f}** (above 1: seqlab faster). Dropout's remaining cost over no dropout: "
             f"{med['seqlab Dropout'] / med['no dropout']:.2f}x (torch's: {med['torch F.dropout'] / med['no dropout']:.2f}x).",

@@ -596,8 +596,7 @@ def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -
              "`seqlab generate --dtype`, activations in fp32; HF: the whole model in torch.bfloat16, eager and "
              "with its static cache + compile recipe; CTranslate2: its int8 conversion of the same weights, "
              "compute_type int8). Not in the fp32 ratios above; the tokens may differ from "
-             "fp32's" + (f". No bf16 rows: {bf16_rows()} (HF's bf16 model would run 40-400x slower than fp32)"
-                         if bf16_rows() else "") + ":",
+             "fp32's" + (f". No bf16 rows: {bf16_rows()}" if bf16_rows() else "") + ":",
              "", "| candidate | tokens/s | vs same-dtype peer best | vs seqlab fp32 best | weight MB per token | "
              "% of its bound | leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
     for name in low:
@@ -949,10 +948,10 @@ Batched, 8 prompts of {', '.join(map(str, BATCH_LENGTHS))} tokens, left-padded (
 {target_lines(v1["ratio"], vb["ratio"], fraction, bound_kind, met)}
 {gemv_text}
 How the compiled step reads its weights (a streaming reduction instead of the BLAS's GEMV where that is faster,
-the products' inputs computed once): seqlab.nn.gemv's docstring. On two cores that other jobs
-share, each of the ~60 parallel ops per token waits whenever its partner thread is descheduled, so seqlab's
-`decode_threads()` decodes on one thread while the load average exceeds the core count; here both sides are
-held to {threads} thread{'s' * (threads > 1)} instead.
+the products' inputs computed once): seqlab.nn.gemv's docstring. Where other jobs share the cores, each
+parallel op of a token waits whenever its partner thread is descheduled, so seqlab's `decode_threads()` decodes
+on one thread while the load average exceeds the core count; here both sides are held to {threads}
+thread{'s' * (threads > 1)} instead.
 {rss_text}
 Cold first calls of the low-precision rows (compile included): {cold or "none"}.
 """
@@ -1068,8 +1067,10 @@ def main_cuda(args) -> None:
     outputs = {name: fn() for name, fn in candidates.items()}  # the correctness pass (also a warm call)
     reference = outputs[f"hf: generate, SDPA, fp32, {HF_EAGER}"]
     reference_batch = outputs[f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}"]
-    for name, out in outputs.items():
-        assert all(len(row) == NEW for row in (out if name in batched else [out])), f"{name}: not {NEW} tokens a row"
+    # the checks, as on the CPU: every row holds all its tokens and gives HF eager's (else no section)
+    peers.require_lengths(outputs, NEW, set(batched))
+    peers.require_same(outputs, reference, list(single), "cuda, batch 1 (reference: HF eager)")
+    peers.require_same(outputs, reference_batch, list(batched), "cuda, batch 8 (reference: HF eager)")
     same = {name: outputs[name] == reference for name in single}
     same.update({name: outputs[name] == reference_batch for name in batched})
     times = interleaved({name: wall_timed(fn) for name, fn in candidates.items()}, args.rounds, warmup=1)

@@ -16,12 +16,12 @@ round discarded, ``gc.collect()`` before every call; figures are from the median
 ``--threads`` (both runtimes get it) is one such run.
 
 Outputs agree within a stated tolerance, checked (the run fails past it) on every batch before the timing:
-``max |seqlab - onnxruntime| <= L * n * eps * max |seqlab|``, with eps = 2^-23 (float32's machine epsilon), n
-the longest float32 reduction in the model (its feed-forward width d_ff, or the attention's sequence length where
-longer) and L its number of layers. A float32 dot product of length n errs by at most gamma_n * sum |x_i y_i|,
-gamma_n ~ n * eps / 2 (Higham, "Accuracy and Stability of Numerical Algorithms", section 3.1); two runtimes each
-within that bound differ by at most twice it, i.e. n * eps relative to the output's magnitude (LayerNorm keeps
-every layer's scale near the output's), and to first order the layers' errors add.
+``max |seqlab - onnxruntime| <= 2 * L * gamma_n * max |seqlab|``, with gamma_n = n u / (1 - n u), u = 2^-24
+(float32's unit roundoff; ``seqlab.base.bounds.gamma``), n the longest float32 reduction in the model (its
+feed-forward width d_ff, or the attention's sequence length where longer) and L its number of layers. A float32 dot
+product of length n errs by at most gamma_n * sum |x_i y_i| (Higham, "Accuracy and Stability of Numerical
+Algorithms", section 3.1); two runtimes each within that bound differ by at most twice it, relative to the output's
+magnitude (LayerNorm keeps every layer's scale near the output's), and to first order the layers' errors add.
 
     .venv/bin/python bench/onnx.py [--sentences 512] [--rounds 7] [--threads 1,2] [--run RUN]
 
@@ -52,6 +52,7 @@ _spec = importlib.util.spec_from_file_location("bench_common", HERE / "common.py
 common = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(common)
 interleaved, machine, median, write_section = common.interleaved, common.machine, common.median, common.write_section
+require = common.require
 
 BATCH = 32
 LM_BATCHES = (1, 16)
@@ -73,13 +74,30 @@ def read_sentences(n: int) -> list[str]:
     return [line.split(" ", 1)[1] for line in path.read_text(encoding="utf-8").splitlines()[:n]]
 
 
-def session(path: Path, threads: int):
+PROVIDERS = ["CPUExecutionProvider"]
+
+
+def session_options(threads: int):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return options
+
+
+def session(path: Path, threads: int):
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), session_options(threads), providers=PROVIDERS)
+
+
+def session_config() -> str:
+    """The configuration :func:`session` gives onnxruntime, read back from its options object (the providers, the
+    graph optimization level it leaves at onnxruntime's default, the inter-op threads): the section's heading."""
+    options = session_options(1)
+    return (f"{', '.join(PROVIDERS)}, {options.graph_optimization_level.name}, "
+            f"{options.inter_op_num_threads} inter-op thread{'s' * (options.inter_op_num_threads != 1)}")
 
 
 def padded(id_lists: list[list[int]], pad_id: int) -> dict[str, np.ndarray]:
@@ -91,12 +109,18 @@ def padded(id_lists: list[list[int]], pad_id: int) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": mask}
 
 
-EPS32 = float(np.finfo(np.float32).eps)  # 2^-23
-
-
 def relative_bound(layers: int, longest_reduction: int) -> float:
-    """The agreement tolerance relative to max |output|: L * n * eps (the module docstring says why)."""
-    return layers * longest_reduction * EPS32
+    """The agreement tolerance relative to max |output|: 2 L γ_n(float32) (seqlab.base.bounds.gamma; the module
+    docstring says why)."""
+    from seqlab.base.bounds import gamma
+
+    return 2 * layers * gamma(longest_reduction, np.float32)
+
+
+def require_agreement(diff: float, tolerance: float, what: str) -> None:
+    """Fail the bench (no section written) where the runtimes' outputs differ past the rounding tolerance."""
+    require(diff <= tolerance, f"outputs differ past the tolerance: {what}: max abs diff {diff:.2e} > "
+                               f"{tolerance:.2e} (2 L gamma_n(float32) x max |seqlab's output|)")
 
 
 def one_pass(fn, jobs: list):
@@ -161,13 +185,15 @@ def lm_workload(run: Path, batch: int, tmp: Path):
     return candidates, jobs, len(jobs) * batch * cfg.max_len, cfg, bound
 
 
-def measure(candidates: dict, jobs: list, units: int, rounds: int, bound: float) -> dict:
+def measure(candidates: dict, jobs: list, units: int, rounds: int, bound: float, what: str = "") -> dict:
     """Units per second of each candidate (its median pass over ``jobs`` in ``interleaved`` rounds), their
-    outputs' max abs diff and its tolerance, ``bound`` x max |seqlab's output| (checked before the timing)."""
+    outputs' max abs diff and its tolerance, ``bound`` x max |seqlab's output|, checked before the timing (past it
+    the bench fails)."""
     ours, theirs = candidates.values()  # seqlab first
     outputs = [(ours(job), theirs(job)) for job in jobs]
     diff = max(float(np.abs(a - b).max()) for a, b in outputs)
     tolerance = bound * max(float(np.abs(a).max()) for a, _ in outputs)
+    require_agreement(diff, tolerance, what)
     seconds = interleaved({name: one_pass(fn, jobs) for name, fn in candidates.items()}, rounds)
     return {"rate": {name: units / median(s) for name, s in seconds.items()}, "diff": diff, "tolerance": tolerance,
             "agree": diff <= tolerance}
@@ -198,34 +224,33 @@ def main():
         for threads in thread_counts:
             torch.set_num_threads(threads)
             for label, unit, key, (make, jobs, units, bound) in workloads:
-                r = measure(make(threads), jobs, units, args.rounds, bound)
+                r = measure(make(threads), jobs, units, args.rounds, bound, f"{label}, {threads} thread(s)")
                 ratio = r["rate"][ours] / r["rate"][peer]
                 ratios[f"{key}_threads{threads}"] = round(ratio, 3)
                 agreement[f"{key}_threads{threads}"] = {"max_abs_diff": r["diff"], "tolerance": r["tolerance"]}
-                if not r["agree"]:
-                    print(f"outputs differ past the tolerance: {label}, {threads} thread(s): max abs diff "
-                          f"{r['diff']:.2e} > {r['tolerance']:.2e}", file=sys.stderr)
                 rows.append(f"| {label} | {threads} | {r['rate'][ours]:,.0f} {unit} | {r['rate'][peer]:,.0f} {unit} | "
                             f"**{ratio:.2f}** | {r['diff']:.1e} (tolerance {r['tolerance']:.1e}: "
-                            f"{'within' if r['agree'] else '**EXCEEDED**'}) |")
+                            "within) |")
     run_note = "an lm-char run trained for 5 steps here" if not args.run else f"the run {args.run}"
+    ort_config = session_config()
     write_section("onnx", f"""## ONNX: onnxruntime vs seqlab (torch) on the same models (bench/onnx.py)
 
 For users choosing a runtime (no target). Each model exported with `seqlab export ... --format onnx`;
 onnxruntime {onnxruntime.__version__} (CPUExecutionProvider) and torch with the same number of intra-op threads,
-fp32, on {cpu_model()} ({os.cpu_count()} cores; load average at the start {load:.1f}: other jobs share the cores,
-and PyTorch's threads suffer more from that than onnxruntime's). Sentence embeddings: {args.sentences} SST-2 test
+fp32, on {cpu_model()} ({os.cpu_count()} cores; load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at
+the end). Sentence embeddings: {args.sentences} SST-2 test
 sentences in batches planned by seqlab (sorted by tokens, padded per batch), ids to unit vectors (tokenization
 left out: the same for both). LM: {run_note} ({cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.max_len}
 positions, vocabulary {cfg.vocab_size}), logits of 4 batches of random ids per size. Timing (bench/common.py
 `interleaved`): a call is one pass over a workload's batches; {args.rounds} rounds, both runtimes in a freshly
 shuffled order every round, one more warm-up round discarded, `gc.collect()` before every call; the median pass.
 Ratio = seqlab / onnxruntime (above 1: seqlab faster). Max abs diff over every batch's outputs, against the
-tolerance L x n x eps x max |seqlab's output| (eps = 2^-23, float32's; n = the longest float32 reduction, d_ff or
-the sequence length; L = the layers): the worst-case rounding of a float32 dot product of length n (gamma_n ~ n eps
-/ 2, Higham section 3.1) on each side, added over the layers.
+tolerance 2 L gamma_n x max |seqlab's output| (gamma_n = n u / (1 - n u), u = 2^-24, float32's unit roundoff; n = the
+longest float32 reduction, d_ff or the sequence length; L = the layers): the worst-case rounding of a float32 dot
+product of length n (Higham section 3.1, seqlab.base.bounds.gamma) on each side, added over the layers; past it the
+run fails before this section is written.
 
-| workload | threads | seqlab (torch) | onnxruntime (CPUExecutionProvider, ORT_ENABLE_ALL, 1 inter-op thread) | ratio | max abs diff |
+| workload | threads | seqlab (torch) | onnxruntime ({ort_config}) | ratio | max abs diff |
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 """)

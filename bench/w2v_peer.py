@@ -158,10 +158,46 @@ def trial(command: Command, seed: int, epochs: int, sets: dict[str, Path], analo
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def within_spread(ours: list[float], peers: list[float]) -> bool:
-    """seqlab's mean over its seeds is at or above the lowest of the peer's seeds (within the peer's seed
-    spread, or better)."""
-    return statistics.mean(ours) >= min(peers)
+SPREAD_P = 1e-3  # a fair run (equal means) fails the quality check with this probability per metric and peer
+
+
+def spread_limit(ours: list[float], peers: list[float]) -> float | None:
+    """How far seqlab's mean over its seeds may lie from the peer's, either way: a sampling bound. Each side's
+    score varies from seed to seed; with the seeds' variance pooled over both sides (s², n_o + n_p - 2 degrees of
+    freedom) the difference of the two means has standard error s·√(1/n_o + 1/n_p), and under equal means it
+    exceeds t·SE, t Student's two-sided quantile at ``SPREAD_P``, in a fraction ``SPREAD_P`` of runs (normal seed
+    noise). None where the seeds give no variance to pool (one seed in all)."""
+    from scipy.stats import t as student_t
+
+    df = len(ours) + len(peers) - 2
+    if not ours or not peers or df < 1:
+        return None
+    ss = sum((x - statistics.mean(ours)) ** 2 for x in ours) + sum((x - statistics.mean(peers)) ** 2 for x in peers)
+    se = (ss / df * (1 / len(ours) + 1 / len(peers))) ** 0.5
+    return float(student_t.ppf(1 - SPREAD_P / 2, df)) * se
+
+
+def within_spread(ours: list[float], peers: list[float]) -> bool | None:
+    """Is seqlab's mean over its seeds within :func:`spread_limit` of the peer's mean, above or below (two-sided:
+    far better is as suspect as far worse)? None where it cannot be judged (one seed in all)."""
+    limit = spread_limit(ours, peers)
+    return None if limit is None else abs(statistics.mean(ours) - statistics.mean(peers)) <= limit
+
+
+def quality_verdict(values: dict[str, list[float]], ours: str, peers: list[str]) -> bool | None:
+    """One metric: seqlab's seeds (``values[ours]``) against every peer candidate's (:func:`within_spread`):
+    False where any lies outside, None where none could be judged, else True."""
+    found = [within_spread(values[ours], values[p]) for p in peers]
+    return False if False in found else (None if all(f is None for f in found) else True)
+
+
+def require_quality(verdicts: dict[str, bool | None], what: str) -> None:
+    """Fail the bench (no section written) where seqlab's quality lies outside the peer's sampling spread."""
+    from bench.common import require
+
+    bad = [m for m, ok in verdicts.items() if ok is False]
+    require(not bad, f"{what}: seqlab's mean score is not within gensim's sampling spread (spread_limit, two-sided, "
+                     f"p = {SPREAD_P:g}) on {', '.join(bad)}")
 
 
 def mean_spread(xs: list[float]) -> str:
