@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,7 +200,8 @@ def main() -> int:
                           f"{', '.join(v['imports']) or 'none'} |")
     markdown = (
         "## CLI start-up: `seqlab bleu` vs sacreBLEU's CLI, and the model-free verbs (bench/cli_startup.py)\n\n"
-        f"Each command is a fresh process ({' '.join(Path(c).name for c in seqlab_cmd())} / sacrebleu 2.6.0 "
+        f"Each command is a fresh process ({' '.join(Path(c).name for c in seqlab_cmd())} / sacrebleu "
+        f"{version('sacrebleu')} "
         f"scripts of one venv). Files: {LINES_PER_FILE}-line hypothesis/reference pairs cut from the WMT17 "
         "en-de systems and newstest2017; 100 files = 100 commands in a row, times summed. Rounds in a freshly "
         f"shuffled order ({args.rounds} for 1 file and the verbs, {args.rounds_100} for 100 files; bench/common.py "
@@ -208,7 +210,7 @@ def main() -> int:
         "medians; ratio = "
         "sacreBLEU CLI time / seqlab time (above 1 = seqlab faster). Identical = every seqlab score == "
         "sacreBLEU's (library, unrounded; and its CLI's one-decimal score). "
-        f"CPU: {cpu_line()}. Load average at the start: {load:.1f} (other jobs share the cores).\n\n"
+        f"CPU: {cpu_line()}. Load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.\n\n"
         + "\n".join(table) + "\n\n" + "\n".join(verb_table) + "\n"
     )
     if root == REPO:

@@ -110,19 +110,26 @@ def load_st_onnx(directory: Path, workdir: Path, threads: int):
 
 
 def optimum_status() -> str:
-    """Why optimum's ONNX Runtime models can or cannot be imported here (what backend="onnx" needs)."""
+    """Why optimum's ONNX Runtime models can or cannot be imported here (what backend="onnx" needs): the error this
+    run raised, with the installed versions and what each installed optimum distribution requires of transformers
+    (read from their metadata now, nothing typed)."""
+    from importlib import metadata
+
     import transformers
 
+    installed = []
+    for dist in ("optimum-onnx", "optimum"):
+        try:
+            wants = [r.split(";")[0].strip() for r in metadata.requires(dist) or [] if r.startswith("transformers")]
+            installed.append(f"{dist} {metadata.version(dist)}" + (f" (requires {', '.join(wants)})" if wants else ""))
+        except metadata.PackageNotFoundError:
+            installed.append(f"{dist} not installed")
     try:
         import optimum.onnxruntime  # noqa: F401
     except Exception as exc:  # noqa: BLE001
-        return (f"importing optimum.onnxruntime fails with transformers {transformers.__version__}: "
-                f"`{type(exc).__name__}: {exc}`. sentence-transformers' `onnx` extra is optimum-onnx; its release "
-                f"0.1.0 (the newest on PyPI when this benchmark was written) requires transformers<4.58, and with "
-                f"transformers 5, which sentence-transformers 6 requires, its exporter fails to import "
-                f"(`cannot import name 'get_parameter_dtype' from 'transformers.modeling_utils'`), so "
-                f"backend=\"onnx\" can neither export nor load the model, network or not")
-    return "optimum.onnxruntime imports"
+        return (f"importing optimum.onnxruntime fails with transformers {transformers.__version__} and "
+                f"{'; '.join(installed)}: `{type(exc).__name__}: {exc}`")
+    return f"optimum.onnxruntime imports ({'; '.join(installed)})"
 
 
 def wall_clocked(fn):

@@ -48,8 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    ablation_arguments, coverage_note, cpu_line, device_name, init_device, store_row, stored_row, train_resumable,
-    write_section)
+    ablation_arguments, coverage_note, cpu_line, device_name, init_device, note_line, store_row, stored_row,
+    train_resumable, w2v_corpus, write_section)
 
 PRESETS = {"lstm": "ner-bilstm", "transformer": "ner-transformer"}
 DATA = ROOT.parent / "shared" / "data" / "conll2003"
@@ -224,7 +224,7 @@ def ablation(args, base: list[str]) -> dict:
             if name not in rows:
                 continue
             _, _, what, published = ABLATION[name]
-            what = what.format(w2v_corpus=args.w2v_corpus)
+            what = what.format(w2v_corpus=w2v_corpus(args.w2v))
             r = rows[name]
             if r is None:
                 lines.append(f"| {name} | {what} | not run | | | | | | | | | | | | {published} |")
@@ -247,8 +247,9 @@ def ablation(args, base: list[str]) -> dict:
                   "steps; training minutes include data preparation and periodic validation, with "
                   f"{args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once on the machine" if args.concurrent > 1 else "")
-                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}." + (f" {args.note}" if args.note else "")]
+                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}."]
         lines += coverage_note(rows, args.w2v)
+        lines[-1] += note_line(args.note)
         met = [f"{name} >= {target:.2f}: {rows[name]['f1']:.4f}, "
                + ("**met**" if rows[name]["f1"] >= target else "**missed**")
                for name, target in TARGETS.items() if rows.get(name)]

@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
-    ablation_arguments, coverage_note, cpu_line, device_name, init_device, store_row, train_resumable, write_section)
+    ablation_arguments, coverage_note, cpu_line, device_name, init_device, note_line, store_row, train_resumable,
+    w2v_corpus, write_section)
 from bench.ner import budget_overrides, row_plan, train_and_time  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -65,6 +66,19 @@ def run_one(name: str, args) -> dict:
             "train_minutes": round(train_minutes, 2), "seconds_per_step": per_step and round(per_step, 4), **scores}
 
 
+def lines_in(path: Path, header: bool = False) -> int:
+    """The non-empty lines of a data file (one sentence, tree or labelled phrase a line), less a header line:
+    the dataset sizes a section states, counted in the files this run reads."""
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip()) - int(header)
+
+
+def split_sizes(data: Path, name: str) -> tuple[int, int, int]:
+    """(train, dev, test) sizes of the run ``name``'s splits under ``data``."""
+    _, folder, *files = RUNS[name]
+    return tuple(lines_in(data / folder / f) for f in files)
+
+
 VECTOR_WORDS = 100_000  # the most frequent words of a vectors file added to the vocabulary (model.vectors_vocab)
 PHRASES = "sst2/train.tsv"  # GLUE's SST-2 training set: every labelled phrase of the training sentences' trees
 ABLATION = {  # row -> (overrides of sentiment-lstm, what it adds, the published figure of the same model class)
@@ -72,11 +86,11 @@ ABLATION = {  # row -> (overrides of sentiment-lstm, what it adds, the published
     "w2v": (["model.vectors={w2v}", "model.d_model=100", f"model.vectors_vocab={VECTOR_WORDS}"],
             "+ seqlab's own w2v-sgns vectors (100-d, {w2v_corpus})", ""),
     "glove": (["model.vectors={glove}", "model.d_model=50", f"model.vectors_vocab={VECTOR_WORDS}"],
-              "+ GloVe 6B 50-d vectors (`glove-6b-50d`), trained on the 6,920 sentences",
+              "+ GloVe 6B 50-d vectors (`glove-6b-50d`), trained on the {n_train:,} sentences",
               "87.5 (Tai et al. 2015, BiLSTM, GloVe 300-d, trained on phrase-level labels)"),
     "glove-phrases": (["model.vectors={glove}", "model.d_model=50", f"model.vectors_vocab={VECTOR_WORDS}",
                        "data.train={phrases}"],
-                      "+ GloVe 6B 50-d vectors, trained on the 67,349 labelled phrases (`data.source = \"sst2-phrases\"`)",
+                      "+ GloVe 6B 50-d vectors, trained on the {n_phrases:,} labelled phrases (`data.source = \"sst2-phrases\"`)",
                       "87.5 (Tai et al. 2015, BiLSTM, GloVe 300-d, trained on phrase-level labels)"),
 }
 HEADLINE = ("glove", "glove-phrases")  # the headline is the one of these with the higher dev accuracy
@@ -123,6 +137,9 @@ def ablation(args) -> dict:
     init_device(args.device)
     rows = {name: ablation_row(name, args) for name in names}
     if not args.no_results:
+        n_train, n_dev, n_test = split_sizes(args.data, "sst2-lstm")
+        sizes = {"n_train": n_train, "n_dev": n_dev, "n_test": n_test,
+                 "n_phrases": lines_in(args.data / PHRASES, header=True)}
         candidates = [n for n in HEADLINE if rows.get(n)]
         chosen = max(candidates, key=lambda n: rows[n]["valid_accuracy"] or 0) if candidates else None
         lines = [f"## Sentiment ablation: sentiment-lstm on SST-2, {args.steps:,} steps per row, "
@@ -134,7 +151,7 @@ def ablation(args) -> dict:
         for name, (_, what, published) in ABLATION.items():
             if name not in rows:
                 continue
-            what = what.format(w2v_corpus=args.w2v_corpus)
+            what = what.format(w2v_corpus=w2v_corpus(args.w2v), **sizes)
             r = rows[name]
             bold = "**" if name not in HEADLINE or name == chosen else ""
             lines.append(f"| {name} | {what} | not run | | | | | | {published} |" if r is None else
@@ -147,14 +164,16 @@ def ablation(args) -> dict:
             a, b = (rows[n]["valid_accuracy"] or 0 for n in HEADLINE)
             choice = (f" The headline GloVe row is `{chosen}`, chosen on dev accuracy ({HEADLINE[0]} {a:.4f}, "
                       f"{HEADLINE[1]} {b:.4f}), never on test.")
-        lines += ["", "Validated on the 872 dev sentences, scored once per row on the 1,821 test sentences, from the "
+        lines += ["", f"Validated on the {sizes['n_dev']:,} dev sentences, scored once per row on the "
+                  f"{sizes['n_test']:,} test sentences, from the "
                   "checkpoint with the best dev accuracy (`train.best_by = \"accuracy\"`, `train.keep_best = true`, "
                   "every `train.eval_every` steps over the whole dev set): 'dev accuracy there' is that figure, "
                   "the only choice made per row." + choice + " Each row follows the preset's schedule over its "
                   f"steps, {args.threads or 'PyTorch default'} thread{'s' if args.threads != 1 else ''} per row"
                   + (f" while {args.concurrent} rows ran at once" if args.concurrent > 1 else "")
-                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}." + (f" {args.note}" if args.note else "")]
+                  + f". Trained on: {', '.join(devices)}. CPU: {cpu_line()}."]
         lines += coverage_note(rows, args.w2v)
+        lines[-1] += note_line(args.note)
         write_section("sentiment-ablation", "\n".join(lines))
     print(json.dumps(rows))
     return rows
@@ -192,6 +211,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary = {"runs": rows, "target": TARGET, "ratio": lstm["accuracy"] / TARGET if lstm else None}
     if not args.no_results:
         short = args.minutes < 10
+        sst_sizes = {name: split_sizes(args.data, name) for name in ("sst2-lstm", "sst5-lstm")}
         write_section("sentiment", "\n".join([
             "## Sentiment: sentence classifiers on SST-2 (sentence level) and SST-5"
             + (f" (short runs: {args.minutes:g} min each)" if short else ""),
@@ -202,7 +222,8 @@ def main(argv: list[str] | None = None) -> dict:
               f"{r['macro_f1']:.4f} |" for r in rows],
             "",
             f"Trained from scratch (no pretrained vectors) on the train split, validated on dev, scored on test "
-            f"(SST-2: 1,821 sentences; SST-5: 2,210). Target: SST-2 LSTM test accuracy >= {TARGET}. "
+            f"(SST-2: {sst_sizes['sst2-lstm'][2]:,} sentences; SST-5: {sst_sizes['sst5-lstm'][2]:,}; counted in "
+            f"this run's files). Target: SST-2 LSTM test accuracy >= {TARGET}. "
             + ("These are short runs: they check the pipeline and the trend, not the target." if short else ""),
         ]))
     print(json.dumps(summary))

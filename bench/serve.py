@@ -313,6 +313,7 @@ def main() -> None:
 def load_and_stream(base: str, ids: dict, lm, args) -> None:
     """Parts 2 and 3 (module docstring): the load test, then streaming against `seqlab generate`; the serve
     section."""
+    load_start = os.getloadavg()[0]
     print("load test ...", file=sys.stderr, flush=True)
     load = load_test(base, ids, args.clients, args.requests)
     print(json.dumps(load), file=sys.stderr)
@@ -330,15 +331,17 @@ def load_and_stream(base: str, ids: dict, lm, args) -> None:
     load_avg = os.getloadavg()
     lines = [f"## `seqlab serve`: load test and streaming generation (bench/serve.py)", "",
              f"The real command on loopback (`python -m seqlab serve`, one process); the tiny runs of "
-             f"tests/helpers.py; one torch thread in the server and in the `seqlab generate` process. Load average at the "
-             f"end: {load_avg[0]:.1f} (other jobs shared the 2 cores).", "",
+             f"tests/helpers.py; one torch thread in the server and in the `seqlab generate` process. Load average "
+             f"{load_start:.1f} at the start, {load_avg[0]:.1f} at the end ({os.cpu_count()} cores).", "",
              f"**Load**: {args.clients} concurrent clients, {load['requests']} requests (generate 20 tokens / predict "
              f"2 lines / neighbors, shuffled), {load['errors']} errors; {load['requests_per_s']:.1f} requests/s, "
              f"latency p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms.", "",
              "| request | n | p50 ms | p95 ms |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['n']} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} |" for k, v in load["by_kind"].items()]
-    lines += ["", f"**Streaming**: lm-char at the preset's size (4 layers, d_model 128), greedy, {NEW_TOKENS} new "
-                  f"tokens, median of {args.rounds} interleaved rounds: server-sent events end to end "
+    size = lm.config.model
+    lines += ["", f"**Streaming**: lm-char at the preset's size ({size.n_layers} layers, d_model {size.d_model}), "
+                  f"greedy, {NEW_TOKENS} new tokens, median of {args.rounds} rounds, each the served stream then "
+                  f"the library call, in that order: server-sent events end to end "
                   f"{rs:.0f} tokens/s, `seqlab generate`'s library call {rd:.0f} tokens/s: **{rs / rd:.2f}x** "
                   f"(target >= 0.9x); the same text both ways. The rounds' ratios, a measure of this machine's "
                   f"noise: {', '.join(f'{a / b:.2f}' for a, b in zip(served, direct))}."]

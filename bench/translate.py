@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import cpu_line, device_name, train_resumable, write_section  # noqa: E402
+from bench.common import cpu_line, device_name, note_line, train_resumable, write_section  # noqa: E402
 
 PRESETS = {"transformer": "mt-transformer", "seq2seq-attention": "mt-gru-attention"}
 DATA = ROOT.parent / "shared" / "data" / "multi30k"
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
             + ("" if n == len(test) and steps >= cfg.train.max_steps else
                "This is a short run (fewer steps or sentences than the full benchmark): it checks the pipeline, "
                "its BLEU is not comparable to the reference. ")
-            + f"Trained on: {device_name()}. CPU: {cpu_line()}." + (f" {args.note}" if args.note else ""),
+            + f"Trained on: {device_name()}. CPU: {cpu_line()}." + note_line(args.note),
         ]))
     print(json.dumps(row))
     return row
