@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "Interrupted": "seqlab.api",
     # the trained objects seqlab.train and seqlab.load return, and what their verbs return
     "Trained": "seqlab.tasks.trained",
-    "LanguageModel": "seqlab.tasks.language_model",
+    "LanguageModel": "seqlab.tasks.lm",
     "Translator": "seqlab.tasks.translate",
     "SequenceTagger": "seqlab.tasks.tag",
     "SentenceClassifier": "seqlab.tasks.classify",
@@ -108,7 +108,7 @@ if _typing.TYPE_CHECKING:
     from seqlab.tasks.classify import SentenceClassifier as SentenceClassifier
     from seqlab.tasks.word_vectors import Embeddings as Embeddings
     from seqlab.tasks.forecast import Forecaster as Forecaster
-    from seqlab.tasks.language_model import LanguageModel as LanguageModel
+    from seqlab.tasks.lm import LanguageModel as LanguageModel
     from seqlab.tasks.results import (EmbeddingMap as EmbeddingMap, Entity as Entity, LMAttention as LMAttention,
                                       TokenScores as TokenScores, TranslationAttention as TranslationAttention)
     from seqlab.tasks.tag import SequenceTagger as SequenceTagger

@@ -299,7 +299,7 @@ def test_the_departures_page_has_a_row_for_each_item(departures):
                  "seqlab.models.transformer.Embedding", "seqlab.nn.attention.MultiHeadAttention",
                  "seqlab.nn.additive.AdditiveAttention", "seqlab.models.word2vec_tables.huffman_tree",
                  "seqlab.nn.recurrent.gru_step", "seqlab.models.recurrent.RecurrentEncoder",
-                 "seqlab.tasks.language_model.LanguageModel.score", "seqlab.decoding.decode.generate",
+                 "seqlab.tasks.lm.LanguageModel.score", "seqlab.decoding.decode.generate",
                  "seqlab.tasks.tag_output.loss_sum", "seqlab.nn.recurrent.RecurrentStack"):
         assert name in named, f"no departure on {name}"
     assert "### The Transformer presets against the notes" in page

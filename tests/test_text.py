@@ -316,18 +316,18 @@ def test_generated_text_never_shows_a_special_token_as_u_fffd():
     """decode shows <unk> of a character vocabulary as U+FFFD; text a model generated drops every special token
     (issue #52), and LanguageModel.generate decodes through it."""
 
-    from seqlab.tasks import language_model
+    from seqlab.tasks import lm as lm_task
 
     tok = CharTokenizer.train("abc ab")
     ids = [tok.sos_id, *tok.encode("ab"), tok.unk_id, tok.pad_id, *tok.encode("c"), tok.eos_id]
     assert tok.decode(ids) == "ab\ufffdc" and tok.decode_generated(ids) == "abc"
-    lm = object.__new__(language_model.LanguageModel)
+    lm = object.__new__(lm_task.LanguageModel)
     lm.tokenizer, lm.model, lm.device = tok, None, "cpu"
-    original = language_model.generate
-    language_model.generate = lambda *a, **k: [ids]
+    original = lm_task.generate
+    lm_task.generate = lambda *a, **k: [ids]
     try:
         assert lm.generate("a", max_new_tokens=6) == "abc"
     finally:
-        language_model.generate = original
+        lm_task.generate = original
     bpe = BPETokenizer.train("the cat sat on the mat " * 20, 300)
     assert "\ufffd" not in bpe.decode_generated([bpe.unk_id, *bpe.encode("the cat"), bpe.eos_id])

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # annotations only
 
 
 class TokenScores(NamedTuple):
-    """A text scored by a language model (:meth:`~seqlab.tasks.language_model.LanguageModel.score`): the scored
+    """A text scored by a language model (:meth:`~seqlab.tasks.lm.LanguageModel.score`): the scored
     tokens (every token of the text but the first, which has no context) and log p(token | the tokens before)."""
 
     tokens: list[str]  # the scored tokens' text, in order (the text's first token is not among them)
