@@ -165,7 +165,7 @@ def generate(model, prompts: list[list[int]], max_new_tokens: int, sampling: Sam
     ``model(ids (batch, seq), cache=None) -> logits (batch, seq, vocab)`` with ``model.cfg.max_len``
     and ``model.new_cache(batch, device, dtype)`` (seqlab.models.transformer.TransformerLM).
 
-    !!! equation "Recurrent neural networks › One to many"
+    !!! equation "Recurrent neural networks › One to many (beyond the notes)"
         $\hat{y}_t \sim p(\cdot \mid x, \hat{y}_1, \dots, \hat{y}_{t-1})$: one input (the prompt) and many
         outputs, each token drawn from the model's distribution (the argmax at temperature 0; ``top_k``,
         ``top_p`` cut it) and fed back as the next input, until $\langle eos \rangle$ or ``max_new_tokens``.

@@ -127,6 +127,13 @@ def design_matrix(x: np.ndarray, p: int, hold_back: int | None = None) -> tuple[
     !!! equation "Time series › Sliding windows"
         $X_t = [1, x_{t-1}, \dots, x_{t-p}],\ Y_t = x_t$: the series as a regression table, one row per target,
         holding the $p$ values before it (newest first) and a 1 for the constant $b$.
+
+    !!! departure "Time series › Sliding windows (notation)"
+        notes: the window's rows hold the $p$ values in the series' order, oldest first (rows $t_0\ t_1\ t_2$,
+        $t_1\ t_2\ t_3$, ...; targets $t_3$, $t_4$, ...).
+        seqlab: newest first, $[1, x_{t-1}, \dots, x_{t-p}]$ with the column of ones first (statsmodels' order,
+        so coefficient $w_i$ is lag $i$'s, as in the notes' $t_6 = b + w_1 t_5 + w_2 t_4$): the same rows with
+        their columns reversed, the same fit.
     """
     n = x.shape[0]
     h = p if hold_back is None else hold_back

@@ -83,8 +83,16 @@ class BertEmbeddings(nn.Module):
     LayerNorm (notes: Transformer › Embedding plus BERT's segment term; › Layer norm).
 
     !!! equation "Pretrained encoders › BERT (beyond the notes)"
-        $X^0 = \mathrm{lnorm}(E I + P + S\, \mathrm{type})$: BERT's embedding, the notes' $E I + P$ with learned
-        positions, plus a token-type ("segment") term, then a LayerNorm."""
+        $X^0 = \mathrm{lnorm}(E I + P + S\, \mathrm{type})$: BERT's embedding: the token embeddings unscaled
+        (the notes' $(E I)\sqrt{d_{model}} + P$ without its $\sqrt{d_{model}}$), learned positions, a token-type
+        ("segment") term, then a LayerNorm.
+
+    !!! departure "Transformer › Embedding"
+        notes: $\mathrm{embed}(X) = (E X) \sqrt{d_{model}} + P$, the token embeddings scaled by
+        $\sqrt{d_{model}}$, sinusoidal positions.
+        seqlab: the MiniLM presets (``model.arch = "pretrained"``) compute BERT's embedding as it was pretrained,
+        $\mathrm{lnorm}(E I + P + S\, \mathrm{type})$: unscaled, learned positions, a segment term and a
+        LayerNorm; scaling it would change what the pretrained weights see."""
 
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()

@@ -160,10 +160,10 @@ def _attend(res: Residual, attn: MultiHeadAttention, x: Tensor, **kw) -> Attende
 class EncoderLayer(nn.Module):
     r"""Self-attention then feed-forward, each a residual sublayer (notes: Transformer › Encoder and decoder).
 
-    !!! equation "Transformer › Encoder and decoder"
+    !!! equation "Transformer › Encoder and decoder (beyond the notes)"
         $T = X + \mathrm{MHA}(\mathrm{lnorm}(X)),\ X' = T + \mathrm{FFN}(\mathrm{lnorm}(T))$: an encoder layer as
-        seqlab computes it by default and in every Transformer preset ("pre": each sublayer reads the normalised
-        stream and adds to it; the stack ends with one more lnorm).
+        seqlab computes it by default and in every preset that builds seqlab's Transformer ("pre": each sublayer
+        reads the normalised stream and adds to it; the stack ends with one more lnorm).
         default: model.norm = "pre"
 
     !!! equation "Transformer › Encoder and decoder"
@@ -174,9 +174,11 @@ class EncoderLayer(nn.Module):
     !!! departure "Transformer › Encoder and decoder"
         notes: $T^1 = \mathrm{lnorm}(\mathrm{MHA}(X^0)) + X^0$, $X^1 = \mathrm{lnorm}(\mathrm{FFN}(T^1)) + T^1$:
         each sublayer's output normalised, then added to its input.
-        seqlab: "pre" by default and in every Transformer preset, $X + f(\mathrm{lnorm}(X))$ with a final lnorm
-        after the last layer (GPT-2's placement); ``model.norm = "sublayer"`` computes the notes' layer, and
-        ``"post"`` the original Transformer's $\mathrm{lnorm}(X + f(X))$.
+        seqlab: "pre" by default and in every preset that builds seqlab's Transformer, $X + f(\mathrm{lnorm}(X))$
+        with a final lnorm after the last layer (GPT-2's placement); ``model.norm = "sublayer"`` computes the
+        notes' layer, and ``"post"`` the original Transformer's $\mathrm{lnorm}(X + f(X))$. The MiniLM presets
+        (``ner-minilm``, ``sentiment-minilm``: ``model.arch = "pretrained"``) are not built here: they load BERT's
+        encoder, post-LN as it was pretrained (seqlab.models.pretrained).
         default: model.norm = "pre"
     """
 
@@ -254,7 +256,11 @@ class Encoder(nn.Module):
         self.norm = _final_norm(cfg)
 
     def forward(self, x: Tensor, padding: Tensor | None = None) -> Tensor:
-        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model)."""
+        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model).
+
+        ``padding`` is :func:`seqlab.nn.masks.padding_mask`'s polarity, True = a real token (attended), the
+        opposite of PyTorch's ``key_padding_mask`` (True = padding, ignored): invert a PyTorch mask (``~mask``)
+        before passing it here."""
         mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
         for layer in self.layers:
             x = layer(x, mask)  # batch, src, d_model
@@ -349,6 +355,14 @@ class TransformerLM(nn.Module):
         $O = \mathrm{softmax}(W X^L)$: the next-token distribution (logits returned); $W = E$, the token
         embedding matrix, unless ``model.tie_embeddings = false``.
         default: model.tie_embeddings = true for lm/transformer
+
+    !!! departure "Transformer › Output layer"
+        notes: $O = \mathrm{softmax}(W X^L)$ with an output matrix $W$ of its own, learned apart from the
+        embedding matrix $E$.
+        seqlab: $W = E$, one matrix for the embedding and the readout (tied, Press & Wolf 2017), by default and in
+        every language-model and translation preset (the Transformer's, and the RNN LMs' and the GRU translator's
+        readout the same way); ``model.tie_embeddings = false`` learns a separate $W$.
+        default: model.tie_embeddings = true for lm/transformer, lm/lstm, lm/gru, lm/rnn, translate/transformer, translate/seq2seq-attention
 
     !!! departure "Transformer › Encoder and decoder"
         notes: the Transformer as taught: sinusoidal positions, a ReLU feed-forward network, lnorm after each

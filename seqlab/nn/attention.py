@@ -94,15 +94,17 @@ def attention_equations(
     !!! equation "Transformer › Self-attention"
         $A(q, K, V) = \sum_i \frac{\exp(q \cdot k_i / \sqrt{d_k})}{\sum_j \exp(q \cdot k_j / \sqrt{d_k})} v_i$:
         one query's output, the values weighted by how well each key answers the query; the notes'
-        self-attention with the $1/\sqrt{d_k}$ of scaled dot-product attention, which the code applies to the
-        query (or to the product) before the softmax.
+        self-attention with the $1/\sqrt{d_k}$ of scaled dot-product attention, which the code applies to the query
+        before the product, or on the causal training path to the product itself, before the softmax.
 
     !!! departure "Transformer › Self-attention"
         notes: the self-attention lecture scores $\mathrm{softmax}(\langle q_3 \cdot k_1, q_3 \cdot k_2, q_3 \cdot
         k_3 \rangle)$ and $A(q, K, V) = \sum_i \frac{\exp(q \cdot k_i)}{\sum_j \exp(q \cdot k_j)} v_i$, unscaled;
         the Transformer lectures divide by $\sqrt{d_k}$.
-        seqlab: always scaled, $q \cdot k_i / \sqrt{d_k}$, with $q$ multiplied by $1/\sqrt{d_k}$ before the
-        product (the same scores; the smaller tensor is scaled).
+        seqlab: always scaled, $q \cdot k_i / \sqrt{d_k}$: on the causal training path (``is_causal`` with no
+        other mask) the product is scaled, $QK^\top / \sqrt{d_k} + M$ in one ``baddbmm``; on every other path
+        $q$ is multiplied by $1/\sqrt{d_k}$ before the product (the smaller tensor). The same scores up to
+        rounding.
 
     !!! equation "Transformer › Scaled dot-product attention"
         $\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$: every query

@@ -51,7 +51,11 @@ def causal_mask_at(positions: Tensor, seq_k: int) -> Tensor:
 
 
 def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
-    """(batch, seq) True = real token, False = padding."""
+    """(batch, seq) True = real token, False = padding.
+
+    The polarity is the opposite of PyTorch's ``key_padding_mask`` (``nn.MultiheadAttention``,
+    ``nn.TransformerEncoder``), where True marks a padding position to ignore: a mask from seqlab passed to
+    PyTorch, or the other way, must be inverted (``~mask``). Every seqlab mask reads True = may attend."""
     return ids != pad_id
 
 

@@ -327,7 +327,7 @@ class RecurrentStack(nn.Module):
         the loss's gradient flows back through every time step of the unrolled stack (autograd through the
         step loop of the equations path, or through PyTorch's fused kernel).
 
-    !!! equation "Recurrent neural networks › Vanishing and exploding gradients"
+    !!! equation "Recurrent neural networks › Vanishing and exploding gradients (beyond the notes)"
         $\frac{\partial a_n}{\partial a_1} = \prod_{s=2}^{n} \mathrm{diag}(g_1'(z_s))\, W_3$: what backpropagation
         multiplies to cross $n - 1$ steps of an Elman layer ($z_s$ the argument of $g_1$); for the notes' linear
         RNN ($g_1$ the identity) it is $W_h^{n-1}$, the factor of $h_1$ in their $h_n = W_h^{n-1} h_1$, and over
