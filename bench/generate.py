@@ -2,7 +2,7 @@
 
 Batch 1: a 16-token prompt, 256 new tokens, max_len 272 on both sides; the 6-layer, 6-head, 384-dim GPT
 (vocab 65, GELU, pre-LN, tied embeddings). Batched: 8 prompts of 3-16 tokens, left-padded, 256 new tokens
-each (HF with its attention mask). HF's weights are random; ours are copied from them (seqlab.models.gpt2),
+each (HF with its attention mask). HF's weights are random; ours are copied from them (seqlab.models.gpt2_convert),
 so both must produce the same tokens: the benchmark checks it, row by row. HF's EOS id (50256) lies outside
 the 65-token vocabulary (asserted), so neither side can stop early and no ``min_new_tokens`` is needed.
 
@@ -111,7 +111,7 @@ def build(side: str = "both"):
     """HF's model, ours with the same weights, and the prompt; ``side`` "hf" or "ours" frees the other."""
     import transformers
 
-    from seqlab.models.gpt2 import from_gpt2
+    from seqlab.models.gpt2_convert import from_gpt2
 
     torch.manual_seed(0)
     cfg = transformers.GPT2Config(vocab_size=65, n_positions=MAX_LEN, n_embd=384, n_layer=6, n_head=6,

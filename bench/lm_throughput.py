@@ -14,7 +14,7 @@ Both sides get the same axes (candidates, each named by its configuration):
 Every candidate is built from the same seed; its first step (for a compiled candidate: the cold compile, in
 an inductor cache made fresh for this run) is timed apart and its loss kept, and the first-step losses of
 one precision are checked to agree across both sides within a rounding bound (:func:`loss_tolerance`; seqlab's
-model holds HF's initial weights, converted with ``seqlab.models.gpt2.from_gpt2``; the same batch): a
+model holds HF's initial weights, converted with ``seqlab.models.gpt2_convert.from_gpt2``; the same batch): a
 disagreement fails the bench before any section is written. Then all candidates run interleaved in
 shuffled rounds, warm-up round discarded (bench/common.py ``interleaved``), ``--steps`` steps per call; the
 median of each is kept. Compile seconds = the first step's time minus the candidate's median step. Threads
@@ -160,10 +160,10 @@ def hf_model(shape: Shape, attention: str):
 
 
 def ours_model(shape: Shape, attention: str):
-    """seqlab's TransformerLM holding the very weights of :func:`hf_model` (seqlab.models.gpt2.from_gpt2: the same
+    """seqlab's TransformerLM holding the very weights of :func:`hf_model` (seqlab.models.gpt2_convert.from_gpt2: the same
     architecture, pre-norm, learned positions, GELU, tied head), so both sides start from one point and their
     first-step losses can be compared across sides."""
-    from seqlab.models.gpt2 import from_gpt2
+    from seqlab.models.gpt2_convert import from_gpt2
     from seqlab.nn.attention import set_attention_impl
 
     model = from_gpt2(hf_model(shape, "eager"))

@@ -263,7 +263,7 @@ def test_the_crf_loss_is_its_nll_per_word_and_label_smoothing_is_refused(corpus,
 
 
 def test_a_sub_word_crf_tagger_decodes_each_word_s_first_sub_word():
-    from seqlab.models.finetune import PretrainedTaggerConfig, TokenClassifier
+    from seqlab.models.pretrained_heads import PretrainedTaggerConfig, TokenClassifier
     from seqlab.models.pretrained import BertConfig, BertEncoder
     from seqlab.tasks.tag import Encoded, run_tagger
 

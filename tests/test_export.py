@@ -19,7 +19,7 @@ from seqlab.data.sources import read_text
 from seqlab.decoding.decode import Sampling, generate
 from seqlab.base.errors import SeqlabError
 from seqlab.exporters import export
-from seqlab.models.gpt2 import from_gpt2, gpt2_config, gpt2_incompatibilities, to_gpt2_tensors
+from seqlab.models.gpt2_convert import from_gpt2, gpt2_config, gpt2_incompatibilities, to_gpt2_tensors
 from seqlab.models.transformer import TransformerLMConfig
 from seqlab.nn.feedforward import FeedForward
 from seqlab.vectors.keyed import KeyedVectors

@@ -94,7 +94,7 @@ def test_cls_pooled_classifier_exports_to_bert_for_sequence_classification(class
 def test_pooler_comes_from_the_checkpoint(tmp_path):
     from safetensors.torch import save_file
 
-    from seqlab.models.finetune import PretrainedClassifierConfig, start
+    from seqlab.models.pretrained_heads import PretrainedClassifierConfig, start
     from seqlab.models.pretrained import read_weights
 
     bert = write_tiny_bert(tmp_path / "bert")

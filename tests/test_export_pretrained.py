@@ -15,7 +15,7 @@ from seqlab.cli import main
 from seqlab.data.sources import read_text
 from seqlab.base.errors import SeqlabError
 from seqlab.exporters import export
-from seqlab.models.gpt2 import gpt2_config, to_gpt2_tensors
+from seqlab.models.gpt2_convert import gpt2_config, to_gpt2_tensors
 from seqlab.tasks import lm as lm_task
 from seqlab.text import BPETokenizer
 from seqlab.text.hf_tokenizer import hf_tokenizer_files

@@ -22,8 +22,8 @@ from safetensors.torch import save_file
 from seqlab import api, tasks
 from seqlab.base import config
 from seqlab.base.errors import SeqlabError
-from seqlab.models import finetune
-from seqlab.models.finetune import (PretrainedClassifierConfig, PretrainedTaggerConfig, SequenceClassifier,
+from seqlab.models import pretrained_heads
+from seqlab.models.pretrained_heads import (PretrainedClassifierConfig, PretrainedTaggerConfig, SequenceClassifier,
                                     SubwordTokenizer, TokenClassifier)
 from seqlab.models.pretrained import BertConfig, BertEncoder, from_pretrained, weight_table
 
@@ -128,10 +128,10 @@ def test_each_word_is_labelled_at_its_first_sub_word(tokenizer):
 
 
 def test_word_labels_sit_on_first_sub_words_only():
-    tags, scored = finetune.word_labels([[1, 3, 4], [1]], [[2, 0, 1], [3]], seq=6)
+    tags, scored = pretrained_heads.word_labels([[1, 3, 4], [1]], [[2, 0, 1], [3]], seq=6)
     assert tags.tolist() == [[0, 2, 0, 0, 1, 0], [0, 3, 0, 0, 0, 0]]
     assert scored.tolist() == [[False, True, False, True, True, False], [False, True, False, False, False, False]]
-    _, scored = finetune.word_labels([[1, 2]], [[]], seq=4)  # prediction: positions, no tags
+    _, scored = pretrained_heads.word_labels([[1, 2]], [[]], seq=4)  # prediction: positions, no tags
     assert scored.tolist() == [[False, True, True, False]]
 
 
@@ -235,9 +235,9 @@ def test_a_tiny_classification_task_is_fine_tuned(tiny_bert, tmp_path):
         classifier.predict([""])
     # the fine-tuned encoder is no longer the pretrained one, and it embeds sentences
     embedded = classifier.sentence_encoder().embed(["the good film"])
-    original = finetune.sentence_encoder(TokenClassifier(PretrainedTaggerConfig(pretrained=str(tiny_bert), n_labels=1),
-                                                         from_pretrained(tiny_bert).encoder),
-                                         classifier.tokenizer, torch.device("cpu")).embed(["the good film"])
+    tagger = TokenClassifier(PretrainedTaggerConfig(pretrained=str(tiny_bert), n_labels=1), from_pretrained(tiny_bert).encoder)
+    original = pretrained_heads.sentence_encoder(tagger, classifier.tokenizer,
+                                                 torch.device("cpu")).embed(["the good film"])
     assert embedded.shape == (1, 16) and abs(float(np.linalg.norm(embedded)) - 1.0) < 1e-6
     assert np.abs(embedded - original).max() > 1e-3
 

@@ -74,7 +74,7 @@ class Edge(NamedTuple):
 
 
 def _top(module: str) -> str:
-    """seqlab.models.finetune -> models."""
+    """seqlab.models.pretrained_heads -> models."""
     return module.split(".")[1]
 
 

@@ -196,7 +196,7 @@ def test_the_tags_the_issue_fixed_state_the_default_they_compute(tags):
     assert ("default", "model.norm", "pre") in declared("seqlab.models.transformer.EncoderLayer")
     assert ("option", "model.norm", "sublayer") in declared("seqlab.models.transformer.EncoderLayer")
     assert ("default", "model.scale_embeddings", False) in declared("seqlab.models.transformer.Embedding")
-    assert ("default", "model.pooling", "mean") in declared("seqlab.models.finetune.SequenceClassifier")
+    assert ("default", "model.pooling", "mean") in declared("seqlab.models.pretrained_heads.SequenceClassifier")
     assert ("default", "model.ic", "aic") in declared("seqlab.models.autoregressive.select_order")
     embedding = [t for t in by_name["seqlab.models.transformer.Embedding"] if not t.declarations[0].value]
     assert embedding[0].latex == "\\mathrm{embed}(X) = E X + P"

@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from seqlab.base.bounds import chain_bound  # noqa: E402
 from seqlab.decoding.decode import Sampling, generate  # noqa: E402
-from seqlab.models.gpt2 import from_gpt2  # noqa: E402
+from seqlab.models.gpt2_convert import from_gpt2  # noqa: E402
 
 
 # float64 logits: <= 28 chained reductions (3 layers × 9: qkv, scores, weights·V, out, 2 LayerNorm, fc, proj, plus

@@ -57,7 +57,7 @@ RUN: Shape = {
     "best": {**CHECKPOINT, r"\.next": COMMITTING},
     "checkpoints": {r"(damaged-)?step-\d+(-\d+)?": {**CHECKPOINT, r"\.next": COMMITTING}},
     # what the tasks keep beside it: tokenizers, vocabularies, labels, characters, series statistics, singletons,
-    # a pretrained model's record, word vectors, the mark of a saved copy (tasks/*.py, models/finetune.py)
+    # a pretrained model's record, word vectors, the mark of a saved copy (tasks/*.py, models/pretrained_heads.py)
     "tokenizer.json": FILE, "src_tokenizer.json": FILE, "tgt_tokenizer.json": FILE, "vocab.json": FILE,
     "labels.json": FILE, "chars.json": FILE, "series.json": FILE, "singletons.json": FILE,
     "pretrained.json": FILE, "wordpiece.json": FILE, "vectors.txt": FILE, "saved.json": FILE,

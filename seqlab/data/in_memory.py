@@ -9,7 +9,7 @@ task.kind     in memory                                            file (the rea
 ============  ===================================================  =================================================
 lm            a ``str``, or an iterable of ``str`` (documents)     the text, items joined by newlines (data.sources)
 embed         an iterable of token lists, or of ``str``            one sentence per line, tokens joined by spaces
-                                                                   (tasks.embed, split again by the word tokenizer)
+                                                                   (tasks.word_vectors: split again by words)
 tag           an iterable of ``[(token, tag), ...]``               CoNLL: ``token TAG`` lines, a blank line after
                                                                    each sentence (data.conll)
 classify      an iterable of ``(text, label)``, or a DataFrame     TSV with a ``sentence<TAB>label`` header

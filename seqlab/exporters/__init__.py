@@ -128,7 +128,7 @@ def _check_task(cfg, format: str, run: Path) -> None:
     if format != "hf":
         return
     if kind == "lm" and cfg.arch != "pretrained":  # a run started from a GPT-2 directory is one
-        from seqlab.models.gpt2 import gpt2_incompatibilities
+        from seqlab.models.gpt2_convert import gpt2_incompatibilities
 
         bad = gpt2_incompatibilities(cfg.model, cfg.arch)
         if bad:

@@ -2,7 +2,7 @@
 ``BertForTokenClassification`` / ``BertForSequenceClassification``, each with its tokenizer.
 
 Written with safetensors and JSON only. The weight names come from the importers' tables
-(:mod:`seqlab.models.gpt2`, :mod:`seqlab.models.pretrained`) read backwards, so import and export are one
+(:mod:`seqlab.models.gpt2_convert`, :mod:`seqlab.models.pretrained`) read backwards, so import and export are one
 mapping. ``AutoModelForCausalLM`` / ``AutoModelForTokenClassification`` /
 ``AutoModelForSequenceClassification`` and ``AutoTokenizer`` load the directories.
 """
@@ -17,7 +17,7 @@ from torch import Tensor
 
 from seqlab.base.errors import SeqlabError
 from seqlab.models import pretrained
-from seqlab.models.gpt2 import gpt2_config, gpt2_incompatibilities, to_gpt2_tensors
+from seqlab.models.gpt2_convert import gpt2_config, gpt2_incompatibilities, to_gpt2_tensors
 from seqlab.text.hf_tokenizer import hf_tokenizer_files
 
 TO_HF_ACTIVATION = {ours: theirs for theirs, ours in pretrained.HF_ACTIVATIONS.items() if theirs != "gelu_pytorch_tanh"}
@@ -93,7 +93,7 @@ def _wordpiece_files(tokenizer, max_len: int) -> dict[str, str]:
 def export_bert(run, out: Path) -> str:
     """A tagger or classifier fine-tuned from a BERT-style encoder as ``BertForTokenClassification`` or
     ``BertForSequenceClassification`` (``model.pooling = "cls"``), ``id2label`` / ``label2id`` from its labels."""
-    from seqlab.models.finetune import SequenceClassifier, TokenClassifier
+    from seqlab.models.pretrained_heads import SequenceClassifier, TokenClassifier
 
     model = run.model
     tokenizer = run.tokenizer  # WordPiece (SubwordTokenizer)

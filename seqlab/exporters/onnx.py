@@ -83,7 +83,7 @@ class FineTunedGraph(nn.Module):
         self.model = model
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        from seqlab.models.finetune import TokenClassifier
+        from seqlab.models.pretrained_heads import TokenClassifier
         from seqlab.models.pretrained import mean_pool
 
         m = self.model
@@ -232,7 +232,7 @@ def _export_masked(graph: nn.Module, vocab: int, max_len: int, output: str, path
 
 def _tokenizer_metadata(tokenizer) -> dict[str, str]:
     """A Hugging Face tokenizer.json for the file's metadata, or the word list of a word-level vocabulary."""
-    from seqlab.models.finetune import SubwordTokenizer
+    from seqlab.models.pretrained_heads import SubwordTokenizer
     from seqlab.text.hf_tokenizer import to_hf_tokenizer
     from seqlab.text.tokenizers import Tokenizer
     from seqlab.text.vocab import Vocab
@@ -251,7 +251,7 @@ def _tokenizer_metadata(tokenizer) -> dict[str, str]:
 def export_run(run, path: Path) -> tuple[str, float]:
     """The model of a loaded run (what :func:`seqlab.load` returns) as an ONNX file; returns a description
     and the largest difference onnxruntime showed."""
-    from seqlab.models.finetune import SequenceClassifier, TokenClassifier
+    from seqlab.models.pretrained_heads import SequenceClassifier, TokenClassifier
 
     kind = run.config.task.kind
     model = run.model

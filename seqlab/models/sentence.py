@@ -1,7 +1,7 @@
 """Sentence embeddings from a pretrained encoder: mean-pooled, L2-normalised; cosine similarity.
 
 :class:`SentenceEncoder` wraps an encoder and its tokenizer, from a BERT-style directory
-(:meth:`SentenceEncoder.from_pretrained`) or a fine-tuned run (:func:`seqlab.models.finetune.sentence_encoder`);
+(:meth:`SentenceEncoder.from_pretrained`) or a fine-tuned run (:func:`seqlab.models.pretrained_heads.sentence_encoder`);
 :func:`seqlab.api.open_encoder` opens either from a path.
 
 The Sentence-BERT recipe (Reimers & Gurevych 2019; what sentence-transformers runs for

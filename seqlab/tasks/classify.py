@@ -18,7 +18,7 @@ labels, spelled as in the data, numbers in numeric order. An unknown label in a 
 naming ``file:line``. With a Transformer encoder, training sentences longer than ``model.max_len`` tokens
 are left out (and counted in the log); at prediction and evaluation they are refused.
 
-``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.finetune`, mean pooling
+``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.pretrained_heads`, mean pooling
 over the real tokens, dropout, a linear layer): the sentences are read with the encoder's own WordPiece
 tokenizer (``data.tokenizer`` and ``data.lowercase`` do not apply; ``model.max_len`` counts sub-words,
 [CLS] and [SEP] included).
@@ -52,7 +52,7 @@ from seqlab.data.streamed import Streamed, chunks
 from seqlab.base.errors import SeqlabError, named
 from seqlab.metrics.accuracy import classification_scores, confusion_matrix
 from seqlab.models.classifier import CLASSIFIER_CONFIGS, Classifier
-from seqlab.models.finetune import PretrainedClassifierConfig, SequenceClassifier, SubwordTokenizer
+from seqlab.models.pretrained_heads import PretrainedClassifierConfig, SequenceClassifier, SubwordTokenizer
 from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.labelling import PREDICT_BATCH, Labeller, LabellingTask, Labels, Rows, check_lengths, \
     first_labels, labelling_model, load_labeller, start_embedding

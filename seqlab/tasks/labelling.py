@@ -35,7 +35,7 @@ from seqlab.data.indexed import IndexedArrays
 from seqlab.training.devices import Dist, inference_device
 from seqlab.base.errors import SeqlabError
 from seqlab.base.io import read_json, write_json_atomic
-from seqlab.models import finetune
+from seqlab.models import pretrained_heads
 from seqlab.models.sentence import SentenceEncoder
 from seqlab.text.tokenizers import Tokenizer
 from seqlab.text.vocab import Vocab
@@ -153,14 +153,16 @@ def labelling_model(cfg: RunConfig, run_dir: Path, n_out: str, labels: Labels, o
                     write: bool | None = None) -> tuple[nn.Module, Any]:
     """A labelling run's model and tokenizer, the model's ``n_out`` (n_labels, n_classes) the number of labels.
     With ``model.arch = "pretrained"``: the encoder with a head and its sub-word tokenizer
-    (:mod:`seqlab.models.finetune`), started from the pretrained directory (``write``: this process saves the run's
-    copies of its files) or, with ``write=None``, rebuilt from the run's own files; else ``own(cfg, run_dir,
+    (:mod:`seqlab.models.pretrained_heads`), started from the pretrained directory (``write``: this process saves
+    the run's copies of its files) or, with ``write=None``, rebuilt from the run's own files; else ``own(cfg, run_dir,
     len(labels))``: the run's own tokenizer and a model for it."""
-    if isinstance(cfg.model, finetune.PretrainedConfig):
+    if isinstance(cfg.model, pretrained_heads.PretrainedConfig):
         sizes: dict[str, Any] = {n_out: len(labels)}
-        model_cfg = cast("finetune.PretrainedTaggerConfig | finetune.PretrainedClassifierConfig",
+        model_cfg = cast("pretrained_heads.PretrainedTaggerConfig | pretrained_heads.PretrainedClassifierConfig",
                          replace(cfg.model, **sizes))  # the task's subclass of PretrainedConfig
-        return finetune.reload(model_cfg, run_dir) if write is None else finetune.start(model_cfg, run_dir, write)
+        if write is None:
+            return pretrained_heads.reload(model_cfg, run_dir)
+        return pretrained_heads.start(model_cfg, run_dir, write)
     return own(cfg, run_dir, len(labels))
 
 
@@ -200,10 +202,10 @@ class Labeller(Trained):
 
     ``tokenizer`` is the run's own (a word :class:`~seqlab.text.vocab.Vocab` for tagging, a tokenizer for
     classification) or, when the run was fine-tuned from a pretrained encoder, its
-    :class:`~seqlab.models.finetune.SubwordTokenizer`; ``model`` is on ``device``, in eval mode.
+    :class:`~seqlab.models.pretrained_heads.SubwordTokenizer`; ``model`` is on ``device``, in eval mode.
     """
 
-    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Vocab | Tokenizer | finetune.SubwordTokenizer,
+    def __init__(self, run_dir: Path, cfg: RunConfig, tokenizer: Vocab | Tokenizer | pretrained_heads.SubwordTokenizer,
                  labels: Labels, model: nn.Module, device: torch.device):
         self.run_dir, self.config, self.tokenizer, self.labels, self.model, self.device = (
             run_dir, cfg, tokenizer, labels, model, device)
@@ -212,10 +214,12 @@ class Labeller(Trained):
         """The fine-tuned encoder as a :class:`~seqlab.models.sentence.SentenceEncoder` (mean-pooled,
         L2-normalised; for ``seqlab embed RUN``), or None when the run was not fine-tuned from a pretrained
         encoder."""
-        if not isinstance(self.config.model, finetune.PretrainedConfig):
+        if not isinstance(self.config.model, pretrained_heads.PretrainedConfig):
             return None
-        model = cast("finetune.TokenClassifier | finetune.SequenceClassifier", self.model)  # a fine-tuned run's
-        return finetune.sentence_encoder(model, cast(finetune.SubwordTokenizer, self.tokenizer), self.device)
+        model = cast("pretrained_heads.TokenClassifier | pretrained_heads.SequenceClassifier",
+                     self.model)  # a fine-tuned run's
+        tokenizer = cast(pretrained_heads.SubwordTokenizer, self.tokenizer)
+        return pretrained_heads.sentence_encoder(model, tokenizer, self.device)
 
 
 def load_labeller(cls: type[L], run_dir: Path, cfg: RunConfig, device: str | torch.device | None, weights: Path | None,

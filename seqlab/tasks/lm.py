@@ -48,7 +48,7 @@ from seqlab.decoding.continuous import ContinuousBatcher, Streamed
 from seqlab.decoding.decode import Sampling, forget_compiled, generate, stream
 from seqlab.decoding.lm_beam import lm_beam_search
 from seqlab.metrics.lm import nll_sum, perplexity, score_stream, window_batches
-from seqlab.models.gpt2 import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
+from seqlab.models.gpt2_convert import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLM, RecurrentLMConfig, build_lm
 from seqlab.models.transformer import TransformerLM, TransformerLMConfig
 from seqlab.nn.weight_only import to_weight_only

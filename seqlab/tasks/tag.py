@@ -28,7 +28,7 @@ and encoded sentence by sentence into indexed token stores in the run directory 
 maps: memory is the stores' index, not the text. Training writes train and valid (reused on ``--resume``),
 ``evaluate`` encodes the split it scores into a temporary folder, removed afterwards.
 
-``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.finetune`): the words are
+``model.arch = "pretrained"`` fine-tunes a BERT-style encoder (:mod:`seqlab.models.pretrained_heads`): the words are
 split into the encoder's WordPiece sub-words instead (``model.max_len`` counts those, [CLS] and [SEP]
 included), each word's tag sits on its first sub-word, the loss reads only those positions and a word's
 prediction is read there.
@@ -73,8 +73,8 @@ from seqlab.data.streamed import Streamed, chunks, counted
 from seqlab.base.errors import SeqlabError, named
 from seqlab.metrics.entities import get_entities
 from seqlab.metrics.ner import entity_f1
-from seqlab.models import finetune
-from seqlab.models.finetune import PretrainedTaggerConfig, SubwordTokenizer
+from seqlab.models import pretrained_heads
+from seqlab.models.pretrained_heads import PretrainedTaggerConfig, SubwordTokenizer
 from seqlab.models.tagger import TAGGER_CONFIGS, Tagger
 from seqlab.models.token_encoder import PAD_ID
 from seqlab.tasks.char_inputs import CharBatch, CharRows, char_batch, char_bounds, char_rows, encode_chars, \
@@ -282,7 +282,7 @@ def collate(data: Encoded, index: list[int]) -> Batch | CharBatch:
             tags = torch.zeros_like(ids)  # batch, seq
         return Batch(ids, mask, tags, mask) if data.chars is None else \
             CharBatch(ids, mask, tags, mask, char_batch(data.chars, index))
-    tags, scored = finetune.word_labels([data.first[i] for i in index], [data.tags[i] for i in index],
+    tags, scored = pretrained_heads.word_labels([data.first[i] for i in index], [data.tags[i] for i in index],
                                         ids.shape[1])  # batch, seq
     return Batch(ids, mask, tags, scored)
 
@@ -351,7 +351,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, dist: Dist, log=print)
     vectors = RunVectors(cfg)  # model.vectors, read once for the vocabulary and E
     model, vocab, labels, data = prepare_data(cfg, run_dir, dist, log, vectors)
     start_embedding(cfg, run_dir, resume, model, vocab, "words", log, vectors)
-    n_params = cast("Tagger | finetune.TokenClassifier", model).num_params()  # what labelling_model builds
+    n_params = cast("Tagger | pretrained_heads.TokenClassifier", model).num_params()  # what labelling_model builds
     log(f"model: {cfg.arch} tagger, {n_params / 1e6:.2f}M parameters; sentences: train "
         f"{len(data['train'].words):,}, valid {len(data['valid'].words):,}; vocabulary {len(vocab):,}; "
         f"{len(labels)} tags")

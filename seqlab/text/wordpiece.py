@@ -4,7 +4,7 @@ pieces), through the Hugging Face ``tokenizers`` library.
 :class:`WordPieceTokenizer` reads a BERT-style directory's ``tokenizer.json``, or builds the same tokenizer
 from ``vocab.txt`` and the lowercasing flags of ``tokenizer_config.json`` (BERT's normaliser and
 pre-tokenizer, ``[CLS] $A [SEP]`` around every text). The pretrained encoders
-(:mod:`seqlab.models.pretrained`) and the tasks fine-tuning them (:mod:`seqlab.models.finetune`) use it.
+(:mod:`seqlab.models.pretrained`) and the tasks fine-tuning them (:mod:`seqlab.models.pretrained_heads`) use it.
 
 Shapes: batch; seq (ids, [CLS] and [SEP] included).
 """
