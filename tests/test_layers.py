@@ -61,6 +61,26 @@ def read_layers(text: str) -> Layers:
 LAYERS = read_layers(ARCHITECTURE.read_text(encoding="utf-8"))
 
 
+def read_tiers(text: str) -> list[list[str]]:
+    """The folders of each tier of docs/architecture.md's "Inside `blocks`" table, top tier first."""
+    tiers: list[list[str]] = []
+    header = False
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if cells[:2] == ["blocks tier", "folders"]:
+            header = True
+        elif header and cells and set(cells[0]) <= {"-", " "}:
+            continue
+        elif header and cells:
+            tiers.append([name.removesuffix("/") for name in re.findall(r"`([^`]+)`", cells[1])])
+        elif header:
+            break
+    return tiers
+
+
+TIERS = read_tiers(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
 class Edge(NamedTuple):
     path: str  # the importing file, relative to the scanned folder's parent (seqlab/base/config.py)
     line: int
@@ -176,6 +196,23 @@ def check(package: Path = PACKAGE, layers: Layers = LAYERS) -> tuple[list[Edge],
                 edges.append(Edge(str(path.relative_to(package.parent)), line, module, target, (layer, other)))
     return edges, unplaced, cycles(graph)
 
+
+
+def check_tiers(package: Path = PACKAGE, tiers: list[list[str]] = TIERS) -> list[str]:
+    """``path:line -> module`` of the imports between two folders of the blocks tiers that the order does not
+    allow: a folder imports the folders of the tiers below its own, not its own tier's other folders nor above."""
+    rank = {folder: i for i, tier in enumerate(tiers) for folder in tier}
+    pkg = Package(package)
+    found = []
+    for module, path in pkg.files.items():
+        if module == package.name or _top(module) not in rank:
+            continue
+        for line, target in pkg.imports(path):
+            if target == package.name or _top(target) not in rank or _top(target) == _top(module):
+                continue
+            if rank[_top(target)] <= rank[_top(module)]:
+                found.append(f"{path.relative_to(package.parent)}:{line} -> {target}")
+    return found
 
 def missing(package: Path = PACKAGE) -> list[str]:
     """``path:line -> module`` of the imports of a seqlab module that does not exist (a path from before a move,
@@ -356,3 +393,29 @@ def test_the_former_devices_path_is_refused_with_a_pointer_to_the_moved_module()
             exec(statement, {})
     assert "seqlab.devices" not in sys.modules and seqlab.training.devices.decode_products
     assert Package(PACKAGE).refused == ["seqlab.devices"]
+
+
+def test_the_blocks_keep_their_inner_order():
+    """docs/architecture.md, "Inside `blocks`": the tiers hold exactly the blocks layer's folders, and no import
+    between two of them runs up a tier or across one."""
+    assert sorted(f for tier in TIERS for f in tier) == sorted(f for f, layer in LAYERS.of.items() if layer == "blocks")
+    assert TIERS == [["vectors", "metrics"], ["data", "views"], ["nn", "text"]]
+    assert check_tiers() == []
+
+
+def test_a_planted_import_against_the_blocks_order_is_seen(tmp_path):
+    package = tmp_path / "seqlab"
+    for folder in ("vectors", "data", "nn", "text"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "vectors" / "keyed.py").write_text("from seqlab.data import corpus\nfrom seqlab.text import vocab\n")
+    (package / "data" / "corpus.py").write_text("from seqlab.nn import masks\n\ndef f():\n    from seqlab.vectors import keyed\n")
+    (package / "nn" / "masks.py").write_text("from seqlab.nn import other\n")  # its own folder
+    (package / "nn" / "other.py").write_text("")
+    (package / "text" / "vocab.py").write_text("from seqlab.nn.masks import x\n")  # across its own tier
+    tiers = read_tiers("| blocks tier | folders | why |\n| --- | --- | --- |\n| `a` | `vectors/` | |\n"
+                       "| `b` | `data/` | |\n| `c` | `nn/`, `text/` | |\n")
+    assert tiers == [["vectors"], ["data"], ["nn", "text"]]
+    assert check_tiers(package, tiers) == ["seqlab/data/corpus.py:4 -> seqlab.vectors.keyed",
+                                           "seqlab/text/vocab.py:1 -> seqlab.nn.masks"]
