@@ -2,15 +2,15 @@
 the validation split (which chooses the plan's thresholds) and on held-out test text (which reports them).
 
 A machine that trains N steps of the demo's probe model (3 layers of 192) in the demo's 4-minute budget gets
-``seqlab.commands.demo.plan_steps(N, ...)``: a model size, a corpus, dropout and the steps that budget buys of that
-size (N for the probe's size, more for a smaller one: demo.STEP_TIME). This bench trains that plan to its steps
+``seqlab.tasks.demo_plan.plan_steps(N, ...)``: a model size, a corpus, dropout and the steps that budget buys of that
+size (N for the probe's size, more for a smaller one: demo_plan.STEP_TIME). This bench trains that plan to its steps
 (fixed seed, the clock of steps, no time budget, no early stop) for N in 250, 500, 750, 1,000, 1,500, 3,000 and
 6,000, and scores its best checkpoint (chosen on the validation split) on the validation and test splits, beside
 the add-one bigram model counted on the same run's train split: R = bigram perplexity / seqlab perplexity. Every
 run is also scored on the pydocs corpus's own validation and test characters (for a pyprose run they are the
 start of its splits of those names and never in its train split: seqlab/data/prose.py), so that runs on either
 corpus are compared on the same characters: valid R_pydocs, which chooses the thresholds, and R_pydocs, which
-reports them. Rows "candidate" train every size of demo.CANDIDATE_SIZES at the small N (250, 500, 750, 1,000),
+reports them. Rows "candidate" train every size of demo_plan.CANDIDATE_SIZES at the small N (250, 500, 750, 1,000),
 rows "corpus candidate" both corpora with the plan's size (1,000, 1,500), rows "dropout candidate" the plan
 without and with dropout (6,000); rows "earlier demo" are the demo before these plans (3 x 192, pydocs, no
 dropout) at each N. A run that several rows name is one row.
@@ -86,7 +86,7 @@ def run_row(name: str, overrides: list[str], out: Path, chunk_minutes: float = 0
     """Train a row and score it (its result, stored beside the run); None while a row trained in chunks of
     ``chunk_minutes`` is unfinished (the next invocation resumes it)."""
     from seqlab.api import Interrupted, load, train_run
-    from seqlab.commands.demo import DEMO_OVERRIDES
+    from seqlab.tasks.demo_plan import DEMO_OVERRIDES
     from seqlab.tasks import resolve
 
     run_dir, partial = out / name, out / name / PARTIAL
@@ -120,7 +120,7 @@ def score(run_dir: Path, minutes: float) -> dict:
     """A trained row's figures: its best checkpoint on its own validation and test splits and on pydocs's (R =
     bigram / seqlab perplexity), the best and last steps, and ``minutes``."""
     from seqlab.api import load
-    from seqlab.commands.demo import baselines
+    from seqlab.tasks.demo_plan import baselines
 
     lm = load(run_dir)
     (_, _, ppl), _, (_, _, bigram) = baselines(lm, "test")
@@ -140,8 +140,8 @@ def plans(steps: list[int], size_steps: list[int], corpus_steps: list[int], drop
     name is one row, with every name in "who"."""
     from dataclasses import replace
 
-    from seqlab.commands.demo import (CANDIDATE_SIZES, CORPORA, LATE_DROPOUT, SIZES, TOKENS_PER_STEP, Plan,
-                                      plan_steps, train_chars)
+    from seqlab.tasks.demo_plan import (CANDIDATE_SIZES, CORPORA, LATE_DROPOUT, SIZES, TOKENS_PER_STEP, Plan,
+                                        plan_steps, train_chars)
 
     chars = {c: train_chars(c) for c in CORPORA}
     rows: dict[tuple, dict] = {}
@@ -273,8 +273,8 @@ def main() -> int:
         rate = spent / sum(r["steps"] for r in order if r["name"] in results)
         print(json.dumps({name: result}), file=sys.stderr)
     checks = verdicts(results, order, steps, size_steps)
-    from seqlab.commands.demo import (CANDIDATE_SIZES, DROPOUT_FROM_PASSES, LATE_DROPOUT, MAX_STEPS,
-                                      PYDOCS_MAX_PASSES, SIZE_FROM, SIZE_LR, SIZES, STEP_TIME)
+    from seqlab.tasks.demo_plan import (CANDIDATE_SIZES, DROPOUT_FROM_PASSES, LATE_DROPOUT, MAX_STEPS,
+                                        PYDOCS_MAX_PASSES, SIZE_FROM, SIZE_LR, SIZES, STEP_TIME)
 
     sizes = "; ".join(f"{a} x {b} from {SIZE_FROM[a, b]:,} steps" for a, b in SIZES[:-1])
     times = "; ".join(f"{a} x {b}: {STEP_TIME[a, b]:g}, lr {SIZE_LR[a, b]:g}" for a, b in CANDIDATE_SIZES)
@@ -289,7 +289,7 @@ def main() -> int:
         "were not trained by the invocations that wrote this section._",
         "",
         "A machine that trains N steps of the demo's probe model (3 layers of width 192) in its 4-minute budget "
-        "gets the plan `seqlab.commands.demo.plan_steps(N, ...)`: the model's size (layers x width, 4 heads, "
+        "gets the plan `seqlab.tasks.demo_plan.plan_steps(N, ...)`: the model's size (layers x width, 4 heads, "
         f"d_ff = 4 x width): {sizes}, else {SIZES[-1][0]} x {SIZES[-1][1]}, trained for the steps N buys of it "
         f"(the time of a step relative to 3 x 192, and the peak learning rate: {times}); pydocs while the run "
         f"makes at most {PYDOCS_MAX_PASSES:g} passes over it, else pyprose (pydocs plus standard-library "

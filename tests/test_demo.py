@@ -9,8 +9,8 @@ import re
 import pytest
 
 from seqlab.cli import main
-from seqlab.commands.demo import (CORPORA, DROPOUT_FROM_PASSES, LATE_DROPOUT, MAX_STEPS, PYDOCS_MAX_PASSES, STEP_TIME,
-                                  TOKENS_PER_STEP, plan, plan_steps, train_chars)
+from seqlab.tasks.demo_plan import (CORPORA, DROPOUT_FROM_PASSES, LATE_DROPOUT, MAX_STEPS, PYDOCS_MAX_PASSES, STEP_TIME,
+                                    TOKENS_PER_STEP, plan, plan_steps, train_chars)
 
 CHARS = {"pydocs": 418_543, "pyprose": 1_678_845}  # Python 3.11.7's train splits
 

@@ -1,5 +1,5 @@
 """The demo's plan chooses the model's size for the compute, and its schedule's time clock spends the budget:
-``seqlab.commands.demo.plan_steps`` / ``choose_size``, ``seqlab.training.optim.clock_position`` and ``train.schedule =
+``seqlab.tasks.demo_plan.plan_steps`` / ``choose_size``, ``seqlab.training.optim.clock_position`` and ``train.schedule =
 "wsd-time"`` in the Trainer (a few steps of a tiny model on a clock that the test advances)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 import pytest
 
 from seqlab import api
-from seqlab.commands.demo import (MAX_STEPS, SIZE_FROM, SIZES, STEP_TIME, TOKENS_PER_STEP, choose_size, plan,
-                                  plan_steps)
+from seqlab.tasks.demo_plan import (MAX_STEPS, SIZE_FROM, SIZES, STEP_TIME, TOKENS_PER_STEP, choose_size, plan,
+                                    plan_steps)
 from seqlab.base.config import TrainConfig
 from seqlab.base.errors import SeqlabError
 from seqlab.training.optim import clock_position, learning_rate
@@ -170,3 +170,19 @@ def test_a_run_on_time_or_without_the_clock_keeps_the_schedule_of_steps(tmp_path
     assert state["step"] == 12 and "schedule_position" not in plain_state
     assert [r["lr"] for r in timed] == [r["lr"] for r in plain]
     assert [r["loss"] for r in timed] == [r["loss"] for r in plain]
+
+
+def test_the_plan_is_a_library_module_below_the_command_line():
+    """The plan lives in seqlab.tasks.demo_plan: the command imports it, and the benchmark of the plans reads it
+    without the command line (docs/architecture.md: commands are thin)."""
+    import ast
+    from pathlib import Path
+
+    import seqlab.commands.demo
+    import seqlab.tasks.demo_plan
+
+    assert seqlab.commands.demo.plan is seqlab.tasks.demo_plan.plan
+    bench = Path(__file__).resolve().parents[1] / "bench" / "demo_scaling.py"
+    imported = {node.module for node in ast.walk(ast.parse(bench.read_text(encoding="utf-8")))
+                if isinstance(node, ast.ImportFrom) and node.module}
+    assert "seqlab.tasks.demo_plan" in imported and not {m for m in imported if m.startswith("seqlab.commands")}
