@@ -14,7 +14,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # last: bench/onnx.py must not shadow the onnx package
 
 from bench import bleu, common, dropout, scale, w2v_peer  # noqa: E402
 import forecast  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # last: bench/onnx.py must not shadow the onnx package
 
 import generate_peers as peers  # noqa: E402
 from serve import check_stream  # noqa: E402
@@ -84,7 +84,7 @@ def test_a_stream_may_leave_its_solo_run_only_at_a_flagged_near_tie():
 
 
 def test_ctranslate2_rows_name_their_search_and_type():
-    sys.path.insert(0, str(BENCH))
+    sys.path.append(str(BENCH))
     import generate
 
     rows = generate.ct2_rows({"float32": object(), "int8": object()}, [[1, 2]], "8 prompts, ", beam=5)

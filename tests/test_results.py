@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "RESULTS.md"
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # last: bench/onnx.py must not shadow the onnx package
 import common  # noqa: E402  (bench/common.py: the writer whose output this file checks)
 from common import HEADER, body_hash  # noqa: E402
 
