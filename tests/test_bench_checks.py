@@ -14,11 +14,14 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.append(str(ROOT / "bench"))  # last: bench/onnx.py must not shadow the onnx package
+_PATH = sys.path[:]  # put back after the imports: a bench script puts bench/ first, where bench/onnx.py would
+sys.path.append(str(ROOT / "bench"))  # shadow the onnx package for every later test of this worker
 
 from bench import bleu, common, dropout, scale, w2v_peer  # noqa: E402
 import forecast  # noqa: E402
 import lm_throughput  # noqa: E402
+
+sys.path[:] = _PATH
 
 _spec = importlib.util.spec_from_file_location("bench_onnx", ROOT / "bench" / "onnx.py")  # beside the onnx package
 onnx_bench = importlib.util.module_from_spec(_spec)

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-sys.path.append(str(BENCH))  # last: bench/onnx.py must not shadow the onnx package
+_PATH = sys.path[:]  # put back after the imports: a bench script puts bench/ first, where bench/onnx.py would
+sys.path.append(str(BENCH))  # shadow the onnx package for every later test of this worker
 
 import generate_peers as peers  # noqa: E402
 from serve import check_stream  # noqa: E402
+
+sys.path[:] = _PATH
 
 SHAPE = peers.Shape(weight_bytes=40_000_000, product_params=10_000_000, layers=6, d_model=384)
 
@@ -84,8 +87,12 @@ def test_a_stream_may_leave_its_solo_run_only_at_a_flagged_near_tie():
 
 
 def test_ctranslate2_rows_name_their_search_and_type():
+    saved = sys.path[:]
     sys.path.append(str(BENCH))
-    import generate
+    try:
+        import generate
+    finally:
+        sys.path[:] = saved  # generate.py puts bench/ first: bench/onnx.py would shadow the onnx package
 
     rows = generate.ct2_rows({"float32": object(), "int8": object()}, [[1, 2]], "8 prompts, ", beam=5)
     assert set(rows) == {"ctranslate2: generate_batch, 8 prompts, float32 (fp32), beam 5, end_token=[]",

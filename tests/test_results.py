@@ -19,9 +19,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "RESULTS.md"
-sys.path.append(str(ROOT / "bench"))  # last: bench/onnx.py must not shadow the onnx package
+_PATH = sys.path[:]  # put back after the imports: bench/onnx.py must not shadow the onnx package later
+sys.path.append(str(ROOT / "bench"))
 import common  # noqa: E402  (bench/common.py: the writer whose output this file checks)
 from common import HEADER, body_hash  # noqa: E402
+
+sys.path[:] = _PATH
 
 BLOCK = re.compile(r"<!-- (\S+?):start(?: (\S+))? -->\n(.*?)<!-- \1:end -->", re.S)
 HASH = re.compile(r"; body sha256 ([0-9a-f]{16})\._$")
