@@ -92,8 +92,8 @@ import torch.nn.functional as F  # noqa: E402
 
 import generate_peers as peers  # noqa: E402
 from common import (  # noqa: E402
-    bf16_rows, cpu_line, gpu_line, interleaved, isa_heading, isa_suffix, machine, median, run_json_subprocess, verdict,
-    write_section)
+    bf16_rows, cpu_line, gpu_line, interleaved, isa_cap, isa_heading, isa_suffix, machine, median, run_json_subprocess,
+    verdict, write_section)
 
 PROMPT, NEW, MAX_LEN = 16, 256, 272
 QUICK_NEW = 32  # --quick: new tokens per call
@@ -759,6 +759,8 @@ def main():
     section += beam_text(beams, beam_prompts, rate, beam_v, agree, compile_s)
     section += ct2_text(ct2, ct2_why, single, batched, rate, threads)
     slug = re.sub(r"[^a-z0-9]+", "-", cpu_line().split(",")[0].lower()).strip("-")
+    if "avx512f no" in cpu_line() and not isa_cap():  # "AMD EPYC" names the AVX-512 and the AVX2-only class alike
+        slug += "-avx2-only"
     if args.quick and not os.environ.get("SEQLAB_BENCH_RESULTS"):
         print("--quick without SEQLAB_BENCH_RESULTS: section not written (smoke figures stay out of RESULTS.md)",
               file=sys.stderr)
