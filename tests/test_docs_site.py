@@ -447,8 +447,13 @@ def test_the_results_of_a_tutorial_are_recorded_whole_with_the_hash_of_its_code(
     assert sorted(p.name for p in out.iterdir()) == ["01-recorded"]  # page 02 not run, no staging folder left
     folder = out / "01-recorded"
     recorded = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    assert set(recorded) == {"commit", "cpu", "date", "size", "seconds", "page_sha256", "numbers", "figures"}
+    assert set(recorded) == {"commit", "cpu", "date", "size", "seconds", "page_sha256", "library", "numbers",
+                             "figures"}
     assert isinstance(recorded["seconds"], float) and recorded["seconds"] > 0
+    library = recorded["library"]  # the seqlab files the page's code ran, each hashed (tests/test_docs_results.py)
+    assert set(library) == {"sha256", "files"} and library["files"]
+    assert all(path.startswith("seqlab/") and re.fullmatch(r"[0-9a-f]{64}", digest)
+               for path, digest in library["files"].items())
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", recorded["commit"]) and recorded["commit"].startswith(head)
     assert re.search(r", \d+ cores; avx2 (yes|no), avx512f (yes|no), avx512_bf16 (yes|no), amx_bf16 (yes|no)$",
