@@ -758,8 +758,9 @@ def main():
     section += bound_text(bounds, kinds, bws, flop_rate, by_size, rate, lengths, shape)
     section += beam_text(beams, beam_prompts, rate, beam_v, agree, compile_s)
     section += ct2_text(ct2, ct2_why, single, batched, rate, threads)
-    slug = re.sub(r"[^a-z0-9]+", "-", cpu_line().split(",")[0].lower()).strip("-")
-    if "avx512f no" in cpu_line() and not isa_cap():  # "AMD EPYC" names the AVX-512 and the AVX2-only class alike
+    line = cpu_line()
+    slug = re.sub(r"[^a-z0-9]+", "-", line.split(",")[0].lower()).strip("-")
+    if "avx512f no" in line and not isa_cap():  # "AMD EPYC" names the AVX-512 and the AVX2-only class alike
         slug += "-avx2-only"
     if args.quick and not os.environ.get("SEQLAB_BENCH_RESULTS"):
         print("--quick without SEQLAB_BENCH_RESULTS: section not written (smoke figures stay out of RESULTS.md)",

@@ -17,7 +17,8 @@ SOLUTIONS = DOCS / "course" / "solutions"
 NOT_CHECKED = "(not checked in this build: the notebook's run in the test suite checks it)"
 
 
-def _solutions(chapter: str) -> Path:
+def solutions_file(chapter: str) -> Path:
+    """docs/course/solutions/chNN_*.py: the file of chapter ``chapter``'s solutions and planted answers."""
     path = next(SOLUTIONS.glob(f"ch{chapter}_*.py"), None)
     if path is None:
         raise LookupError(f"no solutions for chapter {chapter} in {SOLUTIONS}")
@@ -69,7 +70,7 @@ def exercises_markdown(chapter: str, run: bool = True) -> str:
 
     if not course.exercises(chapter):
         return ""
-    path = _solutions(chapter)
+    path = solutions_file(chapter)
     out = ["## Exercises", "",
            f"Write each function yourself, then run the `check` under it: it calls your function on inputs at "
            f"several sizes and compares it with seqlab's own implementation, which the tests verify against the "

@@ -54,7 +54,7 @@ def with_solutions(nb):
     for cell in nb.cells:
         exercise = _exercise_of(cell)
         if exercise is not None:
-            path = next(course_pages.SOLUTIONS.glob(f"ch{exercise.chapter}_*.py"))
+            path = course_pages.solutions_file(exercise.chapter)
             cell.source = course_pages.solution_source(path, exercise.name).rstrip()
     return nb
 

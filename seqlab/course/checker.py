@@ -24,7 +24,7 @@ import torch
 
 from seqlab.base.bounds import u
 from seqlab.course.catalogue import find
-from seqlab.course.exercise import Case, Exercise
+from seqlab.course.exercise import Case, Exercise, exact, float_name
 
 Status = Literal["passed", "wrong", "invalid"]
 
@@ -127,7 +127,7 @@ def _nan_as_zero(value: Any) -> Any:
 
 
 def _within(exercise: Exercise) -> str:
-    return "" if exercise.tolerance.__name__ == "exact" else " within the rounding error bound"
+    return "" if exercise.tolerance is exact else " within the rounding error bound"
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -182,13 +182,12 @@ def _compare_number(expected: float, actual: Any, exercise: Exercise, case: Case
         actual = actual.item()
     if not isinstance(actual, (int, float)) or isinstance(actual, bool):
         return f"{what} is {_kind(actual)} where a number is expected"
-    dtype = "float64" if not integral else None
     tol = 0.0 if integral and isinstance(actual, int) else _tolerance(exercise, case, "float64", abs(expected))
     if abs(float(actual) - expected) <= tol:
         return None
     shown = f"{actual}" if isinstance(actual, int) else f"{actual:.6g}"
     want = f"{int(expected)}" if integral else f"{expected:.6g}"
-    return f"{what} is {shown} where {want} is expected" + (f" (tolerance {tol:.2g})" if dtype and tol else "")
+    return f"{what} is {shown} where {want} is expected" + (f" (tolerance {tol:.2g})" if not integral and tol else "")
 
 
 def _compare_array(expected: Any, actual: Any, exercise: Exercise, case: Case, what: str) -> str | None:
@@ -225,10 +224,9 @@ def _compare_array(expected: Any, actual: Any, exercise: Exercise, case: Case, w
 
 def _tolerance(exercise: Exercise, case: Case, dtype: str, magnitude: Any) -> Any:
     """The exercise's bound at ``dtype``, plus rounding each side's final value to it (2u|expected|)."""
-    name = dtype.replace("torch.", "")
-    name = name if name in ("float64", "float32", "bfloat16", "float16") else "float64"
-    if exercise.tolerance.__name__ == "exact":
+    if exercise.tolerance is exact:
         return 0.0
+    name = float_name(dtype)
     return exercise.tolerance(case, name) + 2.0 * u(name) * magnitude
 
 
@@ -255,10 +253,8 @@ def _changed_input(case: Case, args: tuple, kwargs: dict) -> str | None:
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b) or
-                                                                          (a.isnan().any() and torch.allclose(
-                                                                              a, b, 0, 0, equal_nan=True)))
+    if isinstance(a, torch.Tensor):  # as numpy arrays: equal, NaN where NaN
+        return isinstance(b, torch.Tensor) and _same(_numpy(a), _numpy(b))
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
     if isinstance(a, (list, tuple)):

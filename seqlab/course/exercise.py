@@ -19,6 +19,13 @@ from typing import Any
 from seqlab.base.bounds import chain_bound
 
 Tolerance = Callable[["Case", Any], float]  # (case, the dtype of the learner's output) -> an absolute bound
+FLOATS = ("float64", "float32", "bfloat16", "float16")  # the dtypes a tolerance is taken at (seqlab.base.bounds.u)
+
+
+def float_name(dtype: Any) -> str:
+    """``dtype`` (torch's, numpy's or a name) as one of :data:`FLOATS`; float64 for anything else (an int)."""
+    name = str(dtype).replace("torch.", "")
+    return name if name in FLOATS else "float64"
 
 
 @dataclass(frozen=True)
@@ -65,9 +72,7 @@ def rounding(products: int, gain: float = 1.0) -> Tolerance:
     since the learner's computation and seqlab's each carry that error. (The checker adds the rounding of each
     side's final value to that dtype, 2u|expected|.)"""
 
-    def tolerance(case: Case, dtype: Any) -> float:
-        name = str(dtype).replace("torch.", "")
-        dtype = name if name in ("float64", "float32", "bfloat16", "float16") else "float64"
+    def tolerance(case: Case, dtype: Any) -> float:  # dtype: a name of FLOATS (the checker's float_name)
         return 2.0 * chain_bound(products, case.n, case.magnitude, dtype, gain)
 
     return tolerance
