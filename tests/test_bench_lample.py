@@ -25,7 +25,7 @@ def test_run_specs_name_rows_seeds_or_all():
 
 
 def test_a_key_names_overrides_seed_and_budget():
-    assert ner.lample_key("pretrain-dropout", 2, 0, 180, "glove-6b-50d") == [
+    assert ner.lample_key("pretrain-dropout", 2, 0, 180, "glove-6b-50d") == ner.COMPUTE + [
         "model.vectors=glove-6b-50d", "model.d_model=50", "model.vectors_vocab=100000", "model.char_dim=0",
         "model.char_hidden_size=0", "train.seed=2", "steps fitted to 180 minutes"]
     assert ner.lample_key("char-dropout", 1, 5000, 180, "g")[-2:] == ["train.seed=1", "train.max_steps=5000"]
