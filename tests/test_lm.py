@@ -259,18 +259,21 @@ def test_generation_leaves_the_thread_count_to_the_process_owner(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_gemv_reductions_equal_the_matrix_products():
-    """seqlab.nn.gemv's few-row products (what compiled decoding runs) equal torch's, float64 1e-12."""
+@pytest.mark.parametrize("rows,width", [(1, 40), (3, 48), (8, 48), (gemv.ROWS, 48), (gemv.ROWS, 40)])
+def test_gemv_reductions_equal_the_matrix_products(rows, width):
+    """seqlab.nn.gemv's few-row products (what compiled decoding runs) equal torch's, float64: one row, a few rows
+    in chunks of gemv.CHUNK inputs (padded to the vector lanes, the padding dropped), and a width no chunk divides."""
     g = torch.Generator().manual_seed(0)
-    x, w, b = (torch.randn(*shape, dtype=torch.float64, generator=g) for shape in ((gemv.ROWS, 40), (40, 24), (24,)))
+    x, w, b = (torch.randn(*shape, dtype=torch.float64, generator=g) for shape in ((rows, width), (width, 24), (24,)))
     q, k = (torch.randn(*shape, dtype=torch.float64, generator=g) for shape in ((6, 1, 8), (6, 8, 30)))
     # two orders of one float64 product: each within γ_k |x||w| of it (Higham §3.5), so twice that apart
+    assert gemv._mm(x, w).shape == (rows, 24)
     assert ((gemv._mm(x, w) - x @ w).abs() <= 2 * torch.from_numpy(matmul_bound(x, w, torch.float64))).all()
     bias_terms = torch.from_numpy(matmul_bound(torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], 1),
                                                torch.cat([w, b[None]]), torch.float64))  # [x 1] @ [w; b]
     assert ((gemv._addmm(b, x, w) - torch.addmm(b, x, w)).abs() <= 2 * bias_terms).all()
     assert ((gemv._bmm(q, k) - q @ k).abs() <= 2 * torch.from_numpy(matmul_bound(q, k, torch.float64))).all()
-    many = torch.randn(gemv.ROWS + 1, 40, dtype=torch.float64)  # a prompt's rows stay with the BLAS
+    many = torch.randn(gemv.ROWS + 1, width, dtype=torch.float64)  # a prompt's rows stay with the BLAS
     assert gemv._mm(many, w) is NotImplemented and gemv._addmm(b, many, w) is NotImplemented
 
 
@@ -343,7 +346,7 @@ def test_decode_products_are_chosen_once_per_machine_and_overridable(tmp_path, m
     monkeypatch.setattr(devices, "_time_products", lambda rows: timed.append(rows) or fastest[rows])
     assert devices.decode_products(torch.device("cpu")) == "stream" and timed == [1]
     assert devices.decode_products(torch.device("cpu"), 8) == "blas" and timed == [1, 8]
-    assert devices.decode_products(torch.device("cpu"), 9) == "blas" and timed == [1, 8]  # past gemv.ROWS
+    assert devices.decode_products(torch.device("cpu"), gemv.ROWS + 1) == "blas" and timed == [1, 8]  # past ROWS
     devices._measured_products.cache_clear()  # a new process: the file answers, nothing is timed again
     assert [devices.decode_products(torch.device("cpu"), n) for n in (1, 8)] == ["stream", "blas"] and timed == [1, 8]
     (key, entry), = json.loads((tmp_path / "choices.json").read_text()).items()

@@ -248,8 +248,8 @@ CHOICES_FILE = "choices.json"  # under $SEQLAB_CACHE: {"CPU model | torch versio
 def decode_products(device: torch.device, rows: int = 1) -> str:
     """How compiled decoding on ``device`` multiplies ``rows`` rows (the batch's prompts) by the weights
     (:func:`seqlab.decoding.decode.decode_step`): "stream" (inductor reductions that stream each weight once: 2-3x
-    the BLAS on an AMD EPYC at one row) or "blas" (MKL's or oneDNN's GEMV/GEMM, which wins on Intel CPUs, and may
-    win at 8 rows where the streaming reductions read the weights once a row). ``SEQLAB_DECODE_GEMV=stream|blas``
+    the BLAS on an AMD EPYC at one row) or "blas" (MKL's or oneDNN's GEMV/GEMM, which wins on Intel CPUs; at several rows
+    the streaming products read each weight once for all rows, :func:`seqlab.nn.gemv._rows_product`). ``SEQLAB_DECODE_GEMV=stream|blas``
     decides; otherwise the choice measured on this CPU for that row count (cached in
     ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model and torch version, one entry per row count), or
     measured now, once per row count (a few seconds), and logged once. More rows than the streaming products take
