@@ -204,10 +204,12 @@ def test_decode_bad_input():
 
 def test_left_padding_positions_and_key_mask():
     cache = KVCache(n_layers=1, batch=2, n_heads=1, max_len=6, depth=2)
-    assert cache.token_positions(3).tolist() == [0, 1, 2] and cache.key_padding() is None
+    assert cache.token_positions(3).tolist() == [0, 1, 2] and cache.key_padding(3) is None
     cache.pad_left(torch.tensor([0, 2]))
     assert cache.token_positions(4).tolist() == [[0, 1, 2, 3], [0, 0, 0, 1]]  # padding slots at position 0
-    assert cache.key_padding().tolist() == [[True] * 6, [False, False, True, True, True, True]]
+    assert cache.key_padding(4).tolist() == [[True] * 4, [False, False, True, True]]  # the 4 slots attended
+    cache.advance(4)
+    assert cache.key_padding(2).tolist() == [[True] * 6, [False, False, True, True, True, True]]
     cache.reset()
     assert cache.start is None
 

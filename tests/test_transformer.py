@@ -126,12 +126,16 @@ def test_forward_returns_a_tensor_and_forward_with_weights_a_named_tuple_of_the_
     assert (decoded.cross_attn[0][1, :, :, 4:] == 0).all()  # padded source keys get no weight
     assert torch.allclose(decoded.output, logits, rtol=0, atol=PATHS_TOL)
 
-    # with a KV cache: the keys are the max_len = 7 slots, and the cache advances once per call
+    # with a KV cache: the keys are the filled slots and the new tokens' (pos + seq, not all max_len = 7), and
+    # the cache advances once per call
     cache_a, cache_b = model.new_cache(2), model.new_cache(2)
     step = model.decode(tgt[:, :3], memory, src_padding, cache=cache_a)
     cached = model.decode_with_weights(tgt[:, :3], memory, src_padding, cache=cache_b)
-    assert cache_a.pos == cache_b.pos == 3 and cached.self_attn[0].shape == (2, 3, 3, 7)
+    assert cache_a.pos == cache_b.pos == 3 and cached.self_attn[0].shape == (2, 3, 3, 3)
     assert torch.allclose(cached.output, step, rtol=0, atol=PATHS_TOL)
+    more = model.decode_with_weights(tgt[:, 3:5], memory, src_padding, cache=cache_b)
+    assert cache_b.pos == 5 and more.self_attn[0].shape == (2, 3, 2, 5)
+    assert torch.allclose(more.output, model.decode(tgt[:, :5], memory, src_padding)[:, 3:], rtol=0, atol=PATHS_TOL)
 
 
 def test_with_weights_outputs_are_forward_outputs_to_the_bit_on_the_equations_path():
@@ -407,11 +411,33 @@ def test_tiny_lm_learns_a_repeated_pattern(one_thread):
 def test_cache_reset_and_dtype():
     model = lm()
     cache = model.new_cache(3)
-    assert cache.k[0].shape == (3, 3, 7, 4) and cache.k[0].dtype == torch.float32 and len(cache.v) == 2
+    # max_len = 7 slots and one spare, so the attended window is never all of the storage
+    assert cache.k[0].shape == (3, 3, 8, 4) and cache.k[0].dtype == torch.float32 and len(cache.v) == 2
     model(torch.zeros(3, 2, dtype=torch.long), cache=cache)
-    assert cache.pos == 2 and cache.pos_tensor.item() == 2
+    assert cache.pos == 2 and cache.pos_tensor.item() == 2 and cache.filled.tolist() == [0, 1] and cache.keys(1) == 3
     cache.reset()
-    assert cache.pos == 0 and cache.pos_tensor.item() == 0
+    assert cache.pos == 0 and cache.pos_tensor.item() == 0 and cache.keys(1) == 1
+
+
+def test_a_compiled_step_is_one_graph_over_the_filled_slots():
+    """The compiled decode step attends the filled slots only (cache.filled is marked dynamic): one graph serves
+    every position, the last (pos = max_len - 1) included, with guard checks skipped after the first step, and
+    each step's logits equal the uncompiled forward's to float64 rounding: the same products summed in another
+    order, each sum of at most 16 terms of magnitude below 10 within 16·u·10 ≈ 2e-14 (Higham §3.1), through two
+    layers and the head whose weights (N(0, 0.02)) do not amplify it; 1e-12 is that with room for 50 such sums."""
+    from seqlab.decoding.decode import decode_step
+
+    model = lm().double()
+    with torch.inference_mode():
+        cache, reference = model.new_cache(2), model.new_cache(2)
+        ids = torch.randint(0, 11, (2, 2), generator=torch.Generator().manual_seed(0))
+        model(ids, cache=cache), model(ids, cache=reference)
+        step = decode_step(model, compile=True)
+        token = ids[:, -1:]
+        while cache.pos < model.cfg.max_len:  # positions 2 .. 6: the window grows to all 7 slots
+            logits = step(token, cache)
+            assert torch.allclose(logits, model(token, cache=reference), rtol=0, atol=1e-12)
+            assert cache.pos == reference.pos
 
 
 def test_base_config_defaults_follow_the_paper():

@@ -61,9 +61,8 @@ def shift_slots(cache: KVCache, shift: Tensor, pos: int) -> None:
 
 
 def set_pos(cache: KVCache, pos: int) -> None:
-    """Set the slot counter (the Python int and its device copy that a compiled step reads)."""
-    cache.pos = pos
-    cache.pos_tensor.fill_(pos)
+    """Set the slot counter (the Python int, its device copy and the filled slots that a compiled step reads)."""
+    cache.set_pos(pos)
 
 
 def stack(cache: KVCache, other: KVCache) -> None:

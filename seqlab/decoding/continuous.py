@@ -280,7 +280,7 @@ class ContinuousBatcher:
         model = self.model
         ids = torch.cat([row.window[:, -1:] for row in self.cached])  # rows, 1
         x = model.embed(ids, cache.token_positions(1))  # rows, 1, d_model
-        h = model.decoder(x, padding=cache.key_padding(), cache=cache)  # rows, 1, d_model
+        h = model.decoder(x, padding=cache.key_padding(1), cache=cache)  # rows, 1, d_model
         cache.advance(1)
         self._hand_out(self.cached, h[:, -1], model.head(h)[:, -1])  # rows, d_model; rows, vocab
 

@@ -286,9 +286,12 @@ class Decoder(nn.Module):
 
     def _layer_inputs(self, tgt: int, padding: Tensor | None, memory_padding: Tensor | None,
                       cache: KVCache | None) -> tuple[Tensor | None, Tensor | None, list[LayerKV | None]]:
-        """The self-attention mask (batch, 1, 1, tgt|max_len), the memory mask (batch, 1, 1, src) and each
-        layer's slice of the cache (None without one), for ``tgt`` new positions."""
-        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|max_len
+        """The self-attention mask (batch, 1, 1, tgt|keys), the memory mask (batch, 1, 1, src) and each
+        layer's slice of the cache (None without one), for ``tgt`` new positions. With a cache the keys are the
+        slots up to the new tokens (cache.keys(tgt)), and a padding of max_len slots is cut to them."""
+        if cache is not None and padding is not None:
+            padding = padding.narrow(1, 0, cache.keys(tgt))  # batch, keys
+        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, tgt|keys
         memory_mask = None if memory_padding is None else key_padding_to_attn(memory_padding)  # batch, 1, 1, src
         if cache is None:
             return mask, memory_mask, [None] * len(self.layers)
@@ -396,7 +399,8 @@ class TransformerLM(nn.Module):
             positions = torch.arange(seq, device=ids.device)  # seq
         else:
             positions = cache.token_positions(seq)  # seq, or batch, seq with left padding
-            padding = combine(padding, cache.key_padding())  # batch, max_len (or None)
+            padding = combine(None if padding is None else padding.narrow(1, 0, cache.keys(seq)),
+                              cache.key_padding(seq))  # batch, keys (or None)
         return self.embed(ids, positions), padding  # batch, seq, d_model
 
     def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None) -> Tensor:
@@ -429,7 +433,7 @@ class TransformerLM(nn.Module):
         both), and it reads no Python-side counter, so ``torch.compile`` makes one graph for every position.
         """
         x = self.embed(ids, cache.token_positions(ids.shape[1]))  # batch, seq, d_model
-        return self.head(self.decoder(x, padding=cache.key_padding(), cache=cache))  # batch, seq, vocab
+        return self.head(self.decoder(x, padding=cache.key_padding(ids.shape[1]), cache=cache))  # batch, seq, vocab
 
     @torch.no_grad()
     def attention_maps(self, ids: Tensor, padding: Tensor | None = None) -> list[Tensor]:

@@ -191,33 +191,38 @@ class Attended(NamedTuple):
     says so (Seq2SeqAttention: logits and alpha)."""
 
     output: Tensor  # batch, seq_q, d_model
-    weights: Tensor  # batch, head, seq_q, seq_k (seq_k = max_len slots with a KV cache)
+    weights: Tensor  # batch, head, seq_q, seq_k (seq_k = the attended slots with a KV cache: pos + seq_q)
 
 
 @dataclass
 class LayerKV:
     """One layer's slice of a :class:`KVCache` for one forward call: storage plus the positions written."""
 
-    k: Tensor  # batch, head, max_len, depth
-    v: Tensor  # batch, head, max_len, depth
+    k: Tensor  # batch, head, slots, depth
+    v: Tensor  # batch, head, slots, depth
     positions: Tensor  # seq_q: absolute positions of the new tokens
+    keys: int | None = None  # the slots attended, 0 .. keys - 1 (the filled ones and the new tokens'); None = all
 
     def write(self, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
         """Store new keys/values (batch, head, seq_q, depth) at ``positions``; return all slots."""
-        self.k.index_copy_(2, self.positions, k_new.to(self.k.dtype))  # batch, head, max_len, depth
-        self.v.index_copy_(2, self.positions, v_new.to(self.v.dtype))  # batch, head, max_len, depth
-        return self.k, self.v
+        self.k.index_copy_(2, self.positions, k_new.to(self.k.dtype))  # batch, head, slots, depth
+        self.v.index_copy_(2, self.positions, v_new.to(self.v.dtype))  # batch, head, slots, depth
+        if self.keys is None:
+            return self.k, self.v
+        return self.k.narrow(2, 0, self.keys), self.v.narrow(2, 0, self.keys)  # batch, head, keys, depth
 
 
 class KVCache:
     r"""A preallocated, static-shape key/value cache for incremental decoding.
 
-    ``k[layer]`` and ``v[layer]`` are (batch, head, max_len, depth). A forward call with ``seq``
+    ``k[layer]`` and ``v[layer]`` are (batch, head, max_len + 1, depth). A forward call with ``seq``
     new tokens writes their keys/values at positions [pos, pos + seq) (``index_copy_`` with a
-    position tensor) and attends over all max_len slots with a causal mask built from the positions
-    (:func:`seqlab.nn.masks.causal_mask_at`), so slots past the position count for nothing and a
-    one-token step has the same shapes every time (it can be compiled). The model advances the cache
-    after the call. Passed explicitly to ``forward``; never stored in a module. Use it in the
+    position tensor) and attends over slots [0, pos + seq) only, with a causal mask built from the positions
+    (:func:`seqlab.nn.masks.causal_mask_at`). The count of filled slots is the length of ``filled`` (a view of
+    ``pos`` slot numbers, marked dynamic for torch.compile), so a compiled one-token step is one graph for every
+    position, its loops running over the filled slots instead of all max_len. The one spare slot keeps that
+    window a strict part of the storage at every position (a window of all of it would be contiguous, a case
+    the compiled graph would specialise on). The model advances the cache after the call. Passed explicitly to ``forward``; never stored in a module. Use it in the
     autograd mode it was created in (e.g. create and use it inside ``torch.inference_mode()``).
 
     !!! equation "Transformer › Self-attention (beyond the notes)"
@@ -235,13 +240,26 @@ class KVCache:
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        shape = (batch, n_heads, max_len, depth)
+        shape = (batch, n_heads, max_len + 1, depth)  # one spare slot (see above), never written
         self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
         self.max_len = max_len
-        self.pos = 0  # tokens already cached
-        self.pos_tensor = torch.zeros((), dtype=torch.long, device=device)  # the same count, on the device
+        self._slots = torch.arange(max_len + 1, device=device)  # slots
+        self.pos_tensor = torch.zeros((), dtype=torch.long, device=device)  # the count, on the device
+        self.set_pos(0)  # tokens already cached
         self.start: Tensor | None = None  # (batch,) first real slot of each left-padded row; None = no padding
+
+    def set_pos(self, pos: int) -> None:
+        """Count ``pos`` tokens as cached: the Python int, its device copy and the ``filled`` slots (pos,)."""
+        self.pos = pos
+        self.pos_tensor.fill_(pos)
+        self.filled = self._slots[:pos]  # pos
+        if pos >= 2:  # 0 and 1 are sizes torch.compile always specialises on; a compiled step follows a prompt
+            torch._dynamo.mark_dynamic(self.filled, 0)
+
+    def keys(self, seq: int) -> int:
+        """The slots a forward call of ``seq`` new tokens attends: the filled ones and theirs."""
+        return self.filled.shape[0] + seq
 
     def positions(self, seq: int) -> Tensor:
         """(seq,) slots pos .. pos + seq - 1 of the next ``seq`` tokens (their positions without left padding)."""
@@ -261,26 +279,24 @@ class KVCache:
             return slots
         return (slots[None, :] - self.start[:, None]).clamp(min=0)  # batch, seq
 
-    def key_padding(self) -> Tensor | None:
-        """(batch, max_len) True = a real token's slot (slots past ``pos`` are masked causally), or None."""
+    def key_padding(self, seq: int) -> Tensor | None:
+        """(batch, keys) for ``seq`` new tokens: True = a real token's slot, or None without left padding."""
         if self.start is None:
             return None
-        slots = torch.arange(self.max_len, device=self.start.device)  # max_len
-        return slots[None, :] >= self.start[:, None]  # batch, max_len
+        slots = self._slots[: self.keys(seq)]  # keys
+        return slots[None, :] >= self.start[:, None]  # batch, keys
 
     def layer(self, index: int, positions: Tensor) -> LayerKV:
-        """Layer ``index``'s storage, to write the tokens at ``positions``."""
-        return LayerKV(self.k[index], self.v[index], positions)
+        """Layer ``index``'s storage, to write the tokens at ``positions`` and attend the slots up to them."""
+        return LayerKV(self.k[index], self.v[index], positions, self.keys(positions.shape[0]))
 
     def advance(self, seq: int) -> None:
         """Count ``seq`` more tokens as cached (called by the model after a forward pass)."""
-        self.pos += seq
-        self.pos_tensor += seq
+        self.set_pos(self.pos + seq)
 
     def reset(self) -> None:
         """Forget every cached token and the left padding (the storage is reused; stale slots are masked)."""
-        self.pos = 0
-        self.pos_tensor.zero_()
+        self.set_pos(0)
         self.start = None
 
 
@@ -376,7 +392,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # batch, head, seq, depth
         is_causal = self.causal
         if cache is not None:
-            k, v = cache.write(k, v)  # batch, head, max_len, depth
+            k, v = cache.write(k, v)  # batch, head, keys, depth
             if self.causal:
                 mask, is_causal = combine(causal_mask_at(cache.positions, k.shape[-2]), mask), False
         return q, k, v, mask, is_causal
