@@ -115,6 +115,26 @@ def test_cache_rows_follow_their_parents():
             assert (got[row] - alone).abs().max().item() <= LOGIT_TOL
 
 
+def test_cache_rows_reordered_in_place_follow_their_parents():
+    """Beam search's reordering (as many rows as before): in place, copying only the moved rows' filled slots; the
+    storage stays the same tensors (a compiled step reads them) and each row's next logits are its parent's."""
+    model = sharp_lm(max_len=12)
+    prompts = [[1, 2, 3, 4], [5, 6], [7, 8, 9]]
+    with torch.inference_mode():
+        cache = model.new_cache(3)
+        cache.pad_left(torch.tensor([0, 2, 1]))
+        model(torch.tensor([[1, 2, 3, 4], [0, 0, 5, 6], [0, 7, 8, 9]]), cache=cache)
+        storage = [t.data_ptr() for t in (*cache.k, *cache.v)]
+        parents = torch.tensor([2, 1, 0])  # row 1 keeps its own, rows 0 and 2 swap
+        select_rows(cache, parents)
+        assert [t.data_ptr() for t in (*cache.k, *cache.v)] == storage and cache.start.tolist() == [1, 2, 0]
+        fed = torch.tensor([[3], [4], [5]])
+        got = model(fed, cache=cache)[:, -1]  # 3, vocab
+        for row, parent in enumerate(parents.tolist()):
+            alone = model(torch.tensor([prompts[parent] + fed[row].tolist()]))[0, -1]
+            assert (got[row] - alone).abs().max().item() <= LOGIT_TOL
+
+
 def test_lm_generate_beam_and_its_refusals(serve_runs, seqlab_cli):
     """`LanguageModel.generate(beam=K)` and `seqlab generate --beam K` print the best hypothesis; beam with a
     sampling option, alpha without beam, beam 0 and max_new_tokens 0 with a beam are one-line errors."""

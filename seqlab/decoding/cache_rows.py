@@ -22,15 +22,22 @@ from seqlab.nn.attention import KVCache
 
 def select_rows(cache: KVCache, rows: Tensor) -> None:
     """Row i of the cache becomes row ``rows[i]`` of the old one (rows may repeat, reorder or drop rows), keys,
-    values and left padding alike: ``index_select`` on the batch dimension of every layer's storage."""
-    same = rows.numel() == cache.k[0].shape[0]
-    for store in (cache.k, cache.v):
-        for i, t in enumerate(store):
-            picked = t.index_select(0, rows)  # rows, head, max_len, depth
-            if same:  # in place: a compiled step keeps reading the same storage
-                t.copy_(picked)
-            else:
-                store[i] = picked
+    values and left padding alike: ``index_select`` on the batch dimension of every layer's storage.
+
+    With as many rows as before (beam search's reordering) it is done in place, so a compiled step keeps reading
+    the same storage, and copies only what a later step reads: the rows that take another row's tokens, and of
+    them the ``pos`` filled slots (a slot at or past ``pos`` is written before any query attends it)."""
+    if rows.numel() == cache.k[0].shape[0]:
+        moved = (rows != torch.arange(rows.numel(), device=rows.device)).nonzero().flatten()  # moved
+        if moved.numel() and cache.pos:
+            source = rows.index_select(0, moved)  # moved
+            for t in (*cache.k, *cache.v):
+                filled = t.narrow(2, 0, cache.pos)  # batch, head, pos, depth
+                filled.index_copy_(0, moved, filled.index_select(0, source))  # moved, head, pos, depth
+    else:
+        for store in (cache.k, cache.v):
+            for i, t in enumerate(store):
+                store[i] = t.index_select(0, rows)  # rows, head, slots, depth
     if cache.start is not None:
         cache.start = cache.start.index_select(0, rows)  # rows
 
