@@ -381,7 +381,7 @@ def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool, ct2: dict
 def batched_candidates(hf, ours, prompts, compile: bool, blas_row: bool = True, ct2: dict | None = None
                        ) -> tuple[dict, set]:
     """fp32, the 8 left-padded prompts: ({name: call returning the 8 token lists}, the compiling names). Both
-    product choices of the compiled step run (seqlab.training.devices.decode_products picks per batch size)."""
+    product choices of the compiled step run (seqlab.decoding.products.decode_products picks per batch size)."""
     fns = {
         f"hf: generate, 8 left-padded prompts, attention mask, {HF_EAGER}": lambda: hf_generate_batch(hf, prompts),
         "seqlab: eager, one left-padded batch": lambda: ours_generate_batch(ours, prompts),
@@ -443,9 +443,9 @@ def beam_candidates(hf, ours, ct2: dict, compile: bool) -> tuple[dict, dict, set
     """Beam search (K = BEAM), batch 1 and the 8 left-padded prompts: ({name: call returning each prompt's best
     hypothesis}, {name: prompts}, compiling names). HF: generate(num_beams=K) eager with its dynamic cache, with its
     static cache + compiled forward (its documented recipe), and with seqlab's options; seqlab: generate(beam=K)'s
-    search through its compiled step, products as seqlab.training.devices.decode_products chooses for K x prompts
+    search through its compiled step, products as seqlab.decoding.products.decode_products chooses for K x prompts
     rows; CTranslate2: generate_batch(beam_size=K) fp32 and int8 (the int8 rows in no ratio)."""
-    from seqlab.training.devices import decode_products
+    from seqlab.decoding.products import decode_products
 
     fns, prompts_of, compiling = {}, {}, set()
     for size in (1, 8):
@@ -1024,7 +1024,7 @@ def cuda_candidates(hf, ours, prompt, prompts, compile: bool) -> tuple[dict, dic
     if compile:
         static, static_b = hf_static_cuda(hf), hf_static_cuda(hf)  # each batch size its own static cache
         auto, auto_b = hf_static_auto_cuda(hf), hf_static_auto_cuda(hf)
-        # the compiled step's products as seqlab.training.devices.decode_products chooses off the CPU: the BLAS (cuBLAS)
+        # the compiled step's products as seqlab.decoding.products.decode_products chooses off the CPU: the BLAS (cuBLAS)
         compiled_single = {
             f"hf: generate, SDPA, fp32, {HF_STATIC_CUDA}": lambda: hf_generate(static, prompt),
             f"hf: generate, SDPA, fp32, {HF_STATIC_AUTO_CUDA}": lambda: hf_generate(auto, prompt),

@@ -101,7 +101,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     most 4 min 10 s of tests on an idle 2-core AVX-512 EPYC (10 min on the AVX2 EPYC, 2.4x slower)."""
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
         return
-    from seqlab.training.devices import cpu_model
+    from seqlab.base.machine import cpu_model
 
     flags = set(Path("/proc/cpuinfo").read_text().split()) if Path("/proc/cpuinfo").exists() else set()
     isa = "AMX" if "amx_bf16" in flags else "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "-"

@@ -388,10 +388,10 @@ def test_the_former_devices_path_is_refused_with_a_pointer_to_the_moved_module()
 
     import seqlab.training.devices
 
-    for statement in ("import seqlab.devices", "from seqlab.devices import decode_products"):
+    for statement in ("import seqlab.devices", "from seqlab.devices import inference_device"):
         with pytest.raises(ImportError, match=r"^seqlab\.devices has moved to seqlab\.training\.devices; "):
             exec(statement, {})
-    assert "seqlab.devices" not in sys.modules and seqlab.training.devices.decode_products
+    assert "seqlab.devices" not in sys.modules and seqlab.training.devices.inference_device
     assert Package(PACKAGE).refused == ["seqlab.devices"]
 
 

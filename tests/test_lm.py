@@ -326,35 +326,35 @@ def test_every_attention_choice_gives_the_same_tokens_and_losses():
 
 
 def test_decode_products_are_chosen_once_per_machine_and_overridable(tmp_path, monkeypatch):
-    """seqlab.training.devices.decode_products: the SEQLAB_DECODE_GEMV override, else the choice measured once on this CPU per
-    row count and cached in $SEQLAB_CACHE/choices.json (keyed by CPU model and torch version); no measuring off the
+    """seqlab.decoding.products.decode_products: the SEQLAB_DECODE_GEMV override, else the choice measured once on
+    this CPU per row count and cached in $SEQLAB_CACHE/choices.json (keyed by CPU model and torch version); no measuring off the
     CPU or past the streaming products' rows; a file from before the per-row choice answers for one row."""
     import json
 
-    from seqlab.training import devices
+    from seqlab.decoding import products
 
     monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path))
-    devices._measured_products.cache_clear()
+    products._measured_products.cache_clear()
     for choice in ("stream", "blas"):
         monkeypatch.setenv("SEQLAB_DECODE_GEMV", choice)
-        assert devices.decode_products(torch.device("cpu")) == choice
+        assert products.decode_products(torch.device("cpu")) == choice
     monkeypatch.setenv("SEQLAB_DECODE_GEMV", "fast")
     with pytest.raises(SeqlabError, match="SEQLAB_DECODE_GEMV='fast' is not a choice"):
-        devices.decode_products(torch.device("cpu"))
+        products.decode_products(torch.device("cpu"))
     monkeypatch.delenv("SEQLAB_DECODE_GEMV")
-    assert devices.decode_products(torch.device("cuda")) == "blas"
+    assert products.decode_products(torch.device("cuda")) == "blas"
     timed = []
     fastest = {1: {"blas": 2e-5, "stream": 1e-5}, 8: {"blas": 3e-5, "stream": 4e-5}}  # stream at 1 row, BLAS at 8
-    monkeypatch.setattr(devices, "_time_products", lambda rows: timed.append(rows) or fastest[rows])
-    assert devices.decode_products(torch.device("cpu")) == "stream" and timed == [1]
-    assert devices.decode_products(torch.device("cpu"), 8) == "blas" and timed == [1, 8]
-    assert devices.decode_products(torch.device("cpu"), gemv.ROWS + 1) == "blas" and timed == [1, 8]  # past ROWS
-    devices._measured_products.cache_clear()  # a new process: the file answers, nothing is timed again
-    assert [devices.decode_products(torch.device("cpu"), n) for n in (1, 8)] == ["stream", "blas"] and timed == [1, 8]
+    monkeypatch.setattr(products, "_time_products", lambda rows: timed.append(rows) or fastest[rows])
+    assert products.decode_products(torch.device("cpu")) == "stream" and timed == [1]
+    assert products.decode_products(torch.device("cpu"), 8) == "blas" and timed == [1, 8]
+    assert products.decode_products(torch.device("cpu"), gemv.ROWS + 1) == "blas" and timed == [1, 8]  # past ROWS
+    products._measured_products.cache_clear()  # a new process: the file answers, nothing is timed again
+    assert [products.decode_products(torch.device("cpu"), n) for n in (1, 8)] == ["stream", "blas"] and timed == [1, 8]
     (key, entry), = json.loads((tmp_path / "choices.json").read_text()).items()
-    assert key == f"{devices.cpu_model()} | torch {torch.__version__}"
+    assert key == f"{products.cpu_model()} | torch {torch.__version__} | gemv {products.gemv_revision()}"
     assert entry["decode_products"] == {"1": "stream", "8": "blas"} and set(entry["decode_products_ms"]) == {"1", "8"}
     (tmp_path / "choices.json").write_text(json.dumps({key: {"decode_products": "blas"}}))  # the old layout
-    devices._measured_products.cache_clear()
-    assert devices.decode_products(torch.device("cpu")) == "blas" and timed == [1, 8]
-    devices._measured_products.cache_clear()
+    products._measured_products.cache_clear()
+    assert products.decode_products(torch.device("cpu")) == "blas" and timed == [1, 8]
+    products._measured_products.cache_clear()

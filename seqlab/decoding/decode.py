@@ -119,7 +119,7 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
     the generate sections of bench/RESULTS.md). It is compiled once per model and ``products``: "blas" leaves the matrix products to the BLAS
     (MKL's or oneDNN's GEMV), "stream" makes those of a few rows streaming reductions (:mod:`seqlab.nn.gemv`:
     2-3x the BLAS's GEMV on an AMD EPYC, while MKL's GEMV wins on Intel CPUs). The caller chooses
-    (:func:`seqlab.training.devices.decode_products` measures this CPU once).
+    (:func:`seqlab.decoding.products.decode_products` measures this CPU once).
     """
     if products not in PRODUCTS:
         raise SeqlabError(f"unknown decode products {products!r}; use one of {', '.join(PRODUCTS)}")

@@ -47,6 +47,7 @@ from seqlab.decoding.beam import DEFAULT_ALPHA
 from seqlab.decoding.continuous import ContinuousBatcher, Streamed
 from seqlab.decoding.decode import Sampling, forget_compiled, generate, stream
 from seqlab.decoding.lm_beam import lm_beam_search
+from seqlab.decoding.products import decode_products
 from seqlab.metrics.lm import nll_sum, perplexity, score_stream, window_batches
 from seqlab.models.gpt2_convert import DIRECTORY_FILES, GPT2Directory, from_gpt2_tensors, read_gpt2_directory
 from seqlab.models.recurrent import LM_CONFIGS, RecurrentLM, RecurrentLMConfig, build_lm
@@ -57,8 +58,8 @@ from seqlab.tasks.splits import spooled
 from seqlab.tasks.trained import Trained, texts_given
 from seqlab.text.tokenizers import Tokenizer, WordTokenizer, load_tokenizer
 from seqlab.training import checkpoint
-from seqlab.training.devices import Dist, decode_products, inference_device
-from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.training.devices import Dist, inference_device
+from seqlab.training.trainer import RUN_KEYS, Trainer, shard_rows
 
 LMModel = TransformerLM | RecurrentLM  # what model.arch builds for an lm run (:func:`build_model`)
 
@@ -81,7 +82,7 @@ class PretrainedLMConfig:
 
 
 MODEL_CONFIGS = {"transformer": TransformerLMConfig, **LM_CONFIGS, "pretrained": PretrainedLMConfig}
-TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+TRAIN_KEYS = (*RUN_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 BEST_BY = ("loss",)  # the validation metrics train.best_by may name (the validation loss alone)
 PRETRAINED = "pretrained.json"  # a run started from model.pretrained: the directory and its architecture
 
@@ -303,7 +304,7 @@ class LanguageModel(Trained):
         (:mod:`seqlab.decoding.lm_beam`: the best of K hypotheses by the GNMT score with length penalty ``alpha``,
         default 0.6, as translation; ``beam=1`` is greedy), which takes no sampling option. ``compile``: the decode
         step through torch.compile, its products chosen for this machine and batch size
-        (seqlab.training.devices.decode_products)."""
+        (seqlab.decoding.products.decode_products)."""
         prompts = texts_given(prompt, "prompt")[1]
         check_options(beam, alpha, temperature, top_k, top_p)
         ids = [self.tokenizer.encode(p) for p in prompts]
