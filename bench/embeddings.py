@@ -140,6 +140,10 @@ def judge(trials: dict[str, list[dict]], objective: str, metrics: list[str]) -> 
 def fit(task, epochs: int, lr: float, min_lr: float, seed: int) -> list[dict]:
     """Train a kernel task through seqlab's Trainer in a temporary run directory: its per-epoch metrics rows."""
     cfg = TrainConfig(epochs=epochs, lr=lr, min_lr=min_lr, seed=seed, progress=False)
+    if getattr(task, "n_threads", 0):  # this script owns its process: numba's pool sized to the kernel's threads
+        import numba
+
+        numba.set_num_threads(task.n_threads)
     with tempfile.TemporaryDirectory() as run_dir:
         Trainer(task, cfg, run_dir, log=lambda *a, **k: None).fit()
         return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]

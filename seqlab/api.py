@@ -168,7 +168,7 @@ def _caller_state_kept(device: str | None, cfg: RunConfig | None = None, loading
     """The caller's process state, put back on leaving: torch's random state (the CPU generator, and the CUDA ones
     once CUDA is in use or the call runs on it: ``torch.manual_seed`` seeds them all), the thread counts of
     torch and numba, and the environment (torch sets ``TORCHINDUCTOR_CACHE_DIR`` when the optimizer first
-    imports ``torch._dynamo``). Inside, the Trainer and the tasks seed torch's generators and set
+    imports ``torch._dynamo``). Inside, the Trainer and the tasks seed torch's generators, :func:`_run_threads` sets
     ``train.threads`` as before, so a run, and its resume, draws the same numbers bit for bit. A CPU call in a
     process that has not started CUDA leaves the CUDA generators unstarted (with the seed torch queues for
     them when they start). Where the call imports no torch (training ``cfg``, or with ``loading`` reading its
@@ -231,6 +231,23 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
+def _run_threads(cfg: RunConfig, task) -> None:
+    """``train.threads`` for the run, set by this entry point (the one owner of the process's thread counts in a
+    library call; :func:`_caller_state_kept` puts the caller's back): numba's pool for the kernels of a run that
+    imports no torch (word vectors on the numba engine: one thread per Hogwild share, 0 = every core numba may
+    use), else torch's (0 = torch's default: left as it is)."""
+    if task.torch_free(cfg):
+        import numba
+
+        from seqlab.models.word2vec_kernels import numba_threads
+
+        numba.set_num_threads(numba_threads(cfg.train.threads))
+    elif cfg.train.threads:
+        import torch
+
+        torch.set_num_threads(cfg.train.threads)
+
+
 def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
     """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
     ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
@@ -264,7 +281,7 @@ def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides:
     resume = rundir.resume_wanted(resume, run_dir)
     if resume:
         rundir.check_resume_length(cfg, run_dir, task_hooks(cfg.task.kind).LENGTH_KEY)
-    with _caller_state_kept(cfg.train.device, cfg):  # the Trainer seeds torch and sets train.threads inside
+    with _caller_state_kept(cfg.train.device, cfg):  # _run_threads sets train.threads, the Trainer seeds torch
         return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
 
 
@@ -275,6 +292,7 @@ def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log:
 
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
     task = task_hooks(cfg.task.kind)
+    _run_threads(cfg, task)
     if not (resume and checkpoint.exists(run_dir)):
         task.check_config(cfg)  # inputs a task checks before any write
     lock = prepare_run_dir(cfg, run_dir, resume=resume, force=force, log=log) if dist.main else None

@@ -65,6 +65,30 @@ def test_train_leaves_rng_threads_backend_and_environment_as_they_were(caller):
     assert png.read_bytes()[:4] == b"\x89PNG"  # drawn with Agg from the object API, whatever the backend is
 
 
+def test_train_threads_hold_inside_the_run_and_a_trainer_built_in_a_notebook_takes_the_callers(caller):
+    """The entry point (seqlab.train / train_run) sets train.threads for the run: a callback inside it sees 1
+    thread where the caller has 3; a Trainer built directly (a notebook's own loop) sets none: the caller's 3 stay."""
+    from seqlab.tasks import resolve
+    from seqlab.training.trainer import Trainer
+
+    seen = []
+
+    class Threads:
+        def on_step(self, row):
+            seen.append(torch.get_num_threads())
+
+    seqlab.train("lm-char", out="lm", train_data=". ".join(sentences(200, seed=3)) + ".", config=TINY_LM,
+                 callbacks=[Threads()])
+    assert seen and set(seen) == {1} and caller()["threads"] == 3
+    cfg = resolve("lm-char", ["train.threads=1"])
+
+    class Task:  # the least a Trainer reads at construction
+        model = torch.nn.Linear(2, 2)
+
+    Trainer(Task(), cfg.train, "notebook-run")
+    assert caller()["threads"] == 3
+
+
 def test_the_callers_stream_continues_where_it_was(caller):
     expected = torch.rand(3)  # what the caller's next draw is, seeded 1234 then one draw
     torch.manual_seed(1234)

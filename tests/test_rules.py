@@ -29,10 +29,9 @@ MAX_LINES = 450
 LONG: dict[str, str] = {}
 # the modules that own the process and so may set the thread counts (path relative to seqlab/)
 THREAD_OWNERS = {
-    "training/trainer.py": "the Trainer's setup: train.threads for the run",
     "cli.py": "the command line: --threads of the verbs that take it",
     "data/workers.py": "the data-preparation worker initialiser (it owns its worker process; sets none today)",
-    "api.py": "puts the caller's thread counts back after a library call (train_run, load): sets none of its own",
+    "api.py": "the library's entry (train_run): train.threads for the run, the caller's counts put back after",
 }
 RENAMES = {"base/io.py"}
 SIGNALS = {"base/signals.py"}

@@ -349,7 +349,7 @@ class GloVeAdaGrad:
         self.rows, self.cols, self.vals = rows[order], cols[order], vals[order]
         self.steps_per_epoch = max(1, math.ceil(len(self.vals) / ENTRIES_PER_STEP))
         if engine == "numba":
-            self.n_threads = numba_threads(threads)  # the Trainer sets numba's pool to it (it owns the process)
+            self.n_threads = numba_threads(threads)  # seqlab.api.train_run sizes numba's pool to it
             self._kernel(0, 0, 0.0)  # compiles (or loads the cached machine code) before training
         else:
             self.model = _torch_glove(cfg, self.model.state_dict(), device)

@@ -153,7 +153,7 @@ class SkipGramSGD:
         self.steps_per_epoch = max(1, math.ceil(corpus.n_chunks / CHUNKS_PER_STEP))
         self.rng: np.ndarray | None = None  # (T,) the numba threads' LCG states, carried from step to step
         if engine == "numba":
-            self.n_threads = numba_threads(threads)  # the Trainer sets numba's pool to it (it owns the process)
+            self.n_threads = numba_threads(threads)  # seqlab.api.train_run sizes numba's pool to it
             self._kernel(0, 0, np.zeros(0, np.float32), thread_seeds(seed, 0, self.n_threads))  # compile (or load)
 
     def vectors(self) -> np.ndarray:

@@ -61,12 +61,12 @@ from seqlab.tasks.splits import SPLITS, evaluation_split, max_len, read_splits, 
     spooled, stored_splits
 from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.training.devices import Dist
-from seqlab.training.trainer import TRAINER_KEYS, Trainer
+from seqlab.training.trainer import RUN_KEYS, Trainer
 from seqlab.vectors.start import RunVectors, check_vectors_vocab, extend_vocabulary
 
 # model.arch -> config: lstm, gru, rnn (last/mean/max pooling), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**CLASSIFIER_CONFIGS, "pretrained": PretrainedClassifierConfig}
-TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+TRAIN_KEYS = (*RUN_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 BEST_BY = ("loss", "accuracy")  # the validation metrics train.best_by may name (sentence accuracy)
 DATASETS = {
     "sst2": ("sst2/sentence_level/train.txt", "sst2/sentence_level/dev.txt", "sst2/sentence_level/test.txt"),

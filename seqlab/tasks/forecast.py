@@ -59,14 +59,14 @@ from seqlab.models.forecaster import FORECASTER_CONFIGS, RecurrentForecaster, Tr
     recursive_forecast, window_matrix
 from seqlab.training.devices import Dist, inference_device
 from seqlab.tasks.series_parts import SERIES_FILE, Series, load_series, read_splits, save_series
-from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.training.trainer import RUN_KEYS, Trainer, shard_rows
 from seqlab.tasks.trained import Trained
 
 MODEL_CONFIGS = {"ar": ARConfig, **FORECASTER_CONFIGS}
 # The train.* keys used, per model.arch: AR(p) is fitted in closed form (no Trainer); the neural forecasters
 # use the Trainer's keys but eval_batches (validation always scores the whole valid part).
 TRAIN_KEYS = {"ar": ("progress",),
-              **dict.fromkeys(FORECASTER_CONFIGS, tuple(k for k in TRAINER_KEYS if k != "eval_batches"))}
+              **dict.fromkeys(FORECASTER_CONFIGS, tuple(k for k in RUN_KEYS if k != "eval_batches"))}
 BEST_BY = ("loss", "mae", "rmse")  # the validation metrics train.best_by may name (of the recursive forecast)
 SPLITS = ("train", "valid", "test")
 EVAL_BATCH = 1024  # windows per validation forward pass

@@ -90,12 +90,12 @@ from seqlab.tasks.tag_output import best_tags, constrain, crf_of, loss_sum
 from seqlab.text.tokenizers import load_word_vocab
 from seqlab.text.vocab import Vocab
 from seqlab.training.devices import Dist
-from seqlab.training.trainer import TRAINER_KEYS, Trainer
+from seqlab.training.trainer import RUN_KEYS, Trainer
 from seqlab.vectors.start import RunVectors, check_vectors_vocab, extend_vocabulary
 
 # model.arch -> config: lstm, gru, rnn (bidirectional by default), transformer, pretrained (fine-tuned BERT)
 MODEL_CONFIGS = {**TAGGER_CONFIGS, "pretrained": PretrainedTaggerConfig}
-TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing", "singleton_unk")  # the Trainer's, the loss's, the words' train.* keys
+TRAIN_KEYS = (*RUN_KEYS, "label_smoothing", "singleton_unk")  # the Trainer's, the loss's, the words' train.* keys
 BEST_BY = ("loss", "f1")  # the validation metrics train.best_by may name (entity F1 as seqeval scores it)
 DATASETS = {"conll2003": ("conll2003/iob2/train.txt", "conll2003/iob2/valid.txt", "conll2003/iob2/test.txt")}
 VOCAB = "vocab.json"

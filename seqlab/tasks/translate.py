@@ -55,12 +55,12 @@ from seqlab.text.tokenizers import Tokenizer, load_tokenizer
 from seqlab.training.devices import Dist, inference_device
 from seqlab.tasks.results import TranslationAttention
 from seqlab.tasks.splits import scratch_run_dir, split_stores, spooled
-from seqlab.training.trainer import TRAINER_KEYS, Trainer, shard_rows
+from seqlab.training.trainer import RUN_KEYS, Trainer, shard_rows
 from seqlab.tasks.trained import Trained, texts_given
 from seqlab.vectors.start import Side, start_vectors, token_texts
 
 MODEL_CONFIGS = {"seq2seq-attention": Seq2SeqConfig, "transformer": EncoderDecoderConfig}
-TRAIN_KEYS = (*TRAINER_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
+TRAIN_KEYS = (*RUN_KEYS, "label_smoothing")  # the train.* keys used: the Trainer's and the loss's
 BEST_BY = ("loss", "bleu")  # what train.best_by may name (BLEU of greedy translations: computed when chosen)
 MODELS: dict[str, type[Seq2SeqAttention] | type[EncoderDecoder]] = {"seq2seq-attention": Seq2SeqAttention,
                                                                      "transformer": EncoderDecoder}

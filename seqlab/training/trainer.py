@@ -48,8 +48,11 @@ _logger = logging.getLogger("seqlab")
 # The train.* keys the Trainer reads: what a task that trains through it uses (plus its own, e.g. label_smoothing).
 TRAINER_KEYS = ("max_steps", "epochs", "max_minutes", "batch_size", "grad_accum", "lr", "min_lr", "warmup_steps",
                 "schedule", "decay_fraction", "optimizer", "weight_decay", "beta1", "beta2", "momentum", "grad_clip",
-                "seed", "precision", "compile", "device", "threads", "eval_every", "eval_batches", "save_every",
+                "seed", "precision", "compile", "device", "eval_every", "eval_batches", "save_every",
                 "log_every", "keep_best", "keep_last", "patience", "best_by", "report_to", "progress")
+# The train.* keys of a run through the Trainer: what it reads, and train.threads, which the entry point that runs it
+# sets for the run (seqlab.api.train_run; the Trainer takes the thread counts as given).
+RUN_KEYS = (*TRAINER_KEYS, "threads")
 
 
 class TrainTask(Protocol):
@@ -121,14 +124,8 @@ class Trainer:
         log = log or (lambda *a, **k: _logger.info(" ".join(map(str, a))))
         self.log = log if self.dist.main else (lambda *a, **k: None)
         self.callbacks = Callbacks(callbacks, self.dist)
-        if self.kernel and getattr(task, "n_threads", 0):  # numba's Hogwild kernels: one thread per share
-            import numba
-
-            numba.set_num_threads(task.n_threads)
-        elif cfg.threads:  # the Trainer owns the process it trains in: it alone sets the thread counts
-            import torch
-
-            torch.set_num_threads(cfg.threads)
+        # thread counts are the entry point's (seqlab.api.train_run sets train.threads for the run; a notebook that
+        # builds a Trainer keeps its own): the Trainer takes them as given
         self.step = 0
         self.examples_seen = 0
         self.tokens_seen = 0
