@@ -414,14 +414,14 @@ def test_cache_reset_and_dtype():
     # max_len = 7 slots and one spare, so the attended window is never all of the storage
     assert cache.k[0].shape == (3, 3, 8, 4) and cache.k[0].dtype == torch.float32 and len(cache.v) == 2
     model(torch.zeros(3, 2, dtype=torch.long), cache=cache)
-    assert cache.pos == 2 and cache.pos_tensor.item() == 2 and cache.filled.tolist() == [0, 1] and cache.keys(1) == 3
+    assert cache.pos == 2 and cache.pos_tensor.item() == 2 and cache.window.tolist() == [0, 1, 2] and cache.keys(1) == 3
     cache.reset()
     assert cache.pos == 0 and cache.pos_tensor.item() == 0 and cache.keys(1) == 1
 
 
 def test_a_compiled_step_is_one_graph_over_the_filled_slots():
-    """The compiled decode step attends the filled slots only (cache.filled is marked dynamic): one graph serves
-    every position, the last (pos = max_len - 1) included, with guard checks skipped after the first step, and
+    """The compiled decode step attends the filled slots only (cache.window is marked dynamic): one graph serves
+    every position, from a one-token prompt's to the last (pos = max_len - 1), with guard checks skipped after the first step, and
     each step's logits equal the uncompiled forward's to float64 rounding: the same products summed in another
     order, each sum of at most 16 terms of magnitude below 10 within 16·u·10 ≈ 2e-14 (Higham §3.1), through two
     layers and the head whose weights (N(0, 0.02)) do not amplify it; 1e-12 is that with room for 50 such sums."""
@@ -430,11 +430,11 @@ def test_a_compiled_step_is_one_graph_over_the_filled_slots():
     model = lm().double()
     with torch.inference_mode():
         cache, reference = model.new_cache(2), model.new_cache(2)
-        ids = torch.randint(0, 11, (2, 2), generator=torch.Generator().manual_seed(0))
+        ids = torch.randint(0, 11, (2, 1), generator=torch.Generator().manual_seed(0))  # one-token prompts
         model(ids, cache=cache), model(ids, cache=reference)
         step = decode_step(model, compile=True)
         token = ids[:, -1:]
-        while cache.pos < model.cfg.max_len:  # positions 2 .. 6: the window grows to all 7 slots
+        while cache.pos < model.cfg.max_len:  # positions 1 .. 6: the window grows to all 7 slots
             logits = step(token, cache)
             assert torch.allclose(logits, model(token, cache=reference), rtol=0, atol=1e-12)
             assert cache.pos == reference.pos

@@ -68,7 +68,7 @@ def shift_slots(cache: KVCache, shift: Tensor, pos: int) -> None:
 
 
 def set_pos(cache: KVCache, pos: int) -> None:
-    """Set the slot counter (the Python int, its device copy and the filled slots that a compiled step reads)."""
+    """Set the slot counter (the Python int, its device copy and the slot window that a compiled step reads)."""
     cache.set_pos(pos)
 
 

@@ -140,6 +140,8 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
     warm = [False]
 
     def run(ids, cache):
+        if cache.pos:  # the attended slots' count is the window's length: one graph for every position
+            torch._dynamo.mark_dynamic(cache.window, 0)
         if warm[0]:  # shapes never change in the decode loop: skip re-checking the guards at every token
             with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
                 logits = step(ids, cache)

@@ -218,9 +218,11 @@ class KVCache:
     ``k[layer]`` and ``v[layer]`` are (batch, head, max_len + 1, depth). A forward call with ``seq``
     new tokens writes their keys/values at positions [pos, pos + seq) (``index_copy_`` with a
     position tensor) and attends over slots [0, pos + seq) only, with a causal mask built from the positions
-    (:func:`seqlab.nn.masks.causal_mask_at`). The count of filled slots is the length of ``filled`` (a view of
-    ``pos`` slot numbers, marked dynamic for torch.compile), so a compiled one-token step is one graph for every
-    position, its loops running over the filled slots instead of all max_len. The one spare slot keeps that
+    (:func:`seqlab.nn.masks.causal_mask_at`). That count is read from the length of ``window`` (the slot numbers
+    0 .. pos: the filled ones and the next token's), which the compiled decode step marks dynamic
+    (:func:`seqlab.decoding.decode.decode_step`), so it is one graph for every position, its loops running over
+    the filled slots instead of all max_len; a step follows the prompt, so the window holds at least 2 slots (a
+    length of 1 is one torch.compile always specialises on). The one spare slot keeps that
     window a strict part of the storage at every position (a window of all of it would be contiguous, a case
     the compiled graph would specialise on). The model advances the cache after the call. Passed explicitly to ``forward``; never stored in a module. Use it in the
     autograd mode it was created in (e.g. create and use it inside ``torch.inference_mode()``).
@@ -250,16 +252,14 @@ class KVCache:
         self.start: Tensor | None = None  # (batch,) first real slot of each left-padded row; None = no padding
 
     def set_pos(self, pos: int) -> None:
-        """Count ``pos`` tokens as cached: the Python int, its device copy and the ``filled`` slots (pos,)."""
+        """Count ``pos`` tokens as cached: the Python int, its device copy and the ``window`` (pos + 1,)."""
         self.pos = pos
         self.pos_tensor.fill_(pos)
-        self.filled = self._slots[:pos]  # pos
-        if pos >= 2:  # 0 and 1 are sizes torch.compile always specialises on; a compiled step follows a prompt
-            torch._dynamo.mark_dynamic(self.filled, 0)
+        self.window = self._slots[: pos + 1]  # pos + 1: the filled slots and the next token's
 
     def keys(self, seq: int) -> int:
         """The slots a forward call of ``seq`` new tokens attends: the filled ones and theirs."""
-        return self.filled.shape[0] + seq
+        return self.window.shape[0] - 1 + seq
 
     def positions(self, seq: int) -> Tensor:
         """(seq,) slots pos .. pos + seq - 1 of the next ``seq`` tokens (their positions without left padding)."""
