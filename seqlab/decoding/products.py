@@ -25,19 +25,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("seqlab")
 
 DECODE_PRODUCTS_KEY = "SEQLAB_DECODE_GEMV"  # "stream" | "blas" | "auto" (measure; the default)
-CHOICES_FILE = "choices.json"  # under $SEQLAB_CACHE: {"CPU model | torch version": {"decode_products": ...}}
+CHOICES_FILE = "choices.json"  # under $SEQLAB_CACHE: {"CPU model | torch version | gemv rev": {"decode_products": ...}}
 
 
 def decode_products(device: torch.device, rows: int = 1) -> str:
     """How compiled decoding on ``device`` multiplies ``rows`` rows (the batch's prompts) by the weights
     (:func:`seqlab.decoding.decode.decode_step`): "stream" (inductor reductions that stream each weight once: 2-3x
-    the BLAS on an AMD EPYC at one row) or "blas" (MKL's or oneDNN's GEMV/GEMM, which wins on Intel CPUs; at several rows
-    the streaming products read each weight once for all rows, :func:`seqlab.nn.gemv._rows_product`). ``SEQLAB_DECODE_GEMV=stream|blas``
-    decides; otherwise the choice measured on this CPU for that row count (cached in
-    ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model, torch version and :func:`gemv_revision`, one entry per
-    row count), or
-    measured now, once per row count (a few seconds), and logged once. More rows than the streaming products take
-    (``seqlab.nn.gemv.ROWS``), and any device but the CPU: "blas"."""
+    the BLAS on an AMD EPYC at one row; at several rows each weight is read once for all of them,
+    :func:`seqlab.nn.gemv._rows_product`) or "blas" (MKL's or oneDNN's GEMV/GEMM, which wins on Intel CPUs).
+    ``SEQLAB_DECODE_GEMV=stream|blas`` decides; otherwise the choice measured on this CPU for that row count (cached
+    in ``$SEQLAB_CACHE/choices.json``, keyed by the CPU model, torch version and :func:`gemv_revision`, one entry
+    per row count), or measured now, once per row count (a few seconds), and logged once. More rows than the
+    streaming products take (``seqlab.nn.gemv.ROWS``), and any device but the CPU: "blas"."""
     from seqlab.decoding.decode import PRODUCTS
     from seqlab.nn.gemv import ROWS
 

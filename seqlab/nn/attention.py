@@ -222,9 +222,10 @@ class KVCache:
     0 .. pos: the filled ones and the next token's), which the compiled decode step marks dynamic
     (:func:`seqlab.decoding.decode.decode_step`), so it is one graph for every position, its loops running over
     the filled slots instead of all max_len; a step follows the prompt, so the window holds at least 2 slots (a
-    length of 1 is one torch.compile always specialises on). The one spare slot keeps that
-    window a strict part of the storage at every position (a window of all of it would be contiguous, a case
-    the compiled graph would specialise on). The model advances the cache after the call. Passed explicitly to ``forward``; never stored in a module. Use it in the
+    length of 1 is one torch.compile always specialises on). The one spare slot keeps that window a strict part
+    of the storage at every position (a window of all of it would be contiguous, a case the compiled graph would
+    specialise on). The model advances the cache after the call. Passed explicitly to ``forward``; never stored in
+    a module. Use it in the
     autograd mode it was created in (e.g. create and use it inside ``torch.inference_mode()``).
 
     !!! equation "Transformer › Self-attention (beyond the notes)"

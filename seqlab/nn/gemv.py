@@ -56,8 +56,9 @@ def lanes() -> int:
     return isa.nelements(torch.float) if isa else 1
 
 
-def _one_row(a, b):
-    """a (1, in) @ b (in, out) -> (1, out): one vectorised loop over in per output, each weight row read once."""
+def _row_loops(a, b):
+    """a (rows, in) @ b (in, out) -> (rows, out): one vectorised loop over in per output and row, so each row
+    streams the weights once (one row: every weight read once)."""
     return (_computed(a)[:, :, None] * b[None]).sum(1)  # rows, in, out -> rows, out
 
 
@@ -81,8 +82,9 @@ def _rows_product(a, b):
 
 
 def _product(a, b):
+    """a (rows, in) @ b (in, out): several rows share each weight read where the chunks divide ``in``."""
     if a.shape[0] == 1 or a.shape[1] % CHUNK:
-        return _one_row(a, b) if a.shape[0] == 1 else (_computed(a)[:, :, None] * b[None]).sum(1)
+        return _row_loops(a, b)
     return _rows_product(a, b)
 
 
