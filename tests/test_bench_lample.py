@@ -80,3 +80,13 @@ def test_no_runs_at_all_still_writes_a_section(tmp_path):
     text, verdicts = ner.lample_section(tmp_path, sentences=1000)
     assert "0 of 9 runs finished" in text and text.count("not started") == 9
     assert all(v["met"] is None for v in verdicts.values())
+
+
+def test_the_char_dropout_row_measures_the_bilstm_crf_preset():
+    """ner-bilstm-crf is ner-lample's model and data with the optimiser settings that won on dev (issue #56 item 5):
+    the char-dropout row (ner-lample + COMPUTE, at the preset's step count) trains exactly the preset."""
+    from seqlab import tasks
+
+    preset = tasks.resolve("ner-bilstm-crf")
+    row = tasks.resolve(ner.LAMPLE_PRESET, ner.COMPUTE + [f"train.max_steps={preset.train.max_steps}"])
+    assert (preset.data, preset.model, preset.train) == (row.data, row.model, row.train)

@@ -375,7 +375,7 @@ def test_presets_and_their_configs_from_python_and_dir_lists_public_names_only()
     names = seqlab.presets()
     assert names == sorted(names) and {"lm-char", "ner-bilstm-crf"} <= set(names)
     cfg = seqlab.preset_config("ner-bilstm-crf")
-    assert cfg["train"]["max_steps"] == 8000 and cfg["task"]["kind"] == "tag" and cfg["data"]["source"] == "conll2003"
+    assert cfg["train"]["max_steps"] == 12000 and cfg["task"]["kind"] == "tag" and cfg["data"]["source"] == "conll2003"
     assert set(cfg) == {"task", "data", "model", "train"} and cfg["model"]["arch"] == "lstm"
     with pytest.raises(SeqlabError, match="unknown preset 'ner-bilstm-crff'; valid presets: .*ner-bilstm-crf"):
         seqlab.preset_config("ner-bilstm-crff")

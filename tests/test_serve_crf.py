@@ -33,9 +33,10 @@ def runs(serve_runs, tmp_path_factory):
     folder = tmp_path_factory.mktemp("serve_crf") / "crf"
     api.train_run("ner-bilstm-crf", folder / "ner", overrides=[
         *(f"data.{s}={data / f'ner.{s}.txt'}" for s in ("train", "valid", "test")), "data.min_freq=1",
-        "model.n_layers=1", "model.d_model=8", "model.hidden_size=8", "model.dropout=0", "train.max_steps=12",
-        "train.batch_size=8", "train.lr=3e-2", "train.eval_every=6", "train.save_every=6", "train.warmup_steps=1",
-        "train.progress=false", "train.device=cpu", "train.threads=1"], log=lambda *a, **k: None)
+        "data.tag_scheme=auto", "model.n_layers=1", "model.d_model=8", "model.hidden_size=8",
+        "model.tanh_hidden_size=8", "model.dropout=0", "train.max_steps=12", "train.batch_size=8", "train.lr=3e-2",
+        "train.eval_every=6", "train.save_every=6", "train.warmup_steps=1", "train.progress=false",
+        "train.device=cpu", "train.threads=1"], log=lambda *a, **k: None)
     return [root, folder], {**ids, "crf": CRF_ID}
 
 

@@ -85,8 +85,8 @@ class Vocab:
             seqlab: ids 0 to 3 are $\langle pad \rangle$, $\langle unk \rangle$, $\langle sos \rangle$ and
             $\langle eos \rangle$, then the words of the training data, most frequent first; a word seen fewer
             than ``data.min_freq`` times is left out and read as $\langle unk \rangle$.
-            default: data.min_freq = 1; presets: glove = 5, ner-bilstm = 2, ner-bilstm-crf = 2,
-            ner-transformer = 2, w2v-hs = 5, w2v-sgns = 5
+            default: data.min_freq = 1; presets: glove = 5, ner-bilstm = 2, ner-transformer = 2, w2v-hs = 5,
+            w2v-sgns = 5
         """
         cls._check_limits(min_freq, max_size)
         counts: Counter[str] = Counter()  # insertion order = first occurrence, which breaks ties below
