@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # and any other version or a bare range pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: demo test install install-test install-bench bench clean docs docs-serve docs-stale notebooks
+.PHONY: demo test install install-test install-bench bench bench-stale clean docs docs-serve docs-stale notebooks
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ docs-serve: $(VENV)/.installed-test
 # (tests/test_docs_results.py fails then too).
 docs-stale: $(VENV)/.installed
 	$(BIN)/python docs/page_results.py
+
+# The sections of bench/RESULTS.md older than the code they measured (bench/RESULTS.code.json), each with the files
+# that changed since its run; exit status 1 while any is stale.
+bench-stale: $(VENV)/.installed
+	$(BIN)/python bench/stale.py
 
 # The course's notebooks (seqlab/course/notebooks/, committed, in the wheel): generated from the tutorials and the
 # tour (docs/notebook_pages.py; tests/test_notebooks.py fails while they differ), then each run at the tiny size in a

@@ -172,6 +172,46 @@ def write_section(name: str, markdown: str, script: str | None = None) -> None:
              f"body sha256 {body_hash(body)}._\n<!-- {name}:end -->")
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
     write_results(RESULTS, put_block(text, name, block)[0])
+    record_code(name, script)
+
+
+# Benches that measure seqlab mostly in processes of their own (the CLI, the server, killed runs): a section of theirs
+# depends on the whole package, not on the modules the bench process itself imported.
+WHOLE_PACKAGE = frozenset({"bench/cli_startup.py", "bench/serve.py", "bench/faults.py"})
+REPO = Path(__file__).resolve().parents[1]
+
+
+def measured_files(script: str) -> list[str]:
+    """The files a section written by ``script`` measured, relative to the repository: the bench files this process
+    loaded (the script among them) and the seqlab source it imported (every seqlab file for :data:`WHOLE_PACKAGE`)."""
+    loaded = {Path(m.__file__).resolve() for m in list(sys.modules.values()) if getattr(m, "__file__", None)}
+    package = REPO / "seqlab"
+    if script in WHOLE_PACKAGE:
+        loaded |= set(package.rglob("*.py"))
+    bench = REPO / "bench"
+    files = {REPO / script} | {p for p in loaded if p.suffix == ".py" and (p.parent == bench or package in p.parents)}
+    return sorted(str(p.relative_to(REPO)) for p in files if p.is_file())
+
+
+def file_sha256(relative: str) -> str:
+    """sha256 of the repository file at ``relative`` as it is now; "missing" where it is gone."""
+    path = REPO / relative
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+
+
+def code_file() -> Path:
+    """What each section measured, for bench/stale.py: the files whose change makes a section older than its code,
+    written by :func:`write_section` beside RESULTS.md (``RESULTS.code.json``), one entry per section."""
+    return RESULTS.with_name(RESULTS.stem + ".code.json")
+
+
+def record_code(name: str, script: str) -> None:
+    """Record in :func:`code_file` the files section ``name`` measured, each with its sha256 (bench/stale.py)."""
+    code = code_file()
+    records = json.loads(code.read_text(encoding="utf-8")) if code.exists() else {}
+    records[name] = {"script": script, "recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                     "files": {path: file_sha256(path) for path in measured_files(script)}}
+    write_results(code, json.dumps(dict(sorted(records.items())), indent=1) + "\n")
 
 
 def body_hash(body: str) -> str:

@@ -11,6 +11,7 @@ fails until it is taken off), and re-recording a section on the final tree takes
 from __future__ import annotations
 
 import ast
+import json
 import re
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ _PATH = sys.path[:]  # put back after the imports: bench/onnx.py must not shadow
 sys.path.append(str(ROOT / "bench"))
 import common  # noqa: E402  (bench/common.py: the writer whose output this file checks)
 from common import HEADER, body_hash  # noqa: E402
+import stale  # noqa: E402  (bench/stale.py: which sections are older than their code)
 
 sys.path[:] = _PATH
 
@@ -107,6 +109,21 @@ def test_an_edited_section_fails_its_hash(tmp_path, monkeypatch):
         check_recorded_line("demo", edited)
     with pytest.raises(AssertionError, match="does not name avx2"):
         check_recorded_line("demo", lines[:-1] + [lines[-1].replace("avx2 yes, ", "")])
+
+
+def test_a_section_records_the_code_it_measured_and_stale_names_what_changed(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "RESULTS.md")
+    common.write_section("demo", "## Demo\n\n| a |\n| 1 |", script="bench/bleu.py")
+    record = json.loads((tmp_path / "RESULTS.code.json").read_text(encoding="utf-8"))["demo"]
+    assert record["script"] == "bench/bleu.py" and "bench/common.py" in record["files"]
+    assert any(path.startswith("seqlab/") for path in record["files"])  # common imports seqlab.base.machine
+    assert all(sha == common.file_sha256(path) for path, sha in record["files"].items())
+    names = {"demo": "bench/bleu.py", "old": "bench/bleu.py"}
+    assert stale.staleness({"demo": record}, names) == {
+        "demo": None, "old": "recorded before sections kept the code they measured: run bench/bleu.py again"}
+    changed = {**record, "files": {**record["files"], "bench/common.py": "0" * 64}}
+    assert stale.staleness({"demo": changed}, {"demo": "bench/bleu.py"})["demo"].startswith(
+        f"1 of its {len(record['files'])} files changed since {record['recorded']}: bench/common.py")
 
 
 def test_section_names_reads_constant_and_formatted_names(tmp_path):

@@ -1,0 +1,59 @@
+"""The sections of bench/RESULTS.md older than the code they measured, and why (``make bench-stale``).
+
+A section is current when every file its run measured (``bench/RESULTS.code.json``, written by
+``common.write_section``: the bench files and seqlab source the bench process loaded, the whole package for the
+benches that measure in processes of their own) still has the sha256 it had then. Otherwise it is named with the
+files that changed, or as recorded before sections kept that record. The GPU sections are listed like any other:
+re-record them when a GPU is lent. Exit status 1 while any section is stale.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, code_file, file_sha256  # noqa: E402
+
+SHOWN = 6  # changed files named per section; the rest counted
+
+
+def sections(text: str) -> dict[str, str]:
+    """{section name: its script} of every section in RESULTS.md, in file order."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"<!-- (\S+):start (\S+) -->", text)}
+
+
+def staleness(records: dict, names: dict[str, str]) -> dict[str, str | None]:
+    """{section: why it is stale, or None where it is current}."""
+    out: dict[str, str | None] = {}
+    for name, script in names.items():
+        record = records.get(name)
+        if record is None:
+            out[name] = f"recorded before sections kept the code they measured: run {script} again"
+            continue
+        changed = [path for path, sha in record["files"].items() if file_sha256(path) != sha]
+        if changed:
+            more = f" and {len(changed) - SHOWN} more" if len(changed) > SHOWN else ""
+            out[name] = (f"{len(changed)} of its {len(record['files'])} files changed since "
+                         f"{record['recorded']}: {', '.join(changed[:SHOWN])}{more}")
+        else:
+            out[name] = None
+    return out
+
+
+def main() -> int:
+    code = code_file()
+    records = json.loads(code.read_text(encoding="utf-8")) if code.exists() else {}
+    result = staleness(records, sections(RESULTS.read_text(encoding="utf-8")))
+    for name, why in result.items():
+        print(f"{name}: {'current' if why is None else 'stale, ' + why}")
+    stale = sum(why is not None for why in result.values())
+    print(f"{stale} of {len(result)} sections stale")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
