@@ -5,8 +5,9 @@ the norm placements :mod:`seqlab.nn.norm`, attention :mod:`seqlab.nn.attention`,
 FFN :mod:`seqlab.nn.feedforward`. Masks: boolean, True = may attend (:mod:`seqlab.nn.masks`); padding True = real.
 
 One return type per method: ``forward`` (``encode``/``decode`` of the encoder-decoder) returns the output, and
-its twin ``forward_with_weights`` (``encode_with_weights``/``decode_with_weights``) the same output with every
-layer's attention weights, an :class:`AttendedLayers` (computed on the equations path). ``TransformerLM.step`` is
+``forward_with_weights`` (``encode_with_weights``/``decode_with_weights``) the same output with every layer's
+attention weights, an :class:`AttendedLayers` (computed on the equations path): the same ``forward`` called with an
+:class:`AttentionRecord` that collects them, one flow. ``TransformerLM.step`` is
 the compiled decoding step: it skips ``forward``'s checks and reads no Python counter, so that torch.compile makes
 one graph for every position.
 
@@ -16,14 +17,14 @@ Shapes: batch; seq (src, tgt: source and target lengths); d_model; head; vocab.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
 from seqlab.base.errors import SeqlabError, check_positive, check_size
-from seqlab.nn.attention import IMPLS, Attended, KVCache, LayerKV, MultiHeadAttention, check_heads
+from seqlab.nn.attention import IMPLS, KVCache, LayerKV, MultiHeadAttention, check_heads
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.feedforward import ACTIVATIONS, FeedForward
 from seqlab.nn.masks import combine, key_padding_to_attn
@@ -150,11 +151,23 @@ class AttendedLayers(NamedTuple):
     cross_attn: list[Tensor]  # per layer: batch, head, tgt, src; empty without cross-attention
 
 
-def _attend(res: Residual, attn: MultiHeadAttention, x: Tensor, **kw) -> Attended:
-    """x joined with attn(enter(x)) through ``attn.forward_with_weights``: Attended(the new x (batch, seq,
-    d_model), attn's weights (batch, head, seq, keys))."""
-    y, weights = attn.forward_with_weights(res.enter(x), **kw)  # batch, seq, d_model; batch, head, seq, keys
-    return Attended(res.leave(x, y), weights)
+@dataclass
+class AttentionRecord:
+    """The attention weights one pass collects, layer after layer: the ``record`` argument of the layers', stacks'
+    and models' ``forward`` (given, each attention takes the equations path and appends its weights), so every
+    ``*_with_weights`` method is its ``forward`` with a record, one flow."""
+
+    self_attn: list[Tensor] = field(default_factory=list)  # per layer: batch, head, seq_q, seq_k
+    cross_attn: list[Tensor] = field(default_factory=list)  # per layer: batch, head, tgt, src
+
+    def attended(self, output: Tensor) -> AttendedLayers:
+        """``output`` with the weights recorded."""
+        return AttendedLayers(output, self.self_attn, self.cross_attn)
+
+
+def _self(record: AttentionRecord | None) -> list[Tensor] | None:
+    """Where a self-attention puts its weights: the record's list, or nowhere."""
+    return None if record is None else record.self_attn
 
 
 class EncoderLayer(nn.Module):
@@ -189,15 +202,17 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model)."""
-        x = self.self_res.leave(x, self.self_attn(self.self_res.enter(x), mask=mask))  # batch, seq, d_model
+    def forward(self, x: Tensor, mask: Tensor | None = None, record: AttentionRecord | None = None) -> Tensor:
+        """x (batch, seq, d_model), mask broadcastable to (batch, head, seq, seq) -> (batch, seq, d_model);
+        ``record`` collects the self-attention weights (batch, head, seq, seq)."""
+        y = self.self_attn(self.self_res.enter(x), mask=mask, weights=_self(record))  # batch, seq, d_model
+        x = self.self_res.leave(x, y)  # batch, seq, d_model
         return self.ff_res(x, self.ff)  # batch, seq, d_model
 
     def forward_with_weights(self, x: Tensor, mask: Tensor | None = None) -> AttendedLayers:
         """As :meth:`forward`: a one-layer AttendedLayers (self_attn: [(batch, head, seq, seq)])."""
-        x, w_self = _attend(self.self_res, self.self_attn, x, mask=mask)  # batch, seq, d_model
-        return AttendedLayers(self.ff_res(x, self.ff), [w_self], [])
+        record = AttentionRecord()
+        return record.attended(self(x, mask, record))
 
 
 class DecoderLayer(nn.Module):
@@ -218,28 +233,28 @@ class DecoderLayer(nn.Module):
         self.ff_res = Residual(cfg.d_model, cfg.norm, cfg.dropout, cfg.layer_norm_eps)
 
     def forward(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None,
-                memory_mask: Tensor | None = None, cache: LayerKV | None = None) -> Tensor:
+                memory_mask: Tensor | None = None, cache: LayerKV | None = None,
+                record: AttentionRecord | None = None) -> Tensor:
         """x (batch, tgt, d_model), memory (batch, src, d_model) -> (batch, tgt, d_model).
 
         ``mask`` is added to the causal mask of self-attention; ``memory_mask`` masks the memory keys;
-        ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`.
+        ``cache`` is this layer's :class:`~seqlab.nn.attention.LayerKV`; ``record`` collects the self-attention
+        weights (batch, head, tgt, tgt|keys) and the cross-attention weights (batch, head, tgt, src).
         """
-        y = self.self_attn(self.self_res.enter(x), mask=mask, cache=cache)  # batch, tgt, d_model
+        y = self.self_attn(self.self_res.enter(x), mask=mask, cache=cache, weights=_self(record))  # batch, tgt, d
         x = self.self_res.leave(x, y)  # batch, tgt, d_model
         if self.cross_attn is not None:
-            x = self.cross_res.leave(x, self.cross_attn(self.cross_res.enter(x), memory, memory_mask))
+            cross = None if record is None else record.cross_attn
+            y = self.cross_attn(self.cross_res.enter(x), memory, memory_mask, weights=cross)  # batch, tgt, d_model
+            x = self.cross_res.leave(x, y)  # batch, tgt, d_model
         return self.ff_res(x, self.ff)  # batch, tgt, d_model
 
     def forward_with_weights(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None,
                              memory_mask: Tensor | None = None, cache: LayerKV | None = None) -> AttendedLayers:
         """As :meth:`forward`: a one-layer AttendedLayers (self_attn: [(batch, head, tgt, tgt|max_len)],
         cross_attn: [(batch, head, tgt, src)] or [])."""
-        x, w_self = _attend(self.self_res, self.self_attn, x, mask=mask, cache=cache)  # batch, tgt, d_model
-        w_cross = []
-        if self.cross_attn is not None:
-            x, w = _attend(self.cross_res, self.cross_attn, x, context=memory, mask=memory_mask)
-            w_cross.append(w)  # batch, head, tgt, src
-        return AttendedLayers(self.ff_res(x, self.ff), [w_self], w_cross)
+        record = AttentionRecord()
+        return record.attended(self(x, memory, mask, memory_mask, cache, record))
 
 
 def _final_norm(cfg: TransformerConfig) -> nn.Module:
@@ -255,25 +270,22 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.norm = _final_norm(cfg)
 
-    def forward(self, x: Tensor, padding: Tensor | None = None) -> Tensor:
-        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model).
+    def forward(self, x: Tensor, padding: Tensor | None = None, record: AttentionRecord | None = None) -> Tensor:
+        """x (batch, src, d_model), padding (batch, src) True = real token -> (batch, src, d_model); ``record``
+        collects each layer's self-attention weights (batch, head, src, src).
 
         ``padding`` is :func:`seqlab.nn.masks.padding_mask`'s polarity, True = a real token (attended), the
         opposite of PyTorch's ``key_padding_mask`` (True = padding, ignored): invert a PyTorch mask (``~mask``)
         before passing it here."""
         mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
         for layer in self.layers:
-            x = layer(x, mask)  # batch, src, d_model
+            x = layer(x, mask, record)  # batch, src, d_model
         return self.norm(x)  # batch, src, d_model
 
     def forward_with_weights(self, x: Tensor, padding: Tensor | None = None) -> AttendedLayers:
         """As :meth:`forward`: an AttendedLayers with each layer's self-attention weights (batch, head, src, src)."""
-        mask = None if padding is None else key_padding_to_attn(padding)  # batch, 1, 1, src
-        w_self: list[Tensor] = []
-        for layer in self.layers:
-            x, ws, _ = layer.forward_with_weights(x, mask)  # batch, src, d_model
-            w_self += ws
-        return AttendedLayers(self.norm(x), w_self, [])  # batch, src, d_model
+        record = AttentionRecord()
+        return record.attended(self(x, padding, record))  # batch, src, d_model
 
 
 class Decoder(nn.Module):
@@ -299,29 +311,25 @@ class Decoder(nn.Module):
         return mask, memory_mask, [cache.layer(i, positions) for i in range(len(self.layers))]
 
     def forward(self, x: Tensor, memory: Tensor | None = None, padding: Tensor | None = None,
-                memory_padding: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
+                memory_padding: Tensor | None = None, cache: KVCache | None = None,
+                record: AttentionRecord | None = None) -> Tensor:
         """x (batch, tgt, d_model) -> (batch, tgt, d_model).
 
         ``padding`` marks the self-attention keys (batch, tgt), or (batch, max_len) cache slots with a
-        cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards.
+        cache; ``memory_padding`` (batch, src). The caller advances the cache afterwards. ``record`` collects
+        each layer's weights (:meth:`DecoderLayer.forward`).
         """
         mask, memory_mask, caches = self._layer_inputs(x.shape[1], padding, memory_padding, cache)
         for layer, layer_cache in zip(self.layers, caches):
-            x = layer(x, memory, mask, memory_mask, layer_cache)  # batch, tgt, d_model
+            x = layer(x, memory, mask, memory_mask, layer_cache, record)  # batch, tgt, d_model
         return self.norm(x)  # batch, tgt, d_model
 
     def forward_with_weights(self, x: Tensor, memory: Tensor | None = None, padding: Tensor | None = None,
                              memory_padding: Tensor | None = None, cache: KVCache | None = None) -> AttendedLayers:
         """As :meth:`forward`: an AttendedLayers with each layer's self-attention weights (batch, head, tgt,
         tgt|max_len) and, with cross-attention, its cross-attention weights (batch, head, tgt, src)."""
-        mask, memory_mask, caches = self._layer_inputs(x.shape[1], padding, memory_padding, cache)
-        w_self: list[Tensor] = []
-        w_cross: list[Tensor] = []
-        for layer, layer_cache in zip(self.layers, caches):
-            x, ws, wc = layer.forward_with_weights(x, memory, mask, memory_mask, layer_cache)  # batch, tgt, d_model
-            w_self += ws
-            w_cross += wc
-        return AttendedLayers(self.norm(x), w_self, w_cross)  # batch, tgt, d_model
+        record = AttentionRecord()
+        return record.attended(self(x, memory, padding, memory_padding, cache, record))  # batch, tgt, d_model
 
 
 def _init_gpt2(model: nn.Module, n_layers: int) -> None:
@@ -403,14 +411,16 @@ class TransformerLM(nn.Module):
                               cache.key_padding(seq))  # batch, keys (or None)
         return self.embed(ids, positions), padding  # batch, seq, d_model
 
-    def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None) -> Tensor:
+    def forward(self, ids: Tensor, cache: KVCache | None = None, padding: Tensor | None = None,
+                record: AttentionRecord | None = None) -> Tensor:
         """ids (batch, seq) -> logits (batch, seq, vocab).
 
         With a cache the tokens sit at positions cache.pos .. cache.pos + seq - 1, the keys are the
         cache's max_len slots and the cache is advanced by seq. ``padding``: (batch, keys), True = real.
+        ``record`` collects each layer's self-attention weights (batch, head, seq, keys).
         """
         x, padding = self._embed(ids, cache, padding)  # batch, seq, d_model
-        x = self.decoder(x, None, padding, None, cache)  # batch, seq, d_model
+        x = self.decoder(x, None, padding, None, cache, record)  # batch, seq, d_model
         if cache is not None:
             cache.advance(ids.shape[1])
         return self.head(x)  # logits: batch, seq, vocab
@@ -419,11 +429,8 @@ class TransformerLM(nn.Module):
                              padding: Tensor | None = None) -> AttendedLayers:
         """As :meth:`forward`: an AttendedLayers, output = the logits (batch, seq, vocab), self_attn = per-layer
         weights (batch, head, seq, keys); cross_attn is empty."""
-        x, padding = self._embed(ids, cache, padding)  # batch, seq, d_model
-        layers = self.decoder.forward_with_weights(x, None, padding, None, cache)  # output: batch, seq, d_model
-        if cache is not None:
-            cache.advance(ids.shape[1])
-        return layers._replace(output=self.head(layers.output))  # logits: batch, seq, vocab
+        record = AttentionRecord()
+        return record.attended(self(ids, cache, padding, record))  # logits: batch, seq, vocab
 
     def step(self, ids: Tensor, cache: KVCache) -> Tensor:
         """The incremental-decoding step: logits (batch, seq, vocab) for ids (batch, seq) at positions
@@ -472,14 +479,16 @@ class EncoderDecoder(nn.Module):
         _check_padding(src_padding, *src.shape)
         return self.src_embed(src, torch.arange(src.shape[1], device=src.device))  # batch, src, d_model
 
-    def encode(self, src: Tensor, src_padding: Tensor | None = None) -> Tensor:
-        """src (batch, src) -> memory (batch, src, d_model)."""
-        return self.encoder(self._embed_src(src, src_padding), src_padding)  # batch, src, d_model
+    def encode(self, src: Tensor, src_padding: Tensor | None = None, record: AttentionRecord | None = None
+               ) -> Tensor:
+        """src (batch, src) -> memory (batch, src, d_model); ``record`` collects the encoder's weights."""
+        return self.encoder(self._embed_src(src, src_padding), src_padding, record)  # batch, src, d_model
 
     def encode_with_weights(self, src: Tensor, src_padding: Tensor | None = None) -> AttendedLayers:
         """As :meth:`encode`: an AttendedLayers with the memory and the encoder's per-layer self-attention
         weights (batch, head, src, src)."""
-        return self.encoder.forward_with_weights(self._embed_src(src, src_padding), src_padding)
+        record = AttentionRecord()
+        return record.attended(self.encode(src, src_padding, record))  # batch, src, d_model
 
     def _embed_tgt(self, tgt: Tensor, tgt_padding: Tensor | None, cache: KVCache | None) -> Tensor:
         """The checks of a decoder pass, then embed(tgt) (batch, tgt, d_model) at its positions."""
@@ -491,12 +500,14 @@ class EncoderDecoder(nn.Module):
         return self.tgt_embed(tgt, positions)  # batch, tgt, d_model
 
     def decode(self, tgt: Tensor, memory: Tensor, src_padding: Tensor | None = None,
-               tgt_padding: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
+               tgt_padding: Tensor | None = None, cache: KVCache | None = None,
+               record: AttentionRecord | None = None) -> Tensor:
         """tgt (batch, tgt), memory (batch, src, d_model) -> logits (batch, tgt, tgt_vocab).
 
-        The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory)."""
+        The cache holds the decoder's self-attention keys/values (cross-attention is recomputed from memory).
+        ``record`` collects the decoder's self- and cross-attention weights."""
         x = self._embed_tgt(tgt, tgt_padding, cache)  # batch, tgt, d_model
-        x = self.decoder(x, memory, tgt_padding, src_padding, cache)  # batch, tgt, d_model
+        x = self.decoder(x, memory, tgt_padding, src_padding, cache, record)  # batch, tgt, d_model
         if cache is not None:
             cache.advance(tgt.shape[1])
         return self.head(x)  # logits: batch, tgt, tgt_vocab
@@ -505,11 +516,8 @@ class EncoderDecoder(nn.Module):
                             tgt_padding: Tensor | None = None, cache: KVCache | None = None) -> AttendedLayers:
         """As :meth:`decode`: an AttendedLayers with the logits, the decoder's per-layer self-attention
         (batch, head, tgt, tgt|max_len) and cross-attention (batch, head, tgt, src) weights."""
-        x = self._embed_tgt(tgt, tgt_padding, cache)  # batch, tgt, d_model
-        layers = self.decoder.forward_with_weights(x, memory, tgt_padding, src_padding, cache)
-        if cache is not None:
-            cache.advance(tgt.shape[1])
-        return layers._replace(output=self.head(layers.output))  # logits: batch, tgt, tgt_vocab
+        record = AttentionRecord()
+        return record.attended(self.decode(tgt, memory, src_padding, tgt_padding, cache, record))
 
     def forward(
         self,

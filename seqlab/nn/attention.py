@@ -399,17 +399,21 @@ class MultiHeadAttention(nn.Module):
         return q, k, v, mask, is_causal
 
     def forward(self, x: Tensor, context: Tensor | None = None, mask: Tensor | None = None,
-                cache: LayerKV | None = None) -> Tensor:
+                cache: LayerKV | None = None, weights: list[Tensor] | None = None) -> Tensor:
         """x (batch, seq_q, d_model), context (batch, seq_k, d_model) -> (batch, seq_q, d_model).
 
         ``mask`` broadcasts to (batch, head, seq_q, seq_k) (True = may attend); with ``cache`` the keys are the
-        cache's max_len slots. The path is :func:`attention_path`'s choice.
+        cache's max_len slots. The path is :func:`attention_path`'s choice; ``weights``, a list, collects this
+        call's attention weights (batch, head, seq_q, seq_k) and takes the equations path (SDPA does not expose
+        them): what :meth:`forward_with_weights` and the layers' ``record`` use.
         """
         q, k, v, mask, is_causal = self._heads(x, context, mask, cache)  # batch, head, seq, depth
         p = self.dropout if self.training else 0.0
         cached_step = cache is not None and q.shape[-2] == 1  # one query against the cache: a decode step
-        if attention_path(self.impl, q, p, cached_step) == "equations":
-            o = attention_equations(q, k, v, mask, p, self.training, is_causal)[0]  # batch, head, seq_q, depth
+        if weights is not None or attention_path(self.impl, q, p, cached_step) == "equations":
+            o, w = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
+            if weights is not None:
+                weights.append(w)  # batch, head, seq_q, seq_k
         else:
             o = attention_fused(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
         return self.out(merge_heads(o))  # batch, seq_q, d_model
@@ -418,10 +422,8 @@ class MultiHeadAttention(nn.Module):
                              cache: LayerKV | None = None) -> Attended:
         """As :meth:`forward`, through the equations path (SDPA does not expose the weights): Attended(output
         (batch, seq_q, d_model), weights (batch, head, seq_q, seq_k))."""
-        q, k, v, mask, is_causal = self._heads(x, context, mask, cache)  # batch, head, seq, depth
-        p = self.dropout if self.training else 0.0
-        o, weights = attention_equations(q, k, v, mask, p, self.training, is_causal)  # batch, head, seq_q, depth
-        return Attended(self.out(merge_heads(o)), weights)  # batch, seq_q, d_model
+        weights: list[Tensor] = []
+        return Attended(self(x, context, mask, cache, weights), weights[0])  # batch, seq_q, d_model
 
 
 def attention_path(impl: str, q: Tensor, dropout: float, cached_step: bool) -> str:
