@@ -52,6 +52,25 @@ def test_int8_rows_are_symmetric_per_row_quantisation():
     assert bool(((wo(x) - (x @ deq.T + lin.bias.detach())).abs() <= tol).all())
 
 
+def test_the_compiled_int8_product_reads_the_weights_as_words_and_equals_the_dequantized_product():
+    """The compiled step's int8 product (four byte lanes of int32 words, the scale after the sum) is the same
+    product as x · (Q·s)ᵀ + b summed in another order: within two float32 orders' bound of |x||W|ᵀ + |b|."""
+    from seqlab.nn.weight_only import _packs
+
+    lin = linear(n_in=32, n_out=10)
+    wo = WeightOnlyLinear(lin, "int8")
+    assert _packs(wo.weight) and not _packs(WeightOnlyLinear(linear(n_in=30), "int8").weight)
+    x = torch.randn(3, 5, 32)
+    words = wo.weight.view(torch.int32)  # the bytes of each word are four consecutive weights of a row
+    assert torch.equal(torch.stack([(words << (24 - 8 * b)) >> 24 for b in range(4)], -1).reshape(10, 32),
+                       wo.weight.to(torch.int32))
+    deq = wo.dequantized()
+    want = x @ deq.T + lin.bias.detach()  # 3, 5, 10
+    tol = 2 * gamma(32 + 2, torch.float32) * (x.abs() @ deq.abs().T + lin.bias.detach().abs())
+    got = wo._int8_packed(x)
+    assert got.shape == want.shape and bool(((got - want).abs() <= tol).all())
+
+
 def tiny_lm() -> TransformerLM:
     torch.manual_seed(0)
     return TransformerLM(TransformerLMConfig(vocab_size=13, n_layers=2, n_heads=2, d_model=16, d_ff=32, max_len=40,

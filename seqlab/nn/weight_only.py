@@ -12,9 +12,14 @@ Activations, biases, layer norms, the embeddings and the (tied) output head stay
 is written inside ``forward``; eagerly it materialises the fp32 weight at every call (slower than fp32), and
 under ``torch.compile`` (``decode.decode_step``, compiled without freezing so the conversion is not folded
 back into an fp32 constant) it is fused into the streaming products, which then read 2 or 1 byte per weight.
+The compiled int8 product reads the weights as int32 words, four weights each (``_int8_packed``): read as int8,
+inductor's vector load of 8 bytes went through a copy; as words the int8 step ran 3.0-4.2x faster (AMD EPYC,
+AVX2, the bench model at batch 1, one thread, four interleaved rounds beside other jobs: a ratio only).
 """
 
 from __future__ import annotations
+
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -49,11 +54,34 @@ class WeightOnlyLinear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in) -> (..., out)."""
+        if self.scale is not None and torch.compiler.is_compiling() and _packs(self.weight):
+            return self._int8_packed(x)
         return F.linear(x, self.dequantized(x.dtype), self.bias)
+
+    def _int8_packed(self, x: Tensor) -> Tensor:
+        """The int8 product as the compiled step computes it: y[r, n] = s_n · sum_b sum_j x[r, 4j + b] Q[n, 4j + b]
+        + b[n], reading Q as int32 words (out, in / 4) whose byte b is Q[n, 4j + b] (little-endian), each byte
+        widened by two shifts. Every load of the weights is then a whole vector of 32-bit words (inductor's
+        vectorised int8 load of 8 bytes into a 32-byte register goes through a copy) and the four sums over j are
+        four independent accumulators in one loop."""
+        *lead, width = x.shape
+        out = self.weight.shape[0]
+        words = self.weight.view(torch.int32)  # out, in / 4
+        xs = x.reshape(-1, width // 4, 4)  # rows, in / 4, 4
+        y = sum(xs[:, :, b].contiguous() @ ((words << (24 - 8 * b)) >> 24).to(x.dtype).t()
+                for b in range(4))  # rows, out
+        y = y * self.scale.to(x.dtype)  # rows, out
+        return (y if self.bias is None else y + self.bias).reshape(*lead, out)  # ..., out
 
     def extra_repr(self) -> str:
         out_features, in_features = self.weight.shape
         return f"in_features={in_features}, out_features={out_features}, weight={self.weight.dtype}"
+
+
+def _packs(weight: Tensor) -> bool:
+    """Whether an int8 weight (out, in) reads as int32 words in place: ``in`` a multiple of 4, a little-endian
+    machine, the rows contiguous."""
+    return weight.shape[1] % 4 == 0 and sys.byteorder == "little" and weight.is_contiguous()
 
 
 def to_weight_only(model: nn.Module, dtype: str) -> int:
