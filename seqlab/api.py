@@ -29,10 +29,9 @@ from seqlab.base.config import DataConfig, RunConfig, TrainConfig, dumps_toml
 from seqlab.base.errors import SeqlabError, given, spelled
 from seqlab.base.outputs import check_replaceable
 from seqlab.base.io import disk_full_message, is_disk_full, replace_atomic, write_text_atomic
-from seqlab.tasks import registry
-from seqlab.tasks.arguments import (check_config_source, check_out, check_run_arguments, check_training_device,
-                                    checked_callbacks, placed_on, spooled, staging_dir, with_device)
-from seqlab.tasks.registry import task_hooks
+from seqlab.tasks.arguments import check_config_source, check_out, check_run_arguments, checked_callbacks, placed_on
+from seqlab.tasks.protocol import TaskHooks
+from seqlab.tasks.registry import Resolved, resolve, resolve_run
 
 if TYPE_CHECKING:  # annotations only: importing them here would load torch for `seqlab --help`
     import torch
@@ -94,7 +93,11 @@ def _unused_train_key(key: str, cfg: RunConfig) -> bool:
 
 
 def read_run_config(run_dir: str | Path) -> RunConfig:
-    run_dir = Path(run_dir)
+    """The config a run directory records (its ``config.toml``), resolved."""
+    return _read_run(Path(run_dir)).config
+
+
+def _read_run(run_dir: Path) -> Resolved:
     if not run_dir.exists():
         raise SeqlabError(f"run directory {run_dir} not found; train one with `seqlab train PRESET --out {run_dir}`")
     if not run_dir.is_dir():
@@ -104,7 +107,7 @@ def read_run_config(run_dir: str | Path) -> RunConfig:
         raise SeqlabError(f"{run_dir} is not a run directory (no config.toml); give the folder `seqlab train` wrote")
     # a run written by an earlier version records every train key: those its task does not use are dropped
     raw = rundir.located(tomllib.loads(path.read_text(encoding="utf-8")), run_dir)  # in-run inputs found where it is
-    return registry.from_dict(raw, drop_unused=True)
+    return resolve_run(raw, drop_unused=True)
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log=_info) -> rundir.RunLock:
@@ -164,18 +167,17 @@ def _sigterm_ends(lock: rundir.RunLock | None, run_dir: Path):
 
 
 @contextlib.contextmanager
-def _caller_state_kept(device: str | None, cfg: RunConfig | None = None, loading: bool = False):
+def _caller_state_kept(device: str | None, torch_free: bool = False):
     """The caller's process state, put back on leaving: torch's random state (the CPU generator, and the CUDA ones
     once CUDA is in use or the call runs on it: ``torch.manual_seed`` seeds them all), the thread counts of
     torch and numba, and the environment (torch sets ``TORCHINDUCTOR_CACHE_DIR`` when the optimizer first
     imports ``torch._dynamo``). Inside, the Trainer and the tasks seed torch's generators, :func:`_run_threads` sets
     ``train.threads`` as before, so a run, and its resume, draws the same numbers bit for bit. A CPU call in a
     process that has not started CUDA leaves the CUDA generators unstarted (with the seed torch queues for
-    them when they start). Where the call imports no torch (training ``cfg``, or with ``loading`` reading its
-    run: the task's ``torch_free(cfg, loading=)`` says so, as word vectors on the numba engine do) and the caller
-    has not imported it either, there is no torch state to keep, and torch stays unimported."""
-    free = cfg is not None and task_hooks(cfg.task.kind).torch_free(cfg, loading=loading)
-    keep_torch = "torch" in sys.modules or not free
+    them when they start). Where the call imports no torch (``torch_free``: the task's ``torch_free(cfg,
+    loading=)`` for training the run or reading it, as word vectors on the numba engine do) and the caller has not
+    imported it either, there is no torch state to keep, and torch stays unimported."""
+    keep_torch = "torch" in sys.modules or not torch_free
     numba_threads, environ = _numba_threads(), dict(os.environ)
     try:
         with _torch_state_kept(device) if keep_torch else contextlib.nullcontext():
@@ -231,7 +233,7 @@ def _restore_numba_threads(before: int | None) -> None:
         numba.set_num_threads(wanted)
 
 
-def _run_threads(cfg: RunConfig, task) -> None:
+def _run_threads(cfg: RunConfig, task: TaskHooks) -> None:
     """``train.threads`` for the run, set by this entry point (the one owner of the process's thread counts in a
     library call; :func:`_caller_state_kept` puts the caller's back): numba's pool for the kernels of a run that
     imports no torch (word vectors on the numba engine: one thread per Hogwild share, 0 = every core numba may
@@ -248,53 +250,46 @@ def _run_threads(cfg: RunConfig, task) -> None:
         torch.set_num_threads(cfg.train.threads)
 
 
-def _run_config(cfg: RunConfig | str, overrides: list[str] | None = None) -> RunConfig:
-    """The run config of a preset name, a TOML path or a RunConfig, completed, with ``overrides``
-    ("section.key=value" strings) applied: a RunConfig's too, never dropped (:func:`train_run`, :func:`prepare`)."""
-    if isinstance(cfg, str):
-        return registry.resolve(cfg, overrides)
-    return registry.from_sections(cfg, None, overrides) if overrides else registry.complete(cfg)
-
-
 def train_run(cfg: RunConfig | str, out: str | Path | None = None, *, overrides: list[str] | None = None,
               resume: bool | Literal["auto"] = False, force: bool = False, log: Callable[..., Any] | None = None,
-              callbacks: Iterable[Any] = (), inputs: Path | None = None) -> Path:
-    """Train a run config (a RunConfig, a preset name or a TOML path) into ``out``; returns the run directory:
-    what ``seqlab train`` runs (:func:`train` is the notebook form, returning the trained object).
+              callbacks: Iterable[Any] = ()) -> Path:
+    """Train a run config (a RunConfig, a preset name or a TOML path, with ``overrides``, "section.key=value"
+    strings, applied: a RunConfig's too, never dropped) into ``out``; returns the run directory: what ``seqlab
+    train`` runs (:func:`train` is the notebook form, returning the trained object).
 
     The run directory appears when training starts: an error before the run's first checkpoint (bad data, a
     full disk, SIGTERM) removes what this call created and puts back what ``force`` replaced. One process
-    writes a run (``lock.json``); a second one is refused. ``inputs``: a folder of files staged outside the
-    run, each moved into ``RUN/input/`` once the run directory is locked (in-memory data, which ``cfg``'s
-    data keys already name there). The caller's random state, thread counts and environment are as they were
-    afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed`` hold for the run only.
-    ``resume``: True, False or ``"auto"`` (:func:`seqlab.training.rundir.resume_wanted`)."""
+    writes a run (``lock.json``); a second one is refused. The caller's random state, thread counts and
+    environment are as they were afterwards (:func:`_caller_state_kept`): ``train.threads`` and ``train.seed``
+    hold for the run only. ``resume``: True, False or ``"auto"`` (:func:`seqlab.training.rundir.resume_wanted`)."""
     check_out(out)
     check_run_arguments(overrides=overrides, resume=resume, force=force, log=log)
     check_config_source(cfg)
     callbacks = checked_callbacks(callbacks)
-    log = log or _info
-    name = cfg if isinstance(cfg, str) else None
-    cfg = _run_config(cfg, overrides)
-    check_training_device(cfg)
-    run_dir = Path(out) if out else Path("runs") / (Path(name).stem if name else cfg.task.kind)
+    run_dir = Path(out) if out else Path("runs") / (Path(cfg).stem if isinstance(cfg, str) else cfg.task.kind)
     resume = rundir.resume_wanted(resume, run_dir)
+    run = resolve_run(cfg, overrides=overrides, run_dir=run_dir, resume=resume)
+    return _train_resolved(run, run_dir, resume=resume, force=force, log=log or _info, callbacks=callbacks)
+
+
+def _train_resolved(run: Resolved, run_dir: Path, *, resume: bool, force: bool, log: Callable[..., Any],
+                    callbacks: Iterable[Any]) -> Path:
+    """Train the resolved run into ``run_dir`` (:func:`train_run`, :func:`train`)."""
     if resume:
-        rundir.check_resume_length(cfg, run_dir, task_hooks(cfg.task.kind).LENGTH_KEY)
-    with _caller_state_kept(cfg.train.device, cfg):  # _run_threads sets train.threads, the Trainer seeds torch
-        return _train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=inputs)
+        rundir.check_resume_length(run.config, run_dir, run.task.LENGTH_KEY)
+    # _run_threads sets train.threads, the Trainer seeds torch
+    with _caller_state_kept(run.config.train.device, run.task.torch_free(run.config)):
+        return _train_run(run, run_dir, resume=resume, force=force, log=log, callbacks=callbacks)
 
 
-def _train_run(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, log: Callable[..., Any],
-               callbacks: Iterable[Any], inputs: Path | None) -> Path:
+def _train_run(run: Resolved, run_dir: Path, *, resume: bool, force: bool, log: Callable[..., Any],
+               callbacks: Iterable[Any]) -> Path:
     from seqlab.training.callbacks import calling
     from seqlab.training.devices import init_distributed
 
+    cfg, task, inputs = run.config, run.task, run.inputs
     dist = init_distributed("cuda" if cfg.train.device == "cuda" else "cpu")
-    task = task_hooks(cfg.task.kind)
     _run_threads(cfg, task)
-    if not (resume and checkpoint.exists(run_dir)):
-        task.check_config(cfg)  # inputs a task checks before any write
     lock = prepare_run_dir(cfg, run_dir, resume=resume, force=force, log=log) if dist.main else None
     with _sigterm_ends(lock, run_dir):
         try:
@@ -371,33 +366,21 @@ def train(preset_or_config: RunConfig | str, out: str | Path | None = None, *, t
     ``train.progress = false``, one summary line per evaluation through ``log``. Ctrl-C (a notebook's Interrupt)
     saves a checkpoint and raises :class:`Interrupted`; ``resume=True`` continues. Under ``torchrun`` every
     process returns the object."""
-    from seqlab.data.in_memory import check_form
-
     check_out(out)
     check_run_arguments(overrides=overrides, resume=resume, force=force, log=log)
     check_config_source(preset_or_config)
-    cfg = with_device(registry.from_sections(preset_or_config, config, overrides), device)
-    check_training_device(cfg)
     callbacks = checked_callbacks(callbacks)
-    name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else cfg.task.kind
+    name = Path(preset_or_config).stem if isinstance(preset_or_config, str) else preset_or_config.task.kind
     run_dir = Path(out) if out is not None else fresh_run_dir(name)
     resume = rundir.resume_wanted(resume, run_dir)  # before any write: a missing run to resume creates nothing
-    given = {split: data for split, data in (("train", train_data), ("valid", valid_data), ("test", test_data))
-             if data is not None}
-    if given and "train" not in given:
-        raise SeqlabError("valid_data / test_data need train_data too; give train_data, or name files in "
-                          "config={'data': {'train': ..., 'valid': ..., 'test': ...}}")
-    for split, data in given.items():
-        check_form(cfg.task.kind, data, f"{split}_data")  # the data's form, before the staging folder is made
-    if out is None:
-        (log or _info)(f"training {name} into {run_dir}")
-    with contextlib.ExitStack() as stack:
-        staged = None
-        if given:
-            staged = Path(stack.enter_context(staging_dir(run_dir)))
-            cfg = spooled(cfg, given, staged, run_dir.resolve() / INPUT_DIR)
-        train_run(cfg, run_dir, resume=resume, force=force, log=log, callbacks=callbacks, inputs=staged)
-    return load(run_dir, device=placed_on(cfg))
+    data = {"train": train_data, "valid": valid_data, "test": test_data}
+    with contextlib.ExitStack() as stack:  # holds the folder in-memory data is staged in until the run takes it
+        run = resolve_run(preset_or_config, sections=config, overrides=overrides, device=device, data=data,
+                          run_dir=run_dir, resume=resume, stack=stack)
+        if out is None:
+            (log or _info)(f"training {name} into {run_dir}")
+        _train_resolved(run, run_dir, resume=resume, force=force, log=log or _info, callbacks=callbacks)
+    return load(run_dir, device=placed_on(run.config))
 
 
 def fresh_run_dir(name: str, root: Path = Path("runs")) -> Path:
@@ -443,7 +426,7 @@ def preset_config(name: str) -> dict[str, dict[str, Any]]:
 
     if not isinstance(name, str) or name not in preset_names():
         raise SeqlabError(f"unknown preset {name!r}; valid presets: {', '.join(preset_names())}")
-    return registry.resolve(name).to_dict()
+    return resolve(name).to_dict()
 
 
 def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | None = None, force: bool = False,
@@ -451,8 +434,8 @@ def prepare(cfg: RunConfig | str, out: str | Path, *, overrides: list[str] | Non
     """Prepare a config's data once into the folder ``out`` (``seqlab data prepare``), for runs to reuse with
     ``data.prepared=OUT``; returns its manifest. The folder appears complete or not at all; an existing one
     is replaced only with ``force``. Language modelling (task.kind = lm) only, for now."""
-    cfg = _run_config(cfg, overrides)
-    prepare_task = task_hooks(cfg.task.kind).prepare
+    run = resolve_run(cfg, overrides=overrides)
+    cfg, prepare_task = run.config, run.task.prepare
     if prepare_task is None:
         raise SeqlabError(f'seqlab data prepare supports task.kind = "lm"; this config has task.kind = '
                           f'"{cfg.task.kind}", whose data `seqlab train` prepares in the run directory')
@@ -516,13 +499,14 @@ def load(run_dir: str | Path, device: str | None = None, last: bool = False) -> 
     if not isinstance(last, bool):
         raise SeqlabError(f"last must be True or False, got {last!r}")
     run_dir = Path(run_dir)
-    cfg = read_run_config(run_dir)
+    run = _read_run(run_dir)
+    cfg = run.config
     weights = checkpoint_dir(run_dir, last)
     try:
-        with _caller_state_kept(device, cfg, loading=True):
+        with _caller_state_kept(device, run.task.torch_free(cfg, loading=True)):
             for _ in range(5):  # a checkpoint committed while we loaded (the run is training): load again
                 state = checkpoint.load_state(weights)
-                obj = task_hooks(cfg.task.kind).load(run_dir, cfg, device=device, weights=weights)
+                obj = run.task.load(run_dir, cfg, device=device, weights=weights)
                 if checkpoint.load_state(weights) == state:
                     break
     except checkpoint.DamagedCheckpoint as e:

@@ -246,7 +246,7 @@ def test_reading_a_run_config_drops_unused_keys_but_a_user_config_refuses_them()
     assert cfg == tasks.resolve("w2v-sgns") and cfg.train.max_steps == TrainConfig().max_steps
 
 
-# --- model keys the run would not use; from_sections (the Python API's dict of sections) ---
+# --- model keys the run would not use; sections (the Python API's dict of sections) ---
 
 def test_ar_p_under_order_selection_is_refused_on_the_command_line(tmp_path, capsys):
     with pytest.raises(SeqlabError, match=r"^model\.p is not used while model\.max_p = 30 chooses p by model\.ic; "
@@ -270,7 +270,7 @@ def test_ar_p_under_order_selection_is_refused_on_the_command_line(tmp_path, cap
                                     r"arch, pretrained, dropout, max_len"),
 ])
 def test_a_model_key_the_user_sets_but_the_run_would_not_use_is_refused(preset, model, match):
-    for resolve in (lambda: registry.from_sections(preset, {"model": model}),
+    for resolve in (lambda: registry.resolve(preset, sections={"model": model}),
                     lambda: registry.resolve(preset, [f"model.{k}={v!r}".replace("'", '"') for k, v in model.items()])):
         with pytest.raises(SeqlabError, match=match) as err:
             resolve()
@@ -283,16 +283,16 @@ def test_a_model_key_the_user_sets_but_the_run_would_not_use_is_refused(preset, 
     ("lm-lstm", {"arch": "rnn", "cell": "rnn", "nonlinearity": "relu"}),
 ])
 def test_the_same_keys_are_used_once_the_deciding_key_allows_them(preset, model):
-    cfg = registry.from_sections(preset, {"model": model})
+    cfg = registry.resolve(preset, sections={"model": model})
     assert all(getattr(cfg.model, k) == v for k, v in model.items() if k != "arch")
 
 
-def test_from_sections_applies_sections_then_overrides_checked_as_set():
-    cfg = registry.from_sections("lm-char", {"model": {"n_layers": 3}, "train": {"max_steps": 7, "lr": 0.01}},
-                                 ["train.max_steps=9"])
+def test_sections_apply_then_overrides_checked_as_set():
+    cfg = registry.resolve("lm-char", ["train.max_steps=9"],
+                           sections={"model": {"n_layers": 3}, "train": {"max_steps": 7, "lr": 0.01}})
     assert (cfg.model.n_layers, cfg.train.max_steps, cfg.train.lr) == (3, 9, 0.01)
     assert cfg == registry.resolve("lm-char", ["model.n_layers=3", "train.lr=0.01", "train.max_steps=9"])
-    assert registry.from_sections("lm-char", None) == registry.from_sections("lm-char", {}) == tasks.resolve("lm-char")
+    assert registry.resolve("lm-char", sections={}) == tasks.resolve("lm-char")
     cases = [({"optim": {"lr": 1}}, r"^unknown config section 'optim'; valid sections: task, data, model, train$"),
              ({"model": 4}, r"^section model must be a dict of keys"),
              ({"train": {1: 2}}, r"^section train: key 1 is not a str"),
@@ -302,23 +302,23 @@ def test_from_sections_applies_sections_then_overrides_checked_as_set():
              ({"train": {"warmup_steps": 10}}, r'^train\.warmup_steps is not used by task\.kind = "embed"')]
     for sections, match in cases:
         with pytest.raises(SeqlabError, match=match):
-            registry.from_sections("w2v-sgns" if "warmup_steps" in str(sections) else "lm-char", sections)
+            registry.resolve("w2v-sgns" if "warmup_steps" in str(sections) else "lm-char", sections=sections)
 
 
-def test_from_sections_on_a_run_config_applies_the_overrides_too():
+def test_sections_on_a_run_config_apply_the_overrides_too():
     for name in config.preset_names():  # a RunConfig's own dict is the base: nothing changes without sections
         cfg = tasks.resolve(name)
-        assert registry.from_sections(cfg, None) == cfg, name
+        assert registry.resolve(cfg) == cfg, name
     ar = tasks.resolve("ar")
-    assert registry.from_sections(ar, None, ["model.max_p=0", "model.p=4"]).model.p == 4  # not dropped
-    assert registry.from_sections(ar, {"model": {"max_p": 3}}).model.max_p == 3
+    assert registry.resolve(ar, ["model.max_p=0", "model.p=4"]).model.p == 4  # not dropped
+    assert registry.resolve(ar, sections={"model": {"max_p": 3}}).model.max_p == 3
     by_hand = config.RunConfig(task=config.TaskConfig("forecast"), model=registry.model_config_class(
-        "forecast", "ar")(max_p=4), arch="ar")  # every TrainConfig key: complete() keeps those the task uses
-    assert registry.from_sections(by_hand, {"train": {"progress": False}}).train.progress is False
+        "forecast", "ar")(max_p=4), arch="ar")  # every TrainConfig key: the pass keeps those the task uses
+    assert registry.resolve(by_hand, sections={"train": {"progress": False}}).train.progress is False
     with pytest.raises(SeqlabError, match=r"model\.p is not used while model\.max_p = 4"):
-        registry.from_sections(by_hand, None, ["model.p=3"])
+        registry.resolve(by_hand, ["model.p=3"])
     with pytest.raises(SeqlabError, match=r'train\.lr is not used by task\.kind = "forecast"'):
-        registry.from_sections(ar, {"train": {"lr": 0.1}})
+        registry.resolve(ar, sections={"train": {"lr": 0.1}})
 
 
 def test_parsed_config_records_the_keys_the_user_set():

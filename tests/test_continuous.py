@@ -110,5 +110,6 @@ def test_eos_and_a_closed_stream_leave_the_batch():
     assert [x.token for x in ended] == free[:free.index(free[4]) + 1]
     s = b.submit([5, 6, 7], 200)
     first = next(s)
-    s.close()
-    assert 1 <= 1 + sum(1 for _ in s) <= 3 and isinstance(first.token, int)  # it leaves at the next step
+    s.close()  # the row leaves at the loop's next step: what it queued by now, and at most the step in flight
+    queued = s._queue.qsize()  # the loop runs in its own thread: on a loaded machine it may be several tokens ahead
+    assert sum(1 for _ in s) <= queued + 1 and isinstance(first.token, int)

@@ -120,7 +120,7 @@ def test_a_planted_module_breaking_the_protocol_is_caught(tmp_path):
 
 def test_the_defaults_are_what_a_task_without_the_hook_gets():
     hooks = registry.task_hooks("translate")  # defines none of the optional hooks but BEST_BY
-    assert hooks.LENGTH_KEY == "max_steps" and hooks.prepare is None and hooks.check_config is protocol.no_check
+    assert hooks.LENGTH_KEY == "max_steps" and hooks.prepare is None and hooks.check_config is None
     assert hooks.torch_free(None, loading=True) is False
     assert registry.task_hooks("embed").LENGTH_KEY == "epochs" and registry.task_hooks("lm").prepare is not None
 

@@ -7,8 +7,9 @@ A run config has four sections (docs/manual.md, "Config conventions"):
 - ``model`` -- the model's own frozen dataclass, chosen by ``model.arch`` (and ``task.kind``).
 - ``train`` -- :class:`TrainConfig`: the optimiser, schedule, precision and bookkeeping.
 
-This module knows no task: :func:`parse` validates the ``task``, ``data`` and ``train`` sections and keeps
-``model`` as given. The task layer (:mod:`seqlab.tasks.registry`) knows which model config each
+This module knows no task: :func:`read` takes a preset, TOML file, RunConfig or dict with sections and ``--set``
+overrides on top, and :func:`parse` validates the ``task``, ``data`` and ``train`` sections and keeps ``model`` as
+given. The task layer (:mod:`seqlab.tasks.registry`) knows which model config each
 ``task.kind`` / ``model.arch`` builds and which ``train.*`` keys each task uses, and turns a
 :class:`ParsedConfig` into the :class:`RunConfig` a run is trained from.
 
@@ -201,7 +202,7 @@ class ParsedConfig:
     arch: str  # model.arch
     model: dict[str, Any]  # the other model.* keys, as given
     given: frozenset[str] = frozenset()  # "section.key" the user set (--set, sections), not the preset or file:
-    # a model key the user set that the other keys leave unused is refused (seqlab.tasks.registry.build)
+    # a model key the user set that the other keys leave unused is refused (seqlab.tasks.registry.resolve_run)
 
 
 @dataclass(frozen=True)
@@ -302,6 +303,20 @@ def preset_summary(name: str) -> str:
         if line.startswith("#"):
             return line.lstrip("# ").strip()
     return ""
+
+
+def read(source: str | RunConfig | Mapping[str, Any], sections: Mapping[str, Any] | None = None,
+         overrides: list[str] | None = None) -> ParsedConfig:
+    """A preset name, TOML path, RunConfig (its :meth:`~RunConfig.to_dict`) or dict of sections, then ``sections``
+    ({"model": {"n_layers": 4}}), then ``--set`` overrides, parsed: the keys ``sections`` and ``overrides`` set are
+    the user's (:attr:`ParsedConfig.given`). A dict on its own is parsed as it is (a run's config.toml)."""
+    base = source.to_dict() if isinstance(source, RunConfig) else dict(source) if isinstance(source, Mapping) \
+        else load_preset_or_file(source)
+    over = parse_overrides(overrides or [])
+    if isinstance(source, Mapping) and sections is None and not over:
+        return parse(base)  # as written: a run's config.toml
+    raw = merge_sections(merge_sections(base, {} if sections is None else sections), over)  # checks they are dicts
+    return parse(raw, given=given_keys(sections or {}) | given_keys(over))
 
 
 def load_preset_or_file(name_or_path: str) -> dict[str, Any]:

@@ -54,7 +54,6 @@ def run(args) -> int:
     from seqlab.api import Interrupted, load, train_run
     from seqlab.base.errors import SeqlabError
     from seqlab.training.optim import probe_rate
-    from seqlab.tasks import resolve
 
     if args.minutes <= 0 or args.steps < 0:
         raise SeqlabError("--minutes must be > 0 and --steps >= 0")
@@ -66,7 +65,7 @@ def run(args) -> int:
         def probe(extra: list[str], run_dir: Path) -> None:
             config = [*DEMO_OVERRIDES, "data.source=pydocs", *size_overrides(SIZES[0]), f"train.threads={threads}",
                       *extra]
-            train_run(resolve("lm-char", config), run_dir, force=True, log=lambda *a, **k: None)
+            train_run("lm-char", run_dir, overrides=config, force=True, log=lambda *a, **k: None)
 
         return probe_rate(probe, Path(args.out))
 
@@ -84,11 +83,11 @@ def run(args) -> int:
         log(f"demo: {rate:.1f} steps/s on this machine{note}; {chosen.affordable:,} steps fit {args.minutes:g} min; "
             "the schedule's decay follows the clock, to end with the budget")
     log(chosen.describe())
-    cfg = resolve("lm-char", [*DEMO_OVERRIDES, *chosen.overrides(minutes), *threads])
+    overrides = [*DEMO_OVERRIDES, *chosen.overrides(minutes), *threads]
 
     t0 = time.perf_counter()
     try:
-        run_dir = train_run(cfg, args.out, force=True, log=log)
+        run_dir = train_run("lm-char", args.out, overrides=overrides, force=True, log=log)
     except Interrupted as e:
         log(str(e))
         return e.exit_code

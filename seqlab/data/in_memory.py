@@ -97,6 +97,16 @@ def spool(kind: str, data: Any, path: Path, what: str = "train_data", tokenizer:
     return path
 
 
+def spool_splits(kind: str, splits: dict[str, Any], folder: Path, tokenizer: str | None = None, *, src: str = "src",
+                 tgt: str = "tgt") -> dict[str, str]:
+    """:func:`spool` each split ({"train": ..., "valid": ...}) into ``folder`` as :func:`data_file_name` names it
+    (``what`` is ``train_data`` and so on); returns the file name of each split."""
+    names = {split: data_file_name(kind, split) for split in splits}
+    for split, data in splits.items():
+        spool(kind, data, folder / names[split], what=f"{split}_data", tokenizer=tokenizer, src=src, tgt=tgt)
+    return names
+
+
 def check_form(kind: str, data: Any, what: str = "train_data") -> None:
     """Refuse ``data`` whose form as a whole is not ``kind``'s (not an iterable of items, a DataFrame the task
     cannot read as its items) as :func:`spool` would, without reading any item (a generator stays unconsumed):

@@ -71,7 +71,7 @@ class ARConfig:
 
     def unused_keys(self) -> dict[str, str]:
         """The keys this combination leaves unused, each with why and the fix (a user who sets one is told:
-        seqlab.tasks.registry.build): ``p`` while ``max_p`` chooses it, ``ic`` while ``max_p = 0``."""
+        seqlab.tasks.registry.resolve_run): ``p`` while ``max_p`` chooses it, ``ic`` while ``max_p = 0``."""
         if self.max_p:
             return {"p": f"while model.max_p = {self.max_p} chooses p by model.ic; also set model.max_p=0 to fit "
                          f"AR({self.p})"}

@@ -69,7 +69,7 @@ class RecurrentForecasterConfig:
         self.stack_config()  # validates cell, impl, sizes and dropout
 
     def unused_keys(self) -> dict[str, str]:
-        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.build)."""
+        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.resolve_run)."""
         if self.n_layers == 1:  # dropout acts between stacked layers only (RecurrentStack, as torch.nn.LSTM)
             return {"dropout": "while model.n_layers = 1 (it acts between stacked layers only); set "
                                "model.n_layers >= 2, or remove model.dropout"}

@@ -57,7 +57,7 @@ class RecurrentModelConfig:
         self.stack_config()  # validates cell, nonlinearity, impl, sizes and dropout
 
     def unused_keys(self) -> dict[str, str]:
-        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.build)."""
+        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.resolve_run)."""
         if self.cell != "rnn":
             return {"nonlinearity": f"while model.cell = {self.cell!r} (it is the Elman rnn cell's g only); "
                                     "remove model.nonlinearity"}

@@ -92,7 +92,7 @@ class Word2VecConfig:
             raise ValueError(f"engine must be one of auto, numba, torch; got {self.engine!r}")
 
     def unused_keys(self) -> dict[str, str]:
-        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.build)."""
+        """The keys this combination leaves unused, each with why and the fix (seqlab.tasks.registry.resolve_run)."""
         if self.negative == 0:  # model.arch = "hs" without negative sampling: no noise distribution
             return {"ns_exponent": "while model.negative = 0 draws no noise words; set model.negative >= 1 to add "
                                    "negative sampling, or remove model.ns_exponent"}

@@ -5,14 +5,15 @@ hooks each may define (``MODEL_CONFIGS``, ``TRAIN_KEYS``, ``train``, ``load`` re
 ``LENGTH_KEY``, ``torch_free``, ``check_config``, ``prepare`` optional, each with its default), and
 :func:`~seqlab.tasks.registry.task_hooks` reads them.
 
-:mod:`seqlab.tasks.registry` maps a config to its task and model config: :func:`resolve` and
-:func:`from_dict` build the :class:`~seqlab.base.config.RunConfig` of a preset, TOML file or dict.
+:mod:`seqlab.tasks.registry` maps a config to its task and model config: :func:`resolve_run` resolves a run's
+config in one pass (every entry point calls it); :func:`resolve` and :func:`from_dict` give the
+:class:`~seqlab.base.config.RunConfig` of a preset, TOML file, RunConfig or dict.
 """
 
 from __future__ import annotations
 
-from seqlab.tasks.registry import (DERIVED_MODEL_KEYS, from_dict, model_config_class, resolve, task_hooks,
-                                   task_module, train_keys)
+from seqlab.tasks.registry import (DERIVED_MODEL_KEYS, Resolved, from_dict, model_config_class, resolve, resolve_run,
+                                   task_hooks, task_module, train_keys)
 
-__all__ = ["DERIVED_MODEL_KEYS", "from_dict", "model_config_class", "resolve", "task_hooks", "task_module",
-           "train_keys"]
+__all__ = ["DERIVED_MODEL_KEYS", "Resolved", "from_dict", "model_config_class", "resolve", "resolve_run",
+           "task_hooks", "task_module", "train_keys"]

@@ -21,8 +21,8 @@ The hooks:
   Trainer counts epochs (word2vec and GloVe); a resume may not ask for less than the run has done;
 - ``torch_free(cfg, *, loading=False)``: whether training the run (or, with ``loading``, reading it) imports no
   torch (never, by default);
-- ``check_config(cfg)``: what is wrong with a config's inputs, raised before a run directory is written (nothing,
-  by default);
+- ``check_config(cfg)``: what is wrong with a config's inputs, raised before a run directory is written (``None``,
+  by default: nothing to check);
 - ``prepare(cfg, out, *, force=False, progress=True)``: ``seqlab data prepare``, the data prepared once for runs
   to reuse (``None``, by default: the task prepares its data in the run directory).
 """
@@ -71,10 +71,6 @@ def never_torch_free(cfg: RunConfig, *, loading: bool = False) -> bool:
     return False
 
 
-def no_check(cfg: RunConfig) -> None:
-    """The default ``check_config``: nothing to check before the run directory is written."""
-
-
 @dataclass(frozen=True)
 class TaskHooks:
     """A task module's hooks, its defaults filled in (the module docstring describes each)."""
@@ -86,7 +82,7 @@ class TaskHooks:
     BEST_BY: tuple[str, ...] = ("loss",)
     LENGTH_KEY: Literal["max_steps", "epochs"] = "max_steps"
     torch_free: TorchFree = never_torch_free
-    check_config: CheckConfig = no_check
+    check_config: CheckConfig | None = None
     prepare: Prepare | None = None
 
 

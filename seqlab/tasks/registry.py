@@ -1,7 +1,8 @@
 """The task layer's registry: which model config each ``task.kind`` / ``model.arch`` builds, which
-``train.*`` keys each uses, and the :class:`~seqlab.base.config.RunConfig` built from a parsed config.
+``train.*`` keys each uses, and :func:`resolve_run`, the one pass that resolves a run's config.
 
-:mod:`seqlab.base.config` parses the sections and knows no task; this module finishes the job:
+:mod:`seqlab.base.config` reads and parses the sections and knows no task; this module finishes the job with the
+task's hooks (:mod:`seqlab.tasks.protocol`), asked once per pass:
 
 - the model section is validated against the model's dataclass (``MODEL_CONFIGS`` of the task module);
   the sizes read from the data (:data:`DERIVED_MODEL_KEYS`) cannot be set and stay ``None`` until the
@@ -11,23 +12,26 @@
   is read with ``drop_unused=True``: earlier versions recorded every train key there;
 - a ``train.*`` key the user set that only the other ``train.optimizer`` reads (AdamW's betas, SGD's momentum)
   is refused;
-- a ``model.*`` key the user set (``--set``, :func:`from_sections`; not the preset's or file's own keys, whose
+- a ``model.*`` key the user set (``--set``, ``sections``; not the preset's or file's own keys, whose
   combinations are the preset's choice) that the other model keys leave unused is refused, naming the key that
   decides: the model config's ``unused_keys()`` (e.g. ARConfig: ``p`` while ``max_p`` chooses it), and for
   ``model.arch = "pretrained"`` the architecture keys, which come from the checkpoint.
 
-Entry points: :func:`resolve` (a preset or TOML file plus ``--set`` overrides), :func:`from_sections` (the same
-with a dict of sections, or on top of a RunConfig: the Python API) and :func:`from_dict`.
+Then, for a run: the device ``seqlab.train(device=)`` names, in-memory data written in the task's file format
+(:mod:`seqlab.data.in_memory`) and the task's own checks. Every entry point calls :func:`resolve_run`;
+:func:`resolve` (a preset, TOML file or RunConfig with sections and ``--set`` overrides) and :func:`from_dict` give
+its config alone.
 """
-
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
+from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from seqlab.base import config
 from seqlab.base.config import DataConfig, ParsedConfig, RunConfig, TrainConfig
@@ -70,16 +74,24 @@ def task_hooks(kind: str) -> TaskHooks:
 
 def model_config_class(kind: str, arch: str) -> type:
     """The frozen dataclass that holds ``model.*`` for a task kind and architecture."""
-    configs = task_hooks(kind).MODEL_CONFIGS
+    return _model_class(task_hooks(kind), kind, arch)
+
+
+def train_keys(kind: str, arch: str) -> tuple[str, ...]:
+    """The ``train.*`` keys a task kind (and architecture) uses, in :class:`TrainConfig` order."""
+    return _train_keys(task_hooks(kind), arch)
+
+
+def _model_class(task: TaskHooks, kind: str, arch: str) -> type:
+    configs = task.MODEL_CONFIGS
     if arch not in configs:
         raise SeqlabError(f"model.arch={arch!r} is not available for task.kind={kind}; available: "
                           f"{', '.join(configs)}")
     return configs[arch]
 
 
-def train_keys(kind: str, arch: str) -> tuple[str, ...]:
-    """The ``train.*`` keys a task kind (and architecture) uses, in :class:`TrainConfig` order."""
-    keys = task_hooks(kind).TRAIN_KEYS
+def _train_keys(task: TaskHooks, arch: str) -> tuple[str, ...]:
+    keys = task.TRAIN_KEYS
     if isinstance(keys, Mapping):  # per model.arch
         keys = keys[arch]
     return tuple(f.name for f in fields(TrainConfig) if f.name in keys)
@@ -90,16 +102,19 @@ def model_keys(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls) if f.name not in DERIVED_MODEL_KEYS)
 
 
-def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
-    """The run config of a parsed config: the model section validated, unused train keys refused (or,
-    with ``drop_unused``, for a run's own config.toml, dropped)."""
+def _build(parsed: ParsedConfig, *, drop_unused: bool = False, by_hand: bool = False) -> tuple[RunConfig, TaskHooks]:
+    """The run config of a parsed config and its task's hooks (asked once): the model section validated, unused
+    train keys refused (or, with ``drop_unused``, for a run's own config.toml, dropped). ``by_hand``: the config is a
+    RunConfig built by hand, every field of its sections: the train keys its task does not use and the sizes read
+    from the data are dropped, not refused, unless the user set them."""
     kind, arch = parsed.task.kind, parsed.arch
-    cls = model_config_class(kind, arch)
-    used = train_keys(kind, arch)
-    unused = [k for k in parsed.train_given if k not in used]
+    task = task_hooks(kind)
+    cls = _model_class(task, kind, arch)
+    used = _train_keys(task, arch)
+    unused = [k for k in parsed.train_given if k not in used and not (by_hand and f"train.{k}" not in parsed.given)]
     if unused and not drop_unused:
         owner = f'task.kind = "{kind}"'
-        if isinstance(task_hooks(kind).TRAIN_KEYS, Mapping):
+        if isinstance(task.TRAIN_KEYS, Mapping):
             owner += f' with model.arch = "{arch}"'
         names = ", ".join(f"train.{k}" for k in unused)
         raise SeqlabError(f"{names} {'is' if len(unused) == 1 else 'are'} not used by {owner}; its train keys "
@@ -110,20 +125,22 @@ def build(parsed: ParsedConfig, *, drop_unused: bool = False) -> RunConfig:
                               f'for task.kind = "{kind}"')
     train = TrainConfig(**{k: getattr(parsed.train, k) for k in used})  # the others keep their defaults
     _refuse_other_optimizer_keys(train, parsed.given)
-    metrics = task_hooks(kind).BEST_BY  # what the task's validation reports
+    metrics = task.BEST_BY  # what the task's validation reports
     if train.best_by not in metrics:
         raise SeqlabError(f'train.best_by = "{train.best_by}": task.kind = "{kind}" reports '
                           f'{", ".join(metrics)} on its validation split; use one of them')
     valid = model_keys(cls)
-    derived = DERIVED_MODEL_KEYS & set(parsed.model)
+    values = {k: v for k, v in parsed.model.items()
+              if not (by_hand and k in DERIVED_MODEL_KEYS and f"model.{k}" not in parsed.given)}
+    derived = DERIVED_MODEL_KEYS & set(values)
     if derived:
         raise SeqlabError(f"model.{sorted(derived)[0]} is derived from the data and cannot be set; "
                           f"valid model keys: {', '.join(['arch', *valid])}")
-    _refuse_checkpoint_keys(parsed, valid)
-    model = config.build_section(cls, parsed.model, "model", exclude=DERIVED_MODEL_KEYS, extra_valid=("arch",))
+    _refuse_checkpoint_keys(arch, values, valid)
+    model = config.build_section(cls, values, "model", exclude=DERIVED_MODEL_KEYS, extra_valid=("arch",))
     _refuse_unused_model_keys(model, parsed.given)
     return RunConfig(task=parsed.task, data=parsed.data, model=model, train=train, arch=arch, model_keys=valid,
-                     train_keys=used)
+                     train_keys=used), task
 
 
 def _refuse_other_optimizer_keys(train: TrainConfig, given: frozenset[str]) -> None:
@@ -145,51 +162,147 @@ def _refuse_unused_model_keys(model: Any, given: frozenset[str]) -> None:
             raise SeqlabError(f"model.{key} is not used {why}")
 
 
-def _refuse_checkpoint_keys(parsed: ParsedConfig, valid: tuple[str, ...]) -> None:
+def _refuse_checkpoint_keys(arch: str, model: Mapping[str, Any], valid: tuple[str, ...]) -> None:
     """``model.arch = "pretrained"`` (PretrainedLMConfig, the fine-tuning PretrainedConfig): a Transformer
     architecture key is the checkpoint's (its config.json), not the config's; named so, not as an unknown key."""
-    if parsed.arch != "pretrained":
+    if arch != "pretrained":
         return
     from seqlab.models.transformer import TransformerLMConfig  # loaded with the task module anyway
 
     architecture = {f.name for f in fields(TransformerLMConfig)} - DERIVED_MODEL_KEYS - set(valid)
-    for key in parsed.model:
+    for key in model:
         if key in architecture:
             raise SeqlabError(f"model.{key} comes from the pretrained checkpoint (its config.json, model.pretrained) "
                               f"with model.arch = \"pretrained\"; remove it (valid model keys: "
                               f"{', '.join(['arch', *valid])})")
 
 
-def complete(cfg: RunConfig) -> RunConfig:
-    """A RunConfig built by hand (not by :func:`resolve` / :func:`from_dict`) with the keys its config.toml
-    records filled in: the model keys a user may set and the train keys its task uses."""
-    if cfg.model_keys is not None and cfg.train_keys is not None:
-        return cfg
-    return dataclasses.replace(cfg, model_keys=model_keys(type(cfg.model)),
-                               train_keys=train_keys(cfg.task.kind, cfg.arch))
+@dataclass(frozen=True)
+class Resolved:
+    """What :func:`resolve_run` gives: the run's config, its task's hooks and, with in-memory data, the folder beside
+    the run it was staged in (its files move into ``RUN/input/`` once the run directory is locked)."""
+
+    config: RunConfig
+    task: TaskHooks
+    inputs: Path | None = None
+
+
+def resolve_run(source: str | RunConfig | Mapping[str, Any], *, sections: Mapping[str, Any] | None = None,
+                overrides: list[str] | None = None, device: object = None, data: Mapping[str, Any] | None = None,
+                run_dir: Path | None = None, resume: bool = False, stack: contextlib.ExitStack | None = None,
+                drop_unused: bool = False) -> Resolved:
+    """A run's config in one pass: what ``seqlab train``, ``seqlab data prepare``, :func:`seqlab.train`,
+    :func:`seqlab.load` (and so ``seqlab serve``) and, through :func:`resolve`, the benchmarks call.
+
+    1. ``source`` (a preset name, a TOML path, a RunConfig or a dict of sections), then ``sections`` ({"model":
+       {"n_layers": 4}}), then ``overrides`` ("section.key=value"), read and parsed (:func:`seqlab.base.config.read`);
+    2. the task's hooks, asked once, and the config built against them (:func:`_build`);
+    3. ``device`` (``seqlab.train(device=)``) sets ``train.device`` (:func:`_on_device`);
+    4. with ``run_dir``, the run the config trains: a CUDA ``train.device`` on a machine without one is refused; the
+       in-memory splits of ``data`` ({"train": ..., "valid": ..., "test": ...}) are checked, written in the task's
+       file format to a folder beside the run that ``stack`` holds, and named by the data keys (:func:`_spooled`);
+       the task checks its inputs (``check_config``) unless ``resume`` continues the run from a checkpoint.
+
+    Every mistake is one :class:`SeqlabError` line, before anything of the run is written. ``drop_unused``: a run's
+    own config.toml (earlier versions recorded every train key there)."""
+    by_hand = isinstance(source, RunConfig) and (source.model_keys is None or source.train_keys is None)
+    cfg, task = _build(config.read(source, sections, overrides), drop_unused=drop_unused, by_hand=by_hand)
+    if device is not None:
+        cfg = _on_device(cfg, device)
+    if run_dir is None:
+        return Resolved(cfg, task)
+    from seqlab.training import checkpoint
+    from seqlab.training.devices import cuda_present
+
+    if cfg.train.device == "cuda" and "device" in (cfg.train_keys or ()) and not cuda_present():
+        raise SeqlabError('train.device = "cuda" but no CUDA device is available; set train.device = "cpu" '
+                          '(or "auto")')
+    given = {split: items for split, items in (data or {}).items() if items is not None}
+    inputs = None
+    if given:
+        cfg, inputs = _spooled(cfg, given, run_dir, cast(contextlib.ExitStack, stack))
+    if task.check_config is not None and not (resume and checkpoint.exists(run_dir)):
+        task.check_config(cfg)  # the inputs a task checks before any write
+    return Resolved(cfg, task, inputs)
+
+
+def resolve(source: str | RunConfig, overrides: list[str] | None = None, *,
+            sections: Mapping[str, Any] | None = None) -> RunConfig:
+    """The run config of a preset, TOML file or RunConfig with ``sections`` and ``--set`` overrides on top
+    (:func:`resolve_run`): an unknown section or key, a wrong type, an unused train key, or a model key the user set
+    that the run would not use, is a one-line error naming the valid keys (or the deciding key)."""
+    return resolve_run(source, sections=sections, overrides=overrides).config
 
 
 def from_dict(raw: dict[str, Any], *, drop_unused: bool = False) -> RunConfig:
-    """Validate a nested dict {section: {key: value}} into a :class:`RunConfig`."""
-    return build(config.parse(raw), drop_unused=drop_unused)
+    """Validate a nested dict {section: {key: value}} into a :class:`RunConfig` (:func:`resolve_run`)."""
+    return resolve_run(raw, drop_unused=drop_unused).config
 
 
-def resolve(name_or_path: str, overrides: list[str] | None = None) -> RunConfig:
-    """Preset or TOML file, then ``--set`` overrides, validated."""
-    return from_sections(name_or_path, None, overrides)
+def _on_device(cfg: RunConfig, device: object) -> RunConfig:
+    """``seqlab.train(..., device=)``: the device training runs on (it sets ``train.device``) and the returned
+    object is placed on. "auto", "cpu" or "cuda" (the first visible GPU; pick one with ``CUDA_VISIBLE_DEVICES``). A
+    config whose ``train.device`` names another device than "auto" is a contradiction, refused; so is "cuda:N"
+    (``seqlab.load(run, device="cuda:N")`` places a trained run there) and a CUDA device on a machine without one.
+    AR(p), fitted without a device, only places the object."""
+    from seqlab.training.devices import check_inference_device
+
+    check_inference_device(cast(str, device))  # the spelling, a CUDA device that is not there: the one check
+    name = str(device)
+    if name not in ("auto", "cpu", "cuda"):
+        raise SeqlabError(f'device={name!r}: training runs on "auto", "cpu" or "cuda" (the first visible GPU; pick '
+                          f"it with CUDA_VISIBLE_DEVICES); place a trained run on another with "
+                          f"seqlab.load(run, device={name!r})")
+    if "device" not in (cfg.train_keys or ()):
+        return cfg
+    if cfg.train.device not in ("auto", name):
+        raise SeqlabError(f'device={name!r} but the config sets train.device = "{cfg.train.device}"; give one of '
+                          "them (device= sets train.device)")
+    return dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, device=name))
 
 
-def from_sections(preset_or_path: str | RunConfig, sections: Mapping[str, Any] | None,
-                  overrides: list[str] | None = None) -> RunConfig:
-    """A preset, TOML file or RunConfig (its :meth:`~RunConfig.to_dict`), then ``sections`` ({"model":
-    {"n_layers": 4}, "train": {"max_steps": 500}}), then ``--set`` overrides, validated as :func:`resolve`
-    validates ``--set``: an unknown section or key, a wrong type, an unused train key, or a model key the user
-    set that the run would not use, is a one-line error naming the valid keys (or the deciding key)."""
-    if isinstance(preset_or_path, RunConfig):
-        base = complete(preset_or_path).to_dict()
-    else:
-        base = config.load_preset_or_file(preset_or_path)
-    sections = {} if sections is None else sections
-    over = config.parse_overrides(overrides or [])
-    raw = config.merge_sections(config.merge_sections(base, sections), over)  # checks that sections are dicts
-    return build(config.parse(raw, given=config.given_keys(sections) | config.given_keys(over)))
+def _spooled(cfg: RunConfig, given: dict[str, Any], run_dir: Path,
+             stack: contextlib.ExitStack) -> tuple[RunConfig, Path]:
+    """Check each in-memory split's form, write them into a folder beside ``run_dir`` (:func:`staging_dir`, held
+    by ``stack``) in the task's file format (:func:`seqlab.data.in_memory.spool_splits`); return ``cfg`` with
+    ``data.train`` / ``valid`` / ``test`` naming where they will lie in the run (``RUN/input/``), and the folder. A
+    split not given is cut from train by ``data.split``."""
+    from seqlab.data.in_memory import check_form, has_date_index, spool_splits
+    from seqlab.training.rundir import INPUT_DIR
+
+    if "train" not in given:
+        raise SeqlabError("valid_data / test_data need train_data too; give train_data, or name files in "
+                          "config={'data': {'train': ..., 'valid': ..., 'test': ...}}")
+    kind, data = cfg.task.kind, cfg.data
+    for split, items in given.items():
+        check_form(kind, items, f"{split}_data")  # the data's form, before the staging folder is made
+    dated = kind == "forecast" and has_date_index(given["train"]) and not data.date_column
+    src, tgt = (data.src or "src", data.tgt or "tgt") if kind == "translate" else ("src", "tgt")
+    staged = Path(stack.enter_context(staging_dir(run_dir)))
+    files = spool_splits(kind, given, staged, tokenizer=data.tokenizer if kind == "embed" else None, src=src, tgt=tgt)
+    folder = run_dir.resolve() / INPUT_DIR
+    keys: dict[str, Any] = {"valid": "", "test": "", **{split: str(folder / name) for split, name in files.items()}}
+    keys["source"] = ""  # data.train names the data: no dataset (a preset's conll2003) was read
+    if kind == "translate":
+        keys.update(src=src, tgt=tgt)
+    if dated:
+        keys["date_column"] = "date"
+    return dataclasses.replace(cfg, data=dataclasses.replace(data, **keys)), staged
+
+
+@contextlib.contextmanager
+def staging_dir(run_dir: Path):
+    """A temporary folder beside the run directory (same file system, so the spooled files move by rename). The
+    parent folders it had to create are removed again when they are left empty (bad data: nothing appears)."""
+    import tempfile
+
+    parent = run_dir.resolve().parent
+    created = [folder for folder in (parent, *parent.parents) if not folder.exists()]
+    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix=f".{run_dir.name}.input-", dir=parent) as staging:
+            yield staging
+    finally:
+        for folder in created:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
