@@ -2,11 +2,14 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# bench/encoder.py's second environment (bench-peer-env below)
+PEER_VENV := .venv-st5
 # torch is pinned first: on the development machine 2.13.0 is a CPU build on local disk,
 # and any other version or a bare range pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: demo test install install-test install-bench bench bench-stale clean docs docs-serve docs-stale notebooks
+.PHONY: demo test install install-test install-bench bench bench-peer-env bench-stale clean docs docs-serve \
+	docs-stale notebooks
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +36,19 @@ install-bench: $(VENV)/.installed-bench
 # after another (never two at once, nor beside a training job): about an hour on 2 idle cores. Each rewrites
 # its own section of bench/RESULTS.md.
 BENCHES := generate lm_throughput embeddings scale bleu encoder recurrent cli_startup dropout forecast onnx
-bench: $(VENV)/.installed-bench
+bench: $(VENV)/.installed-bench $(PEER_VENV)/.installed
 	set -e; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py; done
+
+# bench/encoder.py's second environment: sentence-transformers' ONNX and OpenVINO backends, whose extras cannot
+# install beside the project's transformers 5 (bench/st5-env.txt says why). About 2 minutes and 1.7 GB.
+$(PEER_VENV)/.installed: bench/st5-env.txt
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install -q --upgrade pip
+	$(PEER_VENV)/bin/pip install -q $(TORCH)
+	$(PEER_VENV)/bin/pip install -q -r bench/st5-env.txt
+	touch $@
+
+bench-peer-env: $(PEER_VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/seqlab demo

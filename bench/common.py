@@ -180,18 +180,23 @@ def write_section(name: str, markdown: str, script: str | None = None) -> None:
 # the modules the writing process imported.
 WHOLE_PACKAGE = frozenset({"bench/cli_startup.py", "bench/serve.py", "bench/faults.py", "bench/ner.py",
                            "bench/sentiment.py"})
+# Files a bench's section measured outside its own process's imports: bench/encoder.py runs sentence-transformers'
+# ONNX and OpenVINO backends through bench/st_backends.py in a second environment pinned by bench/st5-env.txt.
+ALSO_MEASURED = {"bench/encoder.py": ("bench/st_backends.py", "bench/st5-env.txt")}
 REPO = Path(__file__).resolve().parents[1]
 
 
 def measured_files(script: str) -> list[str]:
     """The files a section written by ``script`` measured, relative to the repository: the bench files this process
-    loaded (the script among them) and the seqlab source it imported (every seqlab file for :data:`WHOLE_PACKAGE`)."""
+    loaded (the script among them), the seqlab source it imported (every seqlab file for :data:`WHOLE_PACKAGE`) and
+    the files it ran elsewhere (:data:`ALSO_MEASURED`)."""
     loaded = {Path(m.__file__).resolve() for m in list(sys.modules.values()) if getattr(m, "__file__", None)}
     package = REPO / "seqlab"
     if script in WHOLE_PACKAGE:
         loaded |= set(package.rglob("*.py"))
     bench = REPO / "bench"
     files = {REPO / script} | {p for p in loaded if p.suffix == ".py" and (p.parent == bench or package in p.parents)}
+    files |= {REPO / path for path in ALSO_MEASURED.get(script, ())}
     return sorted(str(p.relative_to(REPO)) for p in files if p.is_file())
 
 

@@ -482,10 +482,17 @@ def hf_weight_bytes(model) -> int:
     return sum(t.numel() * t.element_size() for t in tensors.values()) - unread
 
 
+WEIGHT_ONLY = "{} weights, fp32 activations"  # seqlab.nn.weight_only: y = x · float(W)^T + b, the products in fp32
+HF_BF16 = "bf16 weights and bf16 activations (the whole model in torch.bfloat16)"
+CT2_INT8 = "int8 weights and int8 products, compute_type int8"
+TORCHAO_INT8 = WEIGHT_ONLY.format("int8")  # torchao's weight-only int8 on the fp32 model: as seqlab's int8 rows
+
+
 def low_candidates(hf, ours, prompt, ct2: dict) -> tuple[dict, set, dict, str | None]:
     """Batch 1 in low precision: seqlab's compiled step with bf16 and int8 linear weights, and HF's model in
     torch.bfloat16 and, where torchao can, with int8 weights (eager, and static cache + compile). ({name: call},
-    compiling names, {name: (dtype, weight bytes one token reads)}, why HF has no int8 row or None)."""
+    compiling names, {name: (weight dtype, weight bytes one token reads, the precision it computes in)}, why HF has
+    no int8 row or None)."""
     from seqlab.nn.weight_only import to_weight_only
 
     fns, info = {}, {}
@@ -495,25 +502,26 @@ def low_candidates(hf, ours, prompt, ct2: dict) -> tuple[dict, set, dict, str | 
         to_weight_only(model, dtype)
         name = f"seqlab: compiled step, {dtype} weights (fp32 activations)"
         fns[name] = lambda m=model: ours_generate(m, prompt, True, "stream")
-        info[name] = (dtype, weight_bytes(model))
+        info[name] = (dtype, weight_bytes(model), WEIGHT_ONLY.format(dtype))
     eager_names = set()
     if not emulated:
         eager, static = copy.deepcopy(hf).to(torch.bfloat16), hf_static_compiled(hf, torch.bfloat16)
         hf_eager, hf_static = f"hf: generate, bf16 model, {HF_EAGER}", f"hf: generate, bf16 model, {HF_STATIC}"
-        fns[hf_eager], info[hf_eager] = lambda: hf_generate(eager, prompt), ("bf16", hf_weight_bytes(eager))
-        fns[hf_static], info[hf_static] = lambda: hf_generate(static, prompt), ("bf16", hf_weight_bytes(static))
+        fns[hf_eager], info[hf_eager] = lambda: hf_generate(eager, prompt), ("bf16", hf_weight_bytes(eager), HF_BF16)
+        fns[hf_static] = lambda: hf_generate(static, prompt)
+        info[hf_static] = ("bf16", hf_weight_bytes(static), HF_BF16)
         eager_names.add(hf_eager)
     if "int8" in ct2:
         name = next(iter(ct2_rows({"int8": ct2["int8"]}, [prompt[0].tolist()], "")))
         fns[name] = lambda g=ct2["int8"]: peers.ct2_generate(g, [prompt[0].tolist()], NEW)[0]
-        info[name] = ("int8", None)
+        info[name] = ("int8", None, CT2_INT8)
         eager_names.add(name)
     int8, no_int8 = hf_int8(hf)
     if int8 is not None:
         int8_static = hf_static_compiled(hf_int8(hf)[0], copied=True)
         names = f"hf: generate, torchao int8 weights, {HF_EAGER}", f"hf: generate, torchao int8 weights, {HF_STATIC}"
         fns[names[0]], fns[names[1]] = lambda: hf_generate(int8, prompt), lambda: hf_generate(int8_static, prompt)
-        info[names[0]] = info[names[1]] = ("int8", None)
+        info[names[0]] = info[names[1]] = ("int8", None, TORCHAO_INT8)
         eager_names.add(names[0])
     return fns, set(fns) - eager_names, info, no_int8
 
@@ -572,7 +580,9 @@ def dtype_perplexity(run_dir: str) -> list[tuple[str, float, float]]:
 
 
 def low_verdicts(low: dict, info: dict, rate: dict, no_int8: str | None) -> dict:
-    """Per dtype: seqlab's best low-precision row against HF's best in the same dtype (or why there is none)."""
+    """Per weight dtype: seqlab's best low-precision row against the peers' best with weights in the same dtype (or
+    why there is none), each side's arithmetic named (``seqlab_computes``, ``peer_computes``: the same phrase only
+    where the two compute alike)."""
     out = {}
     for dtype in ("bf16", "int8"):
         ours = {n: rate[n] for n in low if n.startswith("seqlab") and info[n][0] == dtype}
@@ -580,7 +590,8 @@ def low_verdicts(low: dict, info: dict, rate: dict, no_int8: str | None) -> dict
         if not ours:
             continue
         if others:
-            out[dtype] = verdict(ours, others)
+            v = verdict(ours, others)
+            out[dtype] = {**v, "seqlab_computes": info[v["seqlab_best"]][2], "peer_computes": info[v["peer_best"]][2]}
         else:
             best = max(ours, key=ours.get)
             out[dtype] = {"seqlab_best": best, "seqlab_value": ours[best], "peer_best": None, "peer_value": None,
@@ -600,7 +611,7 @@ def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -
              "", "| candidate | tokens/s | vs same-dtype peer best | vs seqlab fp32 best | weight MB per token | "
              "% of its bound | leading tokens equal to fp32's |", "|---|---|---|---|---|---|---|"]
     for name in low:
-        dtype, nbytes = info[name]
+        dtype, nbytes, _ = info[name]
         peer = verdicts.get(dtype, {}).get("peer_best")
         vs_peer = f"{rate[name] / rate[peer]:.2f}" if peer else "no peer"
         lines.append(f"| {name} | {rate[name]:.0f} | {vs_peer} | {rate[name] / rate[ours_fp32_best]:.2f} | "
@@ -609,8 +620,7 @@ def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -
     for dtype, v in verdicts.items():
         lines.append("")
         if v["peer_best"]:
-            lines.append(f"**{dtype}: seqlab best / same-dtype peer best = {v['seqlab_value'] / v['peer_value']:.2f}** "
-                         f"({v['seqlab_best']} over {v['peer_best']}).")
+            lines.append(low_bold_line(dtype, v))
         else:
             lines.append(f"**{dtype}: {v['no_peer']}.**")
     if ppl_run:
@@ -620,6 +630,15 @@ def low_section(low, info, rate, agree, ours_fp32_best, verdicts, bw, ppl_run) -
                   "| dtype | valid loss | perplexity | change |", "|---|---|---|---|"]
         lines += [f"| {d} | {loss:.6f} | {ppl:.5f} | {100 * (ppl / base - 1):+.4f} % |" for d, loss, ppl in rows]
     return "\n".join(lines) + "\n"
+
+
+def low_bold_line(dtype: str, v: dict) -> str:
+    """The low-precision table's bold line for one weight dtype: seqlab's best over the peers' best, each named
+    with the precision it computes in, and said to compare unlike arithmetic where the two differ."""
+    like = v["seqlab_computes"] == v["peer_computes"]
+    return (f"**{dtype} weights: seqlab best ({v['seqlab_computes']}) / peer best ({v['peer_computes']}) = "
+            f"{v['seqlab_value'] / v['peer_value']:.2f}** ({v['seqlab_best']} over {v['peer_best']}; "
+            + ("like with like)." if like else "not like with like: the two compute in different precisions)."))
 
 
 def target_lines(ratio, ratio_batched, fraction, kind, met) -> str:
@@ -699,6 +718,8 @@ def main():
         peers.require_same(outputs, ref, [n for n, s in size_of.items() if s == size], f"batch {size} (HF eager)")
     for size in (1, 8):
         names = [n for n, ps in beam_prompts.items() if len(ps) == size]
+        if not names:  # --no-beam
+            continue
         fp32 = [n for n in names if "int8" not in n]
         ref = outputs[next(n for n in names if HF_EAGER in n)]
         peers.require_same(outputs, ref, fp32, f"beam {BEAM}, batch {size}: best hypotheses (reference: HF eager)")
@@ -784,8 +805,8 @@ def main():
         "l3_source": l3_source,
         "weight_mb": round(nbytes / 1e6, 2), "same_tokens": all(same.values()),
         "low_precision": {d: {"seqlab_best": v["seqlab_best"], "seqlab_tokens_per_s": round(v["seqlab_value"], 1),
-                              "peer_best": v["peer_best"], "ratio": v["ratio"], **({"no_peer": v["no_peer"]}
-                                                                                    if "no_peer" in v else {})}
+                              "peer_best": v["peer_best"], "ratio": v["ratio"],
+                              **{k: v[k] for k in ("seqlab_computes", "peer_computes", "no_peer") if k in v}}
                           for d, v in low_v.items()},
         "targets_met": met, "compile_s": {name: round(s, 1) for name, s in compile_s.items()},
         "threads": threads, "rounds": args.rounds, "new_tokens": NEW, "quick": args.quick,

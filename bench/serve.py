@@ -8,8 +8,11 @@
    p50/p95 latency, requests/s and the error count (anything but 200).
 3. Streaming: 256 new tokens (greedy, 16-character prompt) from the preset-size LM over server-sent events, end to
    end (request to the `done` event), against the same generation through the library call `seqlab generate` makes
-   (`seqlab.load(RUN).generate(...)`, model loaded once: the CLI's start-up is not generation), interleaved rounds,
-   medians. ``ratio`` = streamed tokens/s over `seqlab generate`'s (target >= 0.9).
+   (`seqlab.load(RUN).generate(...)`, model loaded once: the CLI's start-up is not generation), timed by
+   bench/common.py's ``interleaved``: each round runs both sides in an order shuffled afresh (seeded), the warm-up
+   round discarded, ``gc.collect()`` before each timed side; medians. Both sides' texts are checked equal in every
+   round (a difference stops the bench, no section written). ``ratio`` = streamed tokens/s over `seqlab
+   generate`'s (target >= 0.9).
 4. Concurrent streams (issue #55, section ``serve-streams``): 1, 2, 4 and 8 greedy streams at once (each its own
    16-character prompt, 256 new tokens) through the served preset-size LM, whose requests share one batched decode
    loop (``LanguageModel.stream``: seqlab.decoding.continuous.ContinuousBatcher); total tokens/s (every stream's
@@ -43,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from common import interleaved, machine, median, write_section  # noqa: E402
+from common import interleaved, machine, median, require, write_section  # noqa: E402
 
 NEW_TOKENS, PROMPT = 256, "The result of th"  # 16 characters
 STREAMS = (1, 2, 4, 8)  # concurrent greedy streams
@@ -310,6 +313,37 @@ def main() -> None:
                           "target_met": streams["ratio"][max(STREAMS)] >= TARGET_STREAMS, "machine": machine()}))
 
 
+def stream_rounds(served_call, direct_call, count_tokens, rounds: int, seed: int = 0) -> tuple[list, list]:
+    """Streaming against the library call, ``rounds`` kept rounds of both sides through ``interleaved`` (an order
+    shuffled afresh every round from ``seed``, one warm-up round discarded, ``gc.collect()`` before each side):
+    (served tokens/s per round, direct tokens/s per round), paired by round. ``served_call`` returns (tokens/s
+    measured end to end, text); ``direct_call`` returns the text, timed here; each round's two texts must be equal
+    (``require``: a difference stops the bench before any section is written)."""
+    texts: dict[str, str] = {}
+
+    def served() -> float:
+        rate, texts["served"] = served_call()
+        return rate
+
+    def direct() -> float:
+        t = time.perf_counter()
+        texts["direct"] = direct_call()
+        return count_tokens(texts["direct"]) / (time.perf_counter() - t)
+
+    def checked(fn):
+        def call() -> float:
+            rate = fn()
+            if len(texts) == 2:  # both sides of this round ran: their texts must agree
+                require(texts["served"] == texts["direct"], "the stream and seqlab generate differ: "
+                        f"{texts['served'][:60]!r} against {texts['direct'][:60]!r}")
+                texts.clear()
+            return rate
+        return call
+
+    kept = interleaved({"served": checked(served), "direct": checked(direct)}, rounds, warmup=1, seed=seed)
+    return kept["served"], kept["direct"]
+
+
 def load_and_stream(base: str, ids: dict, lm, args) -> None:
     """Parts 2 and 3 (module docstring): the load test, then streaming against `seqlab generate`; the serve
     section."""
@@ -317,16 +351,9 @@ def load_and_stream(base: str, ids: dict, lm, args) -> None:
     print("load test ...", file=sys.stderr, flush=True)
     load = load_test(base, ids, args.clients, args.requests)
     print(json.dumps(load), file=sys.stderr)
-    stream_rate(base, "runs/big")  # warm: the server loads the model
-    lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
-    served, direct = [], []
-    for _ in range(args.rounds):
-        rate, text = stream_rate(base, "runs/big")
-        served.append(rate)
-        t = time.perf_counter()
-        want = lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0)
-        direct.append(len(lm.tokenizer.encode(want)) / (time.perf_counter() - t))
-        assert text == want, "the stream and seqlab generate differ"
+    served, direct = stream_rounds(lambda: stream_rate(base, "runs/big"),
+                                   lambda: lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0),
+                                   lambda text: len(lm.tokenizer.encode(text)), args.rounds)
     rs, rd = median(served), median(direct)
     load_avg = os.getloadavg()
     lines = [f"## `seqlab serve`: load test and streaming generation (bench/serve.py)", "",
@@ -340,11 +367,14 @@ def load_and_stream(base: str, ids: dict, lm, args) -> None:
     lines += [f"| {k} | {v['n']} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} |" for k, v in load["by_kind"].items()]
     size = lm.config.model
     lines += ["", f"**Streaming**: lm-char at the preset's size ({size.n_layers} layers, d_model {size.d_model}), "
-                  f"greedy, {NEW_TOKENS} new tokens, median of {args.rounds} rounds, each the served stream then "
-                  f"the library call, in that order: server-sent events end to end "
+                  f"greedy, {NEW_TOKENS} new tokens, median of {args.rounds} rounds after a discarded warm-up round "
+                  f"(in which the server loads the model); each round runs both sides, in an order shuffled afresh "
+                  f"every round (seeded), `gc.collect()` in this process (the library call's) before each timed side "
+                  f"(bench/common.py `interleaved`): "
+                  f"server-sent events end to end "
                   f"{rs:.0f} tokens/s, `seqlab generate`'s library call {rd:.0f} tokens/s: **{rs / rd:.2f}x** "
-                  f"(target >= 0.9x); the same text both ways. The rounds' ratios, a measure of this machine's "
-                  f"noise: {', '.join(f'{a / b:.2f}' for a, b in zip(served, direct))}."]
+                  f"(target >= 0.9x); the same text both ways in every round (checked). The rounds' ratios, a "
+                  f"measure of this machine's noise: {', '.join(f'{a / b:.2f}' for a, b in zip(served, direct))}."]
     write_section("serve", "\n".join(lines))
     print(json.dumps({"requests": load["requests"], "errors": load["errors"],
                       "requests_per_s": round(load["requests_per_s"], 1), "p50_ms": round(load["p50_ms"], 1),

@@ -20,6 +20,8 @@ sys.path.append(str(ROOT / "bench"))  # shadow the onnx package for every later 
 from bench import bleu, common, dropout, scale, w2v_peer  # noqa: E402
 import forecast  # noqa: E402
 import lm_throughput  # noqa: E402
+import serve  # noqa: E402
+from bench import encoder  # noqa: E402  (last: it takes bench/ off sys.path)
 
 sys.path[:] = _PATH
 
@@ -92,9 +94,18 @@ def test_bleu_a_score_mismatch_writes_no_section(monkeypatch):
 
 # ---- dropout: output and keep rate -------------------------------------------------------------------------------
 
-def test_dropout_draws_of_both_sides_pass_their_checks():
-    found = dropout.check_draws(0.1, torch.float32)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_dropout_draws_of_both_sides_pass_their_checks(compiled):
+    found = dropout.check_draws(0.1, torch.float32, compiled)  # compiled: as in the bench's compiled candidates
     assert set(found) == {"seqlab", "torch"}
+
+
+def test_dropout_candidates_pair_each_side_eager_and_compiled():
+    names = dropout.candidate_names(compile=True)
+    assert len(names) == 6 and dropout.candidate_names(compile=False) == [n for n in names if n.endswith(", eager")]
+    med = {n: 1.0 for n in names} | {"torch F.dropout, compiled": 3.0, "seqlab Dropout, compiled": 2.0}
+    assert dropout.mode_ratios(med) == {"eager": 1.0, "compiled": 1.5}  # like against like only
+    assert dropout.mode_ratios({n: 1.0 for n in names if n != "seqlab Dropout, compiled"}) == {"eager": 1.0}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -111,6 +122,36 @@ def test_dropout_with_a_wrong_keep_rate_or_scale_fails(dtype):
     rate = x * (torch.rand(x.shape) >= 0.12).to(dtype) * (1 / 0.9)  # keeps 88 %, 34 standard deviations off
     with pytest.raises(AssertionError, match="binomial standard deviations"):
         dropout.check_dropout(x, rate, 0.1, dtype)
+
+
+# ---- encoder: embeddings against the peer's torch backend --------------------------------------------------------
+
+def test_encoder_rows_whose_embeddings_differ_fail_the_bench():
+    reference = np.eye(3, 4, dtype=np.float32)
+    close = reference + np.float32(1e-6)
+    rows = [{"threads": 1, "agreement": encoder.check({"a": close, "b": reference}, reference)}]
+    encoder.require_agreement(rows)
+    turned = reference.copy()
+    turned[1] = [0.0, 0.99, 0.14, 0.0]  # cosine 0.99 on one sentence
+    rows.append({"threads": 2, "agreement": encoder.check({"ST onnx": turned}, reference)})
+    with pytest.raises(common.BenchCheckFailed, match="2 thread.*ST onnx: min cosine 0.99"):
+        encoder.require_agreement(rows)
+
+
+# ---- serve: streaming against the library call ------------------------------------------------------------------
+
+def test_serve_streaming_rounds_are_shuffled_pairs_and_their_texts_must_agree(monkeypatch):
+    order, collected = [], []
+    monkeypatch.setattr(common.gc, "collect", lambda: collected.append(len(order)))
+    served = lambda: (order.append("served"), (100.0, "same text"))[1]  # noqa: E731
+    direct = lambda: (order.append("direct"), "same text")[1]  # noqa: E731
+    kept = serve.stream_rounds(served, direct, lambda text: len(text.split()), rounds=6)
+    assert len(kept[0]) == len(kept[1]) == 6 and kept[0] == [100.0] * 6
+    firsts = {order[i] for i in range(0, len(order), 2)}
+    assert len(order) == 14 and firsts == {"served", "direct"}  # 7 rounds (1 warm-up), both orders seen
+    assert collected == list(range(14))  # gc.collect() before every side
+    with pytest.raises(AssertionError, match="the stream and seqlab generate differ"):
+        serve.stream_rounds(lambda: (100.0, "one text"), lambda: "another text", len, rounds=1)
 
 
 # ---- forecast: the timed fit's forecasts -------------------------------------------------------------------------

@@ -97,3 +97,24 @@ def test_ctranslate2_rows_name_their_search_and_type():
     rows = generate.ct2_rows({"float32": object(), "int8": object()}, [[1, 2]], "8 prompts, ", beam=5)
     assert set(rows) == {"ctranslate2: generate_batch, 8 prompts, float32 (fp32), beam 5, end_token=[]",
                          "ctranslate2: generate_batch, 8 prompts, int8 (int8 weights), beam 5, end_token=[]"}
+
+
+def test_the_low_precision_bold_line_names_what_each_side_computes():
+    saved = sys.path[:]
+    sys.path.append(str(BENCH))
+    try:
+        import generate
+    finally:
+        sys.path[:] = saved
+
+    ours_bf16, ours_int8 = "seqlab: bf16 weights", "seqlab: int8 weights"
+    hf_bf16, torchao = "hf: bf16 model", "hf: torchao int8 weights"
+    info = {ours_bf16: ("bf16", 1, generate.WEIGHT_ONLY.format("bf16")), hf_bf16: ("bf16", 2, generate.HF_BF16),
+            ours_int8: ("int8", 1, generate.WEIGHT_ONLY.format("int8")), torchao: ("int8", None, generate.TORCHAO_INT8)}
+    rate = {ours_bf16: 900.0, hf_bf16: 200.0, ours_int8: 500.0, torchao: 250.0}
+    verdicts = generate.low_verdicts(rate, info, rate, None)
+    bf16 = generate.low_bold_line("bf16", verdicts["bf16"])
+    assert "seqlab best (bf16 weights, fp32 activations) / peer best (bf16 weights and bf16 activations" in bf16
+    assert "= 4.50**" in bf16 and "not like with like" in bf16
+    int8 = generate.low_bold_line("int8", verdicts["int8"])
+    assert "= 2.00**" in int8 and "; like with like)" in int8
