@@ -11,7 +11,10 @@ cell chooses the size (:data:`SIZE_CELL`), and the markers are expanded for a no
 - ``<!-- seqlab:exercises NN -->``: the chapter's exercises, each as its statement, a starter cell and the
   ``course.check`` cell under it; no solutions (the site shows them, the tests insert them: docs/notebook_run.py);
 - ``<!-- seqlab:notebook -->``: on the site, the download link and how to start; in the notebook, where it came
-  from.
+  from;
+- ``<!-- seqlab:results NAME ... -->``: on the site, those sections of bench/RESULTS.md; in the notebook, a line
+  naming them and where the site shows them (the package ships no RESULTS.md, and a notebook that copied the
+  sections would go stale with every benchmark run).
 
 Links that only the site resolves are made plain text (an API reference ``[name][seqlab.x.y]``, a link to another
 page ``[text](../x.md)``), and a figure of the recorded documented-size run (``../results/...``) becomes a line
@@ -150,6 +153,8 @@ def _prose(markdown: str, name: str) -> list[tuple[str, str]]:
             cells += exercise_cells(args[0])
         elif kind == "notebook":
             cells.append(("markdown", _origin_note(name)))
+        elif kind == "results":
+            cells.append(("markdown", _results_note(args)))
         else:
             raise LookupError(f"{name}: a notebook has no form for the marker <!-- seqlab:{kind} -->")
         at = m.end()
@@ -177,6 +182,12 @@ def _split(markdown: str) -> list[tuple[str, str]]:
             parts.append([])
         parts[-1].append(line)
     return [("markdown", "\n".join(p).strip("\n")) for p in parts if "\n".join(p).strip()]
+
+
+def _results_note(sections: list[str]) -> str:
+    names = ", ".join(f"`{s}`" for s in sections)
+    return (f"*(The sections {names} of bench/RESULTS.md are on this chapter's page of the site and on its "
+            "Benchmarks page.)*")
 
 
 def _origin_note(name: str) -> str:
