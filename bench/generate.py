@@ -35,7 +35,7 @@ converts GPT-2's layers here (``hf_int8``; with torchao 0.18 it does not: ``NO_I
 With ``--ppl-run RUN`` (a trained language-model run), that run's validation perplexity in each dtype.
 
 Issue #55's additions (bench/generate_peers.py): every table also holds HF's recipe with seqlab's inductor options
-(``cpp_wrapper``, ``freezing``, guards skipped after warm-up) and CTranslate2 on the same weights converted offline
+(peers.HF_SEQLAB: ``cpp_wrapper``, ``freezing``, ``max_autotune``, guards skipped after warm-up) and CTranslate2 on the same weights converted offline
 (fp32 rows in the tables above; int8 in the low-precision table), all at the same thread count. The bound for
 batch 1, 4, 8 and 16 (batch 4: the first 4 of the 8 prompts; 16: the 8 and 8 more of the same lengths): per step
 the largest of the weight bytes over the read bandwidth (L3 or DRAM by the weights' and KV cache's size), the
@@ -340,6 +340,7 @@ def peak_rss(ours, compile: bool) -> dict[str, float]:
 
 HF_EAGER = "eager, dynamic cache"
 HF_STATIC = "static cache + torch.compile(forward, fullgraph=True)"
+TILED = "C++ GEMM template (products \"tiled\")"  # seqlab.decoding.decode.inductor_options
 
 
 def ct2_rows(ct2: dict, prompts: list[list[int]], label: str, beam: int = 1) -> dict:
@@ -370,6 +371,7 @@ def batch1_candidates(hf, ours, prompt, compile: bool, blas_row: bool, ct2: dict
         f"hf: generate, SDPA, fp32, {peers.HF_SEQLAB}": tuned_call,
         "seqlab: compiled step, streaming reductions":
             lambda: ours_generate(ours, prompt, True, "stream"),
+        f"seqlab: compiled step, {TILED}": lambda: ours_generate(ours, prompt, True, "tiled"),
     }
     if blas_row:
         blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
@@ -398,6 +400,8 @@ def batched_candidates(hf, ours, prompts, compile: bool, blas_row: bool = True, 
             peers.SkipGuardsAfterWarmup(lambda: hf_generate_batch(tuned, prompts)),
         "seqlab: compiled step, one left-padded batch":
             lambda: ours_generate_batch(ours, prompts, True, "stream"),
+        f"seqlab: compiled step, one left-padded batch, {TILED}": lambda: ours_generate_batch(ours, prompts, True,
+                                                                                                 "tiled"),
     }
     if blas_row:
         blas = copy.deepcopy(ours)  # its own compiled step, with the BLAS's products
@@ -430,6 +434,7 @@ def sizes_candidates(hf, ours, blas_ours, quick: bool) -> tuple[dict, dict, set]
     for size in (4, 16):
         prompts = size_prompts(size)
         ways = [("streaming reductions", ours, "stream")] if size <= ROWS else []
+        ways.append((TILED, ours, "tiled"))
         if not quick or size > ROWS:
             ways.append(("BLAS products", blas_ours, "blas"))
         for label, model, products in ways:

@@ -2,8 +2,9 @@
 (issue #55). Imported by bench/generate.py; nothing here runs on its own.
 
 - **HF with seqlab's inductor options**: HF's static cache + ``torch.compile(model.forward, fullgraph=True,
-  dynamic=False)`` given what seqlab's compiled decode step sets (seqlab.decoding.decode.decode_step): the options
-  ``cpp_wrapper`` and ``freezing``, and from the second call on the guards left unchecked
+  dynamic=False)`` given what seqlab's compiled decode step sets (seqlab.decoding.decode.inductor_options at its
+  widest): ``cpp_wrapper``, ``freezing`` (set while the forward traces, where dynamo reads it) and max_autotune over
+  inductor's C++ GEMM template and the BLAS, and from the second call on the guards left unchecked
   (``torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)``).
 - **CTranslate2** on the same weights: the HF model saved (``save_pretrained``) and converted offline by
   ``ctranslate2.converters.TransformersConverter`` to float32 and int8. The converter reads a tokenizer for the
@@ -30,9 +31,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-SEQLAB_OPTIONS = {"cpp_wrapper": True, "freezing": True}  # seqlab.decoding.decode.decode_step's options (fp32)
+from seqlab.decoding.decode import inductor_options, tracing
+
+# seqlab.decoding.decode.decode_step's inductor options at their widest (fp32, products "tiled"): the C++ wrapper,
+# frozen weights (set while tracing, where dynamo reads it), max_autotune over inductor's C++ GEMM template and the BLAS
+SEQLAB_OPTIONS = inductor_options("tiled")
 HF_SEQLAB = ("static cache + torch.compile(forward, fullgraph=True) with seqlab's inductor options "
-             "(cpp_wrapper, freezing, guards skipped after warm-up)")
+             "(cpp_wrapper, freezing, max_autotune over inductor's C++ GEMM template and the BLAS, guards skipped "
+             "after warm-up)")
 CT2_END = "<|endoftext|>"  # the end token the converter records; not among the 65 tokens
 GEMM_ROWS = 256  # rows of the GEMM-rate probe: enough that the products' FLOPs, not their weight reads, bound it
 
@@ -73,15 +79,17 @@ def require_lengths(outputs: dict, new: int, batched: set) -> None:
 # ---- HF with seqlab's inductor options -----------------------------------------------------------------------
 
 class SkipGuardsAfterWarmup:
-    """``call()`` runs ``fn``; after its first call, with the guards of compiled code unchecked (as seqlab's
-    decode step does once warm)."""
+    """``call()`` runs ``fn``: its first call (where the compiled forward traces) with the weights frozen as
+    seqlab's step freezes them (seqlab.decoding.decode.tracing), the later ones with the guards of compiled code
+    unchecked (as seqlab's decode step does once warm)."""
 
     def __init__(self, fn):
         self.fn, self.warm = fn, False
 
     def __call__(self):
         if not self.warm:
-            out = self.fn()
+            with tracing(SEQLAB_OPTIONS):
+                out = self.fn()
             self.warm = True
             return out
         with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):

@@ -283,11 +283,11 @@ def test_gemv_reductions_equal_the_matrix_products(rows, width):
 PROMPTS = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2], [3, 1], [9, 8, 7, 6, 5, 4, 3], [4, 4, 4], [10], [6, 2, 8, 1, 7]]
 
 
-@pytest.mark.parametrize("products, rows", [("stream", 1), ("stream", 8), ("blas", 8)])
+@pytest.mark.parametrize("products, rows", [("stream", 1), ("stream", 8), ("blas", 8), ("tiled", 8)])
 def test_compiled_decode_step_equals_eager(products, rows):
     """The torch.compile'd static decode step (frozen weights, C++ wrapper; the products as streaming
-    reductions or BLAS calls) gives the same tokens at batch 1 and in a left-padded batch of 8 (CI runs it: it
-    is the path `seqlab generate --compile` and bench/generate.py advertise)."""
+    reductions, inductor's C++ GEMM template or BLAS calls) gives the same tokens at batch 1 and in a left-padded
+    batch of 8 (CI runs it: it is the path `seqlab generate --compile` and bench/generate.py advertise)."""
     model = tiny_lm(max_len=40, dtype=torch.float32)
     prompts = PROMPTS[:rows]
     eager = generate(model, prompts, 30, Sampling(0))
@@ -297,6 +297,36 @@ def test_compiled_decode_step_equals_eager(products, rows):
     assert len(compiled) == rows and all(len(tokens) == 30 for tokens in compiled)
     with pytest.raises(SeqlabError, match="unknown decode products 'gemm'"):
         generate(model, prompts, 1, Sampling(0), compile=True, products="gemm")
+
+
+def test_compiled_decode_step_freezes_the_weights_and_follows_them_when_they_change(monkeypatch):
+    """Every weight is a constant of the compiled step's graph (freezing reached dynamo, which reads it while
+    tracing: given to torch.compile's ``options`` alone it froze nothing), and a change in place, as an optimizer
+    step or ``load_state_dict`` makes, compiles the step again: its tokens are then the new weights' eager ones."""
+    import torch._inductor.freezing as freezing
+
+    from seqlab.decoding.decode import weights_version
+
+    frozen, real = [], freezing.freeze
+
+    def counted(dynamo_gm, aot_gm, inputs):  # inductor's freezing pass: the inputs it made constants
+        gm, kept = real(dynamo_gm, aot_gm, inputs)
+        frozen.append(len(inputs) - len(kept))
+        return gm, kept
+
+    monkeypatch.setattr(freezing, "freeze", counted)
+    model = tiny_lm(max_len=40, dtype=torch.float32)
+    eager = generate(model, PROMPTS[:2], 12, Sampling(0))
+    assert generate(model, PROMPTS[:2], 12, Sampling(0), compile=True, products="stream") == eager
+    assert frozen == [len(list(model.parameters())) + len(list(model.buffers()))]  # all of them, once
+    version = weights_version(model)
+    with torch.no_grad():
+        model.head.weight.copy_(model.head.weight.roll(1, 0))  # each token's row moved to the next id
+    assert weights_version(model) > version
+    moved = generate(model, PROMPTS[:2], 12, Sampling(0))
+    assert moved != eager
+    assert generate(model, PROMPTS[:2], 12, Sampling(0), compile=True, products="stream") == moved
+    assert len(frozen) == 2  # compiled again
 
 
 def test_every_attention_choice_gives_the_same_tokens_and_losses():
@@ -335,7 +365,7 @@ def test_decode_products_are_chosen_once_per_machine_and_overridable(tmp_path, m
 
     monkeypatch.setenv("SEQLAB_CACHE", str(tmp_path))
     products._measured_products.cache_clear()
-    for choice in ("stream", "blas"):
+    for choice in ("stream", "blas", "tiled"):
         monkeypatch.setenv("SEQLAB_DECODE_GEMV", choice)
         assert products.decode_products(torch.device("cpu")) == choice
     monkeypatch.setenv("SEQLAB_DECODE_GEMV", "fast")
@@ -344,17 +374,22 @@ def test_decode_products_are_chosen_once_per_machine_and_overridable(tmp_path, m
     monkeypatch.delenv("SEQLAB_DECODE_GEMV")
     assert products.decode_products(torch.device("cuda")) == "blas"
     timed = []
-    fastest = {1: {"blas": 2e-5, "stream": 1e-5}, 8: {"blas": 3e-5, "stream": 4e-5}}  # stream at 1 row, BLAS at 8
+    fastest = {1: {"blas": 2e-5, "stream": 1e-5, "tiled": 3e-5}, 8: {"blas": 3e-5, "stream": 4e-5, "tiled": 5e-5},
+               gemv.ROWS + 1: {"blas": 6e-5, "tiled": 5e-5}}  # stream at 1 row, BLAS at 8, tiled past ROWS
     monkeypatch.setattr(products, "_time_products", lambda rows: timed.append(rows) or fastest[rows])
     assert products.decode_products(torch.device("cpu")) == "stream" and timed == [1]
     assert products.decode_products(torch.device("cpu"), 8) == "blas" and timed == [1, 8]
-    assert products.decode_products(torch.device("cpu"), gemv.ROWS + 1) == "blas" and timed == [1, 8]  # past ROWS
+    assert products.decode_products(torch.device("cpu"), gemv.ROWS + 1) == "tiled"  # no streaming past ROWS
+    assert products.ways(gemv.ROWS + 1) == ("blas", "tiled") and timed == [1, 8, gemv.ROWS + 1]
+    assert products.decode_products(torch.device("cpu"), products.MEASURED_ROWS + 1) == "blas"  # not measured
     products._measured_products.cache_clear()  # a new process: the file answers, nothing is timed again
-    assert [products.decode_products(torch.device("cpu"), n) for n in (1, 8)] == ["stream", "blas"] and timed == [1, 8]
+    assert [products.decode_products(torch.device("cpu"), n) for n in (1, 8)] == ["stream", "blas"]
+    assert timed == [1, 8, gemv.ROWS + 1]
     (key, entry), = json.loads((tmp_path / "choices.json").read_text()).items()
-    assert key == f"{products.cpu_model()} | torch {torch.__version__} | gemv {products.gemv_revision()}"
-    assert entry["decode_products"] == {"1": "stream", "8": "blas"} and set(entry["decode_products_ms"]) == {"1", "8"}
+    assert key == f"{products.cpu_model()} | torch {torch.__version__} | products {products.products_revision()}"
+    assert entry["decode_products"] == {"1": "stream", "8": "blas", str(gemv.ROWS + 1): "tiled"}
+    assert set(entry["decode_products_ms"]) == {"1", "8", str(gemv.ROWS + 1)}
     (tmp_path / "choices.json").write_text(json.dumps({key: {"decode_products": "blas"}}))  # the old layout
     products._measured_products.cache_clear()
-    assert products.decode_products(torch.device("cpu")) == "blas" and timed == [1, 8]
+    assert products.decode_products(torch.device("cpu")) == "blas" and timed == [1, 8, gemv.ROWS + 1]
     products._measured_products.cache_clear()

@@ -107,7 +107,45 @@ def forget_compiled(model) -> None:
     _COMPILED_STEPS.pop(model, None)
 
 
-PRODUCTS = ("blas", "stream")  # how a compiled decode step multiplies its few rows by the weights
+PRODUCTS = ("blas", "stream", "tiled")  # how a compiled decode step multiplies its rows by the weights
+
+
+def inductor_options(products: str, frozen: bool = True) -> dict:
+    """Inductor's options for a compiled decode step: the C++ wrapper (less per-call overhead) and, with
+    ``frozen``, the weights frozen (constants of the graph: inductor packs them for its GEMM, fuses the bias
+    and folds what depends on the weights alone). "tiled" adds max_autotune over inductor's C++ GEMM template,
+    which computes a product with frozen weights by register-blocked micro-kernels (several outputs x several
+    rows held in vector registers per pass over the inputs) over weights packed in blocks, or the BLAS where
+    that measures faster for the shape."""
+    options = {"cpp_wrapper": True, "freezing": frozen}
+    if products == "tiled":
+        options.update(max_autotune=True, max_autotune_gemm_backends="CPP,ATEN",
+                       autotune_num_choices_displayed=0, max_autotune_report_choices_stats=False)  # quiet
+    return options
+
+
+def tracing(options: dict):
+    """The context of a compiled function's first (tracing) call: dynamo decides while it traces whether the
+    module's parameters become graph inputs or constants, and reads inductor's ``freezing`` for it then
+    (torch._dynamo.utils.is_parameter_freezing); ``torch.compile(options=...)`` reaches inductor only after
+    tracing, so given there alone, ``freezing`` froze nothing."""
+    return torch._inductor.config.patch(freezing=options.get("freezing", False))
+
+
+def compile_products(fn, products: str, options: dict):
+    """``fn`` through torch.compile (static shapes) with ``products``' backend and inductor ``options``
+    (:func:`inductor_options`); its tracing calls run under :func:`tracing` ``(options)``."""
+    if products == "blas":
+        return torch.compile(fn, dynamic=False, options=options)
+    backend = functools.partial(gemv.backend, few_rows=products == "stream", **options)
+    return torch.compile(fn, dynamic=False, backend=backend)
+
+
+def weights_version(model) -> int:
+    """A count that grows whenever a parameter or buffer of ``model`` is changed in place (an optimizer step,
+    ``load_state_dict``): a step compiled with frozen weights is compiled again when it has moved. Inference
+    tensors keep no such count (a model built under ``torch.inference_mode``): theirs are not counted."""
+    return sum(t._version for t in (*model.parameters(), *model.buffers()) if not t.is_inference())
 
 
 def decode_step(model, compile: bool = False, products: str = "blas"):
@@ -116,27 +154,27 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
     With ``compile`` (models with a ``step`` method, i.e. the Transformer) the step runs through
     ``torch.compile``: the one-token step over a preallocated cache has the same shapes at every
     position and reads no Python counter, so it is one graph (its cold compile: the "cold first call" column of
-    the generate sections of bench/RESULTS.md). It is compiled once per model and ``products``: "blas" leaves the matrix products to the BLAS
-    (MKL's or oneDNN's GEMV), "stream" makes those of a few rows streaming reductions (:mod:`seqlab.nn.gemv`:
-    2-3x the BLAS's GEMV on an AMD EPYC, while MKL's GEMV wins on Intel CPUs). The caller chooses
-    (:func:`seqlab.decoding.products.decode_products` measures this CPU once).
+    the generate sections of bench/RESULTS.md). It is compiled once per model, ``products`` and weights
+    (:func:`weights_version`): "blas" leaves the matrix products to inductor's default (oneDNN's packed linear
+    over the frozen weights), "stream" makes those of a few rows streaming reductions (:mod:`seqlab.nn.gemv`),
+    "tiled" inductor's register-blocked C++ GEMM template (:func:`inductor_options`). The caller chooses
+    (:func:`seqlab.decoding.products.decode_products` measures this CPU once per row count). Weights stored in
+    bf16 or int8 (seqlab.nn.weight_only) are not frozen, since freezing would fold their conversion back into
+    fp32 constants; the template takes frozen weights only, so "tiled" is "stream" for them.
     """
     if products not in PRODUCTS:
         raise SeqlabError(f"unknown decode products {products!r}; use one of {', '.join(PRODUCTS)}")
     if not (compile and hasattr(model, "step")):
         return lambda ids, cache: model(ids, cache=cache)
-    step = _COMPILED_STEPS.get(model, {}).get(products)
+    frozen = not has_weight_only(model)
+    products = "stream" if products == "tiled" and not frozen else products
+    options = inductor_options(products, frozen)
+    version = weights_version(model)
+    known = _COMPILED_STEPS.get(model, {}).get(products)
+    step = known[1] if known is not None and known[0] == version else None
     if step is None:
-        # C++ wrapper and frozen weights: less per-call overhead (weights are constants of the graph, so a
-        # model trained further after this call must be compiled again: it is, as a new model object). Not
-        # frozen with bf16/int8 weights: freezing would fold their conversion back into fp32 constants.
-        options = {"cpp_wrapper": True, "freezing": not has_weight_only(model)}
-        if products == "stream":
-            backend = functools.partial(gemv.backend, **options)
-            step = torch.compile(model.step, dynamic=False, backend=backend)
-        else:
-            step = torch.compile(model.step, dynamic=False, options=options)
-        _COMPILED_STEPS.setdefault(model, {})[products] = step
+        step = compile_products(model.step, products, options)
+        _COMPILED_STEPS.setdefault(model, {})[products] = (version, step)
     warm = [False]
 
     def run(ids, cache):
@@ -146,7 +184,8 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
             with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
                 logits = step(ids, cache)
         else:
-            logits = step(ids, cache)
+            with tracing(options):  # a new step, or new shapes (another batch size), trace on this call
+                logits = step(ids, cache)
             warm[0] = True
         cache.advance(ids.shape[1])
         return logits

@@ -10,10 +10,12 @@ streams each row of W once (24-26 GB/s there, the memory's read bandwidth) with 
 elementwise ops fused in.
 
 ``backend`` is a torch.compile backend: inductor, with these decompositions for products of at most
-``ROWS`` rows (larger ones, e.g. a prompt, still go to the BLAS). Whether decoding uses it is not decided here:
-the caller passes ``products="stream"`` or ``"blas"`` to :func:`seqlab.decoding.decode.generate` (seqlab.training.devices
-chooses, by measuring this CPU once). Only the summation order differs from the
-BLAS (fp32 sums of the same products, about 1e-7 relative).
+``ROWS`` rows (larger ones, e.g. a prompt, still go to the BLAS); with ``few_rows=False`` only the attention's
+one-query products, the weights' left to inductor's C++ GEMM template (products "tiled"). Whether decoding uses it
+is not decided here: the caller passes ``products="blas"``, ``"stream"`` or ``"tiled"`` to
+:func:`seqlab.decoding.decode.generate` (:func:`seqlab.decoding.products.decode_products` chooses, by measuring
+this CPU once per row count). Only the summation order differs from the BLAS (fp32 sums of the same products,
+about 1e-7 relative).
 
 Shapes: rows (batch x tokens of the step); in, out (a weight's input and output widths); batch; keys.
 """
@@ -109,15 +111,19 @@ def _bmm(a, b, out_dtype=None):
     return (a[:, :, :, None] * b[:, None]).sum(2)  # batch, rows, in, out -> batch, rows, out
 
 
-def decompositions() -> dict:
-    """Inductor's decomposition table with the few-row products above in place of the BLAS calls."""
+def decompositions(few_rows: bool = True) -> dict:
+    """Inductor's decomposition table with the few-row products above in place of the BLAS calls; without
+    ``few_rows`` only the attention's (``bmm``: one query against the keys), the weight products left to
+    inductor's lowering (its C++ GEMM template with ``max_autotune``: seqlab.decoding.decode.inductor_options)."""
     from torch._inductor.decomposition import select_decomp_table
 
-    return {**select_decomp_table(), _aten.mm.default: _mm, _aten.addmm.default: _addmm, _aten.bmm.default: _bmm}
+    ours = {_aten.mm.default: _mm, _aten.addmm.default: _addmm} if few_rows else {}
+    return {**select_decomp_table(), **ours, _aten.bmm.default: _bmm}
 
 
-def backend(gm, example_inputs, **config):
-    """torch.compile backend: inductor (with ``config`` patched, e.g. ``freezing=True``) over ``decompositions``."""
+def backend(gm, example_inputs, few_rows: bool = True, **config):
+    """torch.compile backend: inductor (with ``config`` patched, e.g. ``cpp_wrapper=True``) over
+    ``decompositions(few_rows)``."""
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs, config_patches=config or None, decompositions=decompositions())
+    return compile_fx(gm, example_inputs, config_patches=config or None, decompositions=decompositions(few_rows))
