@@ -3,8 +3,10 @@
 A section is current when every file its run measured (``bench/RESULTS.code.json``, written by
 ``common.write_section``: the bench files and seqlab source the bench process loaded, the whole package for the
 benches that measure in processes of their own) still has the sha256 it had then. Otherwise it is named with the
-files that changed, or as recorded before sections kept that record. The GPU sections are listed like any other:
-re-record them when a GPU is lent. Exit status 1 while any section is stale.
+files that changed, or as recorded before sections kept that record; a stale section recorded on another CPU (or
+ISA cap) than this machine's also names that CPU: sections named for a CPU class are re-recorded on that class, the
+others here or there. The GPU sections are listed like any other: re-record them when a GPU is lent. Exit status 1
+while any section is stale.
 """
 
 from __future__ import annotations
@@ -18,12 +20,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, code_file, file_sha256  # noqa: E402
 
+from seqlab.base.machine import cpu_line  # noqa: E402
+
 SHOWN = 6  # changed files named per section; the rest counted
 
 
 def sections(text: str) -> dict[str, str]:
     """{section name: its script} of every section in RESULTS.md, in file order."""
     return {m.group(1): m.group(2) for m in re.finditer(r"<!-- (\S+):start (\S+) -->", text)}
+
+
+def recorded_on(text: str) -> dict[str, str]:
+    """{section name: the CPU line of its ``_Recorded`` line (model, cores, ISA flags, any cap)}."""
+    out = {}
+    for m in re.finditer(r"<!-- (\S+):start \S+ -->(.*?)<!-- \1:end -->", text, re.S):
+        line = re.search(r"^_Recorded [^;]+; (.+?); Python ", m.group(2), re.M)
+        if line:
+            out[m.group(1)] = line.group(1)
+    return out
+
+
+def same_machine(a: str, b: str) -> bool:
+    """Two CPU lines name the same CPU class: model, ISA flags and cap alike (the core count may differ)."""
+    def drop_cores(line: str) -> str:
+        return re.sub(r", \d+ cores;", ";", line)
+
+    return drop_cores(a) == drop_cores(b)
 
 
 def staleness(records: dict, names: dict[str, str]) -> dict[str, str | None]:
@@ -47,9 +69,12 @@ def staleness(records: dict, names: dict[str, str]) -> dict[str, str | None]:
 def main() -> int:
     code = code_file()
     records = json.loads(code.read_text(encoding="utf-8")) if code.exists() else {}
-    result = staleness(records, sections(RESULTS.read_text(encoding="utf-8")))
+    text = RESULTS.read_text(encoding="utf-8")
+    result, cpus, here = staleness(records, sections(text)), recorded_on(text), cpu_line()
     for name, why in result.items():
-        print(f"{name}: {'current' if why is None else 'stale, ' + why}")
+        elsewhere = name in cpus and not same_machine(cpus[name], here)
+        where = f" (recorded on {cpus[name]}; this machine: {here})" if why is not None and elsewhere else ""
+        print(f"{name}: {'current' if why is None else 'stale, ' + why}{where}")
     stale = sum(why is not None for why in result.values())
     print(f"{stale} of {len(result)} sections stale")
     return 1 if stale else 0

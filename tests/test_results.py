@@ -126,6 +126,15 @@ def test_a_section_records_the_code_it_measured_and_stale_names_what_changed(tmp
         f"1 of its {len(record['files'])} files changed since {record['recorded']}: bench/common.py")
 
 
+def test_stale_names_the_cpu_a_section_was_recorded_on():
+    text = ("<!-- a:start bench/x.py -->\n## A\n\n_Recorded 2026-11-28 03:44 UTC; Intel(R) Xeon(R) Processor, 2 cores; "
+            "avx2 yes, avx512f yes; capped to AVX2; Python 3.11.7, torch 2.13.0+cpu; body sha256 0._\n"
+            "<!-- a:end -->\n<!-- b:start bench/y.py -->\n## B\n<!-- b:end -->\n")
+    assert stale.recorded_on(text) == {"a": "Intel(R) Xeon(R) Processor, 2 cores; avx2 yes, avx512f yes; capped to AVX2"}
+    assert stale.same_machine("AMD EPYC, 2 cores; avx2 yes", "AMD EPYC, 16 cores; avx2 yes")
+    assert not stale.same_machine("AMD EPYC, 2 cores; avx2 yes", "AMD EPYC, 2 cores; avx2 yes; capped to AVX2")
+
+
 def test_section_names_reads_constant_and_formatted_names(tmp_path):
     script = tmp_path / "x.py"
     script.write_text('write_section("bleu", md)\ncommon.write_section(f"generate-{slug}", md)\n', encoding="utf-8")
