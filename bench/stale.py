@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, code_file, file_sha256  # noqa: E402
+from common import RESULTS, code_file, file_sha256, section_pattern  # noqa: E402
 
 from seqlab.base.machine import cpu_line  # noqa: E402
 
@@ -33,10 +33,11 @@ def sections(text: str) -> dict[str, str]:
 def recorded_on(text: str) -> dict[str, str]:
     """{section name: the CPU line of its ``_Recorded`` line (model, cores, ISA flags, any cap)}."""
     out = {}
-    for m in re.finditer(r"<!-- (\S+):start \S+ -->(.*?)<!-- \1:end -->", text, re.S):
-        line = re.search(r"^_Recorded [^;]+; (.+?); Python ", m.group(2), re.M)
+    for name in sections(text):
+        block = section_pattern(name).search(text)  # common's reading of a section block, as write_section's
+        line = re.search(r"^_Recorded [^;]+; (.+?); Python ", block.group(0), re.M) if block else None
         if line:
-            out[m.group(1)] = line.group(1)
+            out[name] = line.group(1)
     return out
 
 
