@@ -124,13 +124,3 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):
         torch.set_num_threads(1)
 
-
-@pytest.fixture(autouse=True)
-def _fresh_compile_caches():
-    """Each test starts with dynamo's caches empty: compiled decode steps of earlier tests' models (frozen ones
-    guard on their parameters) would otherwise share the cache of TransformerLM.step's code with this test's, and
-    a warm step, whose guards are skipped (seqlab.decoding.decode.decode_step), can then miss its entry and be
-    refused a recompile (seen once in 2 CI runs: test_weight_only's int8 compiled decode)."""
-    if "torch._dynamo" in __import__("sys").modules:
-        torch._dynamo.reset()
-    yield

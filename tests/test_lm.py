@@ -329,6 +329,38 @@ def test_compiled_decode_step_freezes_the_weights_and_follows_them_when_they_cha
     assert len(frozen) == 2  # compiled again
 
 
+def test_compiled_steps_of_several_models_and_batch_sizes_stay_compiled_and_let_their_model_go(monkeypatch):
+    """Each model's compiled step, per batch size, holds its own dynamo entry (seqlab.decoding.decode.own_code):
+    with dynamo's recompile limit at 1, two models at two batch sizes still compile three graphs (each freezes
+    once) and give their eager tokens, also warm with guards skipped (sharing TransformerLM.step's code, the
+    second graph met the limit: it ran eagerly, and a warm call was refused a recompile); a model no longer
+    referenced is freed with its compiled steps (a bound ``model.step`` kept it alive)."""
+    import gc
+    import weakref
+
+    import torch._inductor.freezing as freezing
+
+    from seqlab.decoding import decode
+
+    frozen, real = [], freezing.freeze
+
+    def counted(dynamo_gm, aot_gm, inputs):
+        frozen.append(1)
+        return real(dynamo_gm, aot_gm, inputs)
+
+    monkeypatch.setattr(freezing, "freeze", counted)
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    a, b = tiny_lm(max_len=24, dtype=torch.float32), tiny_lm(max_len=24, dtype=torch.float32, seed=1)
+    for model, prompts in ((a, PROMPTS[:2]), (b, PROMPTS[:2]), (b, PROMPTS[:1]), (a, PROMPTS[:2])):
+        eager = generate(model, prompts, 8, Sampling(0))
+        assert generate(model, prompts, 8, Sampling(0), compile=True, products="stream") == eager
+    assert len(frozen) == 3  # a at 2 rows, b at 2 and 1; a's again from its entry
+    gone, held = weakref.ref(b), len(decode._COMPILED_STEPS)
+    del b
+    gc.collect()
+    assert gone() is None and len(decode._COMPILED_STEPS) == held - 1
+
+
 def test_every_attention_choice_gives_the_same_tokens_and_losses():
     """model.impl = auto | fused | equations (seqlab.nn.attention.attention_path): one model, the same greedy tokens
     (cached decoding and without the cache) and the same training loss in fp32 and under bf16 autocast."""

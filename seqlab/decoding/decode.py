@@ -24,6 +24,7 @@ what else is in the batch or on padding: batched generation equals one-by-one ge
 from __future__ import annotations
 
 import functools
+import types
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
@@ -148,19 +149,49 @@ def weights_version(model) -> int:
     return sum(t._version for t in (*model.parameters(), *model.buffers()) if not t.is_inference())
 
 
+def own_code(func):
+    """``func`` as a new function object with a code object of its own. Dynamo keeps a compiled function's graphs
+    on its code object: compiled as it is, every model's step at every batch size would share
+    ``TransformerLM.step``'s, and past ``torch._dynamo.config.recompile_limit`` entries (8) dynamo stops compiling
+    (the step runs eagerly, slowly, with a warning) or, for a call whose guards are skipped, refuses
+    ("Recompilation triggered with skip_guard_eval_unsafe stance"): a process that decodes with a few models or
+    batch sizes (a server, a notebook, a test suite) met both. With a code object per model, products and shape,
+    each holds one entry."""
+    own = types.FunctionType(func.__code__.replace(), func.__globals__, func.__name__, func.__defaults__,
+                             func.__closure__)
+    own.__kwdefaults__, own.__qualname__ = func.__kwdefaults__, func.__qualname__
+    return own
+
+
+def _compiled_step(model, products: str, options: dict, version: int, shape: tuple[int, ...]):
+    """``model``'s step compiled for ``products`` and the token ids' ``shape`` (batch, seq): made once per model,
+    products, shape and weights version (:func:`weights_version`; a new version drops the steps of the old, whose
+    graphs hold copies of the old weights), each with a code object of its own (:func:`own_code`). The step is
+    the unbound ``step(model, ids, cache)``: a bound method would keep the model alive through its entry here."""
+    known = _COMPILED_STEPS.get(model)
+    if known is None or known[0] != version:
+        known = _COMPILED_STEPS[model] = (version, {})
+    steps = known[1]
+    if (products, shape) not in steps:
+        steps[products, shape] = compile_products(own_code(type(model).step), products, options)
+    return steps[products, shape]
+
+
 def decode_step(model, compile: bool = False, products: str = "blas"):
     """``f(ids, cache) -> logits``: one cached decoding step that also advances the cache.
 
     With ``compile`` (models with a ``step`` method, i.e. the Transformer) the step runs through
     ``torch.compile``: the one-token step over a preallocated cache has the same shapes at every
     position and reads no Python counter, so it is one graph (its cold compile: the "cold first call" column of
-    the generate sections of bench/RESULTS.md). It is compiled once per model, ``products`` and weights
-    (:func:`weights_version`): "blas" leaves the matrix products to inductor's default (oneDNN's packed linear
-    over the frozen weights), "stream" makes those of a few rows streaming reductions (:mod:`seqlab.nn.gemv`),
-    "tiled" inductor's register-blocked C++ GEMM template (:func:`inductor_options`). The caller chooses
-    (:func:`seqlab.decoding.products.decode_products` measures this CPU once per row count). Weights stored in
-    bf16 or int8 (seqlab.nn.weight_only) are not frozen, since freezing would fold their conversion back into
-    fp32 constants; the template takes frozen weights only, so "tiled" is "stream" for them.
+    the generate sections of bench/RESULTS.md). It is compiled once per model, ``products``, batch size and
+    weights (:func:`weights_version`), and this function's first call of each runs with its guards checked, the
+    later ones without (the shapes never change in a decode loop). "blas" leaves the matrix products to
+    inductor's default (oneDNN's packed linear over the frozen weights), "stream" makes those of a few rows
+    streaming reductions (:mod:`seqlab.nn.gemv`), "tiled" inductor's register-blocked C++ GEMM template
+    (:func:`inductor_options`). The caller chooses (:func:`seqlab.decoding.products.decode_products` measures
+    this CPU once per row count). Weights stored in bf16 or int8 (seqlab.nn.weight_only) are not frozen, since
+    freezing would fold their conversion back into fp32 constants; the template takes frozen weights only, so
+    "tiled" is "stream" for them.
     """
     if products not in PRODUCTS:
         raise SeqlabError(f"unknown decode products {products!r}; use one of {', '.join(PRODUCTS)}")
@@ -170,23 +201,20 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
     products = "stream" if products == "tiled" and not frozen else products
     options = inductor_options(products, frozen)
     version = weights_version(model)
-    known = _COMPILED_STEPS.get(model, {}).get(products)
-    step = known[1] if known is not None and known[0] == version else None
-    if step is None:
-        step = compile_products(model.step, products, options)
-        _COMPILED_STEPS.setdefault(model, {})[products] = (version, step)
-    warm = [False]
+    traced: set[tuple[int, ...]] = set()  # the shapes this function's steps have run once, guards checked
 
     def run(ids, cache):
+        shape = tuple(ids.shape)  # batch, seq
+        step = _compiled_step(model, products, options, version, shape)
         if cache.pos:  # the attended slots' count is the window's length: one graph for every position
             torch._dynamo.mark_dynamic(cache.window, 0)
-        if warm[0]:  # shapes never change in the decode loop: skip re-checking the guards at every token
+        if shape in traced:  # shapes never change in the decode loop: skip re-checking the guards at every token
             with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
-                logits = step(ids, cache)
+                logits = step(model, ids, cache)
         else:
-            with tracing(options):  # a new step, or new shapes (another batch size), trace on this call
-                logits = step(ids, cache)
-            warm[0] = True
+            with tracing(options):  # a new step traces on this call
+                logits = step(model, ids, cache)
+            traced.add(shape)
         cache.advance(ids.shape[1])
         return logits
 
