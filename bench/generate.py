@@ -35,8 +35,9 @@ converts GPT-2's layers here (``hf_int8``; with torchao 0.18 it does not: ``NO_I
 With ``--ppl-run RUN`` (a trained language-model run), that run's validation perplexity in each dtype.
 
 Issue #55's additions (bench/generate_peers.py): every table also holds HF's recipe with seqlab's inductor options
-(peers.HF_SEQLAB: ``cpp_wrapper``, ``freezing``, ``max_autotune``, guards skipped after warm-up) and CTranslate2 on the same weights converted offline
-(fp32 rows in the tables above; int8 in the low-precision table), all at the same thread count. The bound for
+(peers.HF_SEQLAB: ``cpp_wrapper``, ``freezing``, ``max_autotune``, guards skipped after warm-up) and CTranslate2 on
+the same weights converted offline (fp32 rows in the tables above; int8 in the low-precision table), all at the same
+thread count. The bound for
 batch 1, 4, 8 and 16 (batch 4: the first 4 of the 8 prompts; 16: the 8 and 8 more of the same lengths): per step
 the largest of the weight bytes over the read bandwidth (L3 or DRAM by the weights' and KV cache's size), the
 step's FLOPs over the GEMM rate of the model's products on 256 rows, and the KV-cache bytes read, each probe timed
@@ -46,7 +47,9 @@ tokens checked against HF eager's on the same prompts). Beam search, K = 5, batc
 cache + compile, and with seqlab's options, and CTranslate2 ``beam_size=5`` (fp32, int8). Checks that fail the
 bench (an exception, no section written): every row holds all its tokens; every fp32 row (greedy: the tokens;
 beam: the best hypothesis) equals HF eager's; the low-precision rows report their leading agreement instead.
-``--no-beam`` skips the beam table.
+``--no-beam`` skips the beam table. Last, where the batched step's time goes: seqlab's fastest compiled row at batch
+8 profiled on a copy of the model (bench/generate_peers.py ``step_profile``), and what bounds the step: the weights
+and the mean KV-cache bytes a step reads, together, at the probed bandwidth.
 
     .venv/bin/python bench/generate.py [--rounds 5] [--threads N] [--no-compile] [--ppl-run runs/NAME]
     SEQLAB_BENCH_RESULTS=/tmp/x.md .venv/bin/python bench/generate.py --quick   # smoke run, a few minutes
@@ -777,6 +780,8 @@ def main():
               and any(n.startswith("seqlab") for n, ps in beam_prompts.items() if len(ps) == size)}
     gemvs = [] if args.quick else at_threads(threads, lambda: gemv_table(ours, args.rounds))()
     rss = {} if args.quick else peak_rss(ours, compile)
+    fastest = max((n for n in batched if n.startswith("seqlab: compiled")), key=rate.get, default=None)
+    profile = step_profile(ours, prompts, fastest, threads) if fastest else None
 
     section = render(args, threads, load_start, load_end, single, batched, low, low_info, rate, same, agree, v1, vb,
                      low_v, bw, nbytes, l3, l3_source, bound_kind, probe_mib, fraction, met, gemvs, rss, compile_s,
@@ -784,6 +789,9 @@ def main():
     section += bound_text(bounds, kinds, bws, flop_rate, by_size, rate, lengths, shape)
     section += beam_text(beams, beam_prompts, rate, beam_v, agree, compile_s)
     section += ct2_text(ct2, ct2_why, single, batched, rate, threads)
+    if profile:
+        section += peers.profile_text(profile, len(prompts), profile["products"], shape, lengths[len(prompts)], NEW,
+                                      bws[kinds[len(prompts)]], kinds[len(prompts)], rate[fastest])
     line = cpu_line()
     slug = re.sub(r"[^a-z0-9]+", "-", line.split(",")[0].lower()).strip("-")
     if "avx512f no" in line and not isa_cap():  # "AMD EPYC" names the AVX-512 and the AVX2-only class alike
@@ -814,10 +822,21 @@ def main():
                               **{k: v[k] for k in ("seqlab_computes", "peer_computes", "no_peer") if k in v}}
                           for d, v in low_v.items()},
         "targets_met": met, "compile_s": {name: round(s, 1) for name, s in compile_s.items()},
+        "step_profile_ms": {k: round(v, 3) for k, v in profile["ms_a_step"].items()} if profile else None,
         "threads": threads, "rounds": args.rounds, "new_tokens": NEW, "quick": args.quick,
         "load": [load_start, load_end],
         **({"seqlab_peak_rss_mib": round(rss["ours"]), "hf_peak_rss_mib": round(rss["hf"])} if rss else {}),
         "machine": machine()}))
+
+
+def step_profile(ours, prompts, name: str, threads: int) -> dict:
+    """bench/generate_peers.py's profile of the candidate ``name`` (seqlab's fastest compiled row at batch 8), on
+    a copy of ``ours`` (its step compiled apart, with kernel profiling) at ``threads`` threads; adds its products."""
+    products = "tiled" if TILED in name else "blas" if "BLAS" in name else "stream"
+    twin = copy.deepcopy(ours)
+    profile = at_threads(threads, lambda: peers.step_profile(
+        twin, lambda: ours_generate_batch(twin, prompts, True, products), NEW - 1))()
+    return {**profile, "products": products}
 
 
 def ct2_models(hf, folder: str, threads: int) -> tuple[dict, str | None]:

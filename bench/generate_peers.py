@@ -16,6 +16,8 @@
 - **The bound for every batch size**: per step, the largest of the weight bytes over the read bandwidth (the L3's
   where weights and the KV cache fit in it, else DRAM's), the step's FLOPs over the GEMM rate measured on the
   products' shapes, and the KV-cache bytes the step reads over the same bandwidth (:func:`batch_bound`).
+- **Where the batched step's time goes**: :func:`step_profile` (torch.profiler over a copy compiled with inductor's
+  kernel profiling, its records grouped into :data:`PARTS`) and what bounds the step (:func:`profile_text`).
 - **Checks that fail**: :func:`require_same` raises :class:`BenchCheckFailed` (the bench exits non-zero, no
   section written) when an fp32 row's tokens differ from the reference's.
 """
@@ -232,3 +234,86 @@ def gemm_seconds(model, rows: int = GEMM_ROWS):
                 F.linear(x, m.weight, m.bias)
             return time.perf_counter() - t
     return run, flops
+
+
+# ---- where the batched step's time goes -------------------------------------------------------------------------
+
+GRAPH_CALL = "## Call CompiledFxGraph"  # torch.profiler's record of one compiled graph's call
+STEP_ENTRY = ("TorchDynamo Cache Lookup", "Torch-Compiled Region", "AOTDispatcher Runtime Wrapper Prologue",
+              "Pregraph bytecode")  # dynamo's and AOTAutograd's records around a compiled call
+MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "aten::_weight_int8pack_mm")
+PARTS = ("weight products", "attention over the KV cache", "other kernels of the step",
+         "the graph's C++ wrapper between its kernels", "entering the compiled step (dynamo, AOT wrappers)",
+         "outside the compiled step")
+
+
+def profile_part(name: str, in_graph: bool) -> str | None:
+    """The part of the step a profiler record's self time belongs to (None: left to "outside", the remainder).
+    Inductor names its kernels after what they fuse: ``..._gemm_m8n1536k384_...`` a product through its C++ GEMM
+    template, ``..._softmax_...`` the attention (the bmm of one query per head decomposed into the same kernel)."""
+    if name.startswith(GRAPH_CALL):
+        return PARTS[3]
+    if name.startswith(STEP_ENTRY):
+        return PARTS[4]
+    if not in_graph:
+        return None
+    if "_gemm_" in name or name in MATMULS:
+        return PARTS[0]
+    if "softmax" in name or "attention" in name:
+        return PARTS[1]
+    return PARTS[2]
+
+
+def step_profile(model, call, steps: int) -> dict:
+    """Where one ``call()`` (a decode through ``model``'s compiled step, ``steps`` steps of it) spends its time:
+    ms a step per part (:data:`PARTS`). ``model`` is a copy compiled for this alone, with inductor's kernel profiling
+    on (each generated kernel records itself), warmed twice; the profiled call's wall time less every record
+    attributed is "outside" (the prompt's encoding, choosing the tokens, the Python loop, the profiler's own work)."""
+    with torch._inductor.config.patch({"cpp.enable_kernel_profile": True}):
+        call(), call()
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        call()
+        wall = time.perf_counter() - start
+    parts = dict.fromkeys(PARTS, 0.0)
+    for event in prof.events():
+        parent, in_graph = event.cpu_parent, False
+        while parent is not None and not in_graph:
+            in_graph, parent = parent.name.startswith(GRAPH_CALL), parent.cpu_parent
+        part = profile_part(event.name, in_graph)
+        if part is not None:
+            parts[part] += event.self_cpu_time_total / 1e6
+    parts[PARTS[5]] = max(0.0, wall - sum(parts.values()))
+    if parts[PARTS[0]] == 0 or parts[PARTS[1]] == 0:
+        raise BenchCheckFailed(f"the step profile found no {'product' if not parts[PARTS[0]] else 'attention'} "
+                               f"kernel: inductor's kernel names changed (bench/generate_peers.py profile_part)")
+    return {"wall_s": wall, "steps": steps, "ms_a_step": {k: v / steps * 1e3 for k, v in parts.items()}}
+
+
+def profile_text(profile: dict, rows: int, products: str, shape: Shape, lengths: list[int], new: int,
+                 bandwidth: float, memory: str, best: float) -> str:
+    """The profile's table and what bounds the step: the weights and the keys and values it reads, each at the
+    rate the profile implies, against the probed bandwidth."""
+    ms = profile["ms_a_step"]
+    total = sum(ms.values())
+    kv = sum(kv_bytes(shape, sum(n + s for n in lengths)) for s in range(1, new)) / (new - 1)  # a step, on average
+    memory_s = (shape.weight_bytes + kv) / bandwidth
+    lines = ["", f"Where the batched step's time goes (batch {rows}, seqlab's compiled step, products "
+             f"\"{products}\"): one decode of {rows} x {new} tokens profiled with torch.profiler on a copy of the "
+             f"model compiled with inductor's kernel profiling (each generated kernel records itself), after two "
+             f"warm calls; the records cost time of their own, so the parts are shares of this call ({total:.2f} ms "
+             f"a step, {rows * 1e3 / total:.0f} tokens/s), not speeds:", "",
+             "| part | ms a step | share |", "|---|---|---|"]
+    lines += [f"| {part} | {v:.2f} | {v / total:.0%} |" for part, v in ms.items()]
+    products_rate = shape.weight_bytes / (ms[PARTS[0]] / 1e3)
+    attention_rate = kv / (ms[PARTS[1]] / 1e3)
+    lines += ["", f"What bounds it: a step reads the weights ({shape.weight_bytes / 1e6:.1f} MB) and, on average over "
+              f"the decode, {kv / 1e6:.1f} MB of keys and values, from {memory} (the bound's memory for this batch, "
+              f"above): read once each at the probed {bandwidth / 1e9:.1f} GB/s, {memory_s * 1e3:.2f} ms a "
+              f"step, at most {rows / memory_s:.0f} tokens/s (seqlab's best at batch {rows}, {best:.0f}, is "
+              f"{best * memory_s / rows:.0%} of that). In the profiled call the products read the weights at "
+              f"{products_rate / 1e9:.1f} GB/s and the attention its keys and values at {attention_rate / 1e9:.1f} "
+              f"GB/s."]
+    return "\n".join(lines) + "\n"

@@ -14,13 +14,16 @@
    round (a difference stops the bench, no section written). ``ratio`` = streamed tokens/s over `seqlab
    generate`'s (target >= 0.9).
 4. Concurrent streams (issue #55, section ``serve-streams``): 1, 2, 4 and 8 greedy streams at once (each its own
-   16-character prompt, 256 new tokens) through the served preset-size LM, whose requests share one batched decode
-   loop (``LanguageModel.stream``: seqlab.decoding.continuous.ContinuousBatcher); total tokens/s (every stream's
-   tokens over the wall time from the first request to the last ``done``), its ratio to one stream (target: 8
-   streams >= 4x), interleaved shuffled rounds, medians. Check (a failure exits non-zero, no section written): each
-   stream's token ids equal its solo run's (``seqlab.decoding.decode.generate``, greedy, in this process) up to its
-   first difference, and that difference falls on a token the server flagged as a near tie (``near_tie``: its top
-   two logits within the batched step's rounding bound); the near ties are counted in the section.
+   16-character prompt) through the served preset-size LM, whose requests share one batched decode loop
+   (``LanguageModel.stream``: seqlab.decoding.continuous.ContinuousBatcher), at two lengths: as many new tokens as
+   the KV cache holds after the prompt (max_len less the prompt's tokens: every token a cached step), and
+   ``--tokens`` (256), past max_len, where each further token recomputes its row's whole window; total tokens/s
+   (every stream's tokens over the wall time from the first request to the last ``done``), its ratio to one stream
+   (target: 8 streams >= 4x), interleaved shuffled rounds, medians. Check (a failure exits non-zero, no section
+   written): each stream's token ids equal its solo run's (``seqlab.decoding.decode.generate``, greedy, in this
+   process) up to its first difference, and that difference falls on a token the server flagged as a near tie
+   (``near_tie``: its top two logits within the batched step's rounding bound); the near ties are counted in the
+   section.
 
     .venv/bin/python bench/serve.py [--clients 8] [--requests 400] [--rounds 5] [--parts load,stream,concurrent]
     SEQLAB_BENCH_RESULTS=/tmp/x.md .venv/bin/python bench/serve.py --parts concurrent --rounds 1 --tokens 32
@@ -240,25 +243,42 @@ def streams_part(base: str, run_id: str, lm, rounds: int, tokens: int) -> dict:
             "rounds": rounds}
 
 
-def streams_section(res: dict, threads: int) -> str:
-    met = res["ratio"][max(STREAMS)] >= TARGET_STREAMS
+def within_cache(lm) -> int:
+    """The most new tokens every stream prompt's row takes from the shared KV cache: each prompt's tokens and its
+    new ones up to the model's max_len; a later token recomputes its row's whole window (module docstring)."""
+    return lm.model.cfg.max_len - max(len(lm.tokenizer.encode(p)) for p in STREAM_PROMPTS)
+
+
+def streams_section(runs: dict, threads: int, max_len: int, within: int) -> str:
+    """``runs``: streams_part's result per new-token count (``within`` of them inside the cache, and more)."""
+    first = next(iter(runs.values()))
     lines = [f"## `seqlab serve`: concurrent greedy streams (bench/serve.py)", "",
              f"The real command on loopback (`python -m seqlab serve`, {threads} torch thread{'s' * (threads > 1)}), "
-             f"the lm-char run at the preset's size; N streams at once, each its own 16-character prompt and "
-             f"{res['tokens']} new tokens (greedy), sharing the model's one batched decode loop "
-             f"(`LanguageModel.stream`, seqlab.decoding.continuous). Total tokens/s = every stream's tokens / the "
-             f"wall time from the first request to the last `done`; medians of {res['rounds']} interleaved, shuffled "
-             f"round{'s' * (res['rounds'] > 1)} after a discarded warm-up round. Load average at the end: "
-             f"{os.getloadavg()[0]:.1f}.", "",
-             "| streams | total tokens/s | vs one stream | streams checked (warm-up round included) | near ties flagged | streams that "
-             "left their solo run's tokens (at a near tie) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {n} | {res['rate'][n]:.0f} | {res['ratio'][n]:.2f} | {res['streams_checked'][n]} | "
-              f"{res['near_ties'][n]} | {res['diverged'][n]} |" for n in STREAMS]
+             f"the lm-char run at the preset's size (max_len {max_len}); N streams at once, each its own 16-character "
+             f"prompt, greedy, sharing the model's one batched decode loop (`LanguageModel.stream`, "
+             f"seqlab.decoding.continuous), at {' and '.join(map(str, runs))} new tokens: up to {within} every token "
+             f"comes from the shared KV cache (prompt and output within max_len)"
+             + (f"; past that, every further token recomputes its row's last {max_len} tokens without a cache (the "
+                f"rows of one step in one batch; solo generation recomputes them the same way). "
+                if any(t > within for t in runs) else ". ") +
+             f"Total tokens/s = "
+             f"every stream's tokens / the wall time from the first request to the last `done`; medians of "
+             f"{first['rounds']} interleaved, shuffled round{'s' * (first['rounds'] > 1)} after a discarded warm-up "
+             f"round, each length apart. Load average at the end: {os.getloadavg()[0]:.1f}.", "",
+             "| new tokens | streams | total tokens/s | vs one stream | streams checked (warm-up round included) | "
+             "near ties flagged | streams that left their solo run's tokens (at a near tie) |",
+             "|---|---|---|---|---|---|---|"]
+    for tokens, res in runs.items():
+        lines += [f"| {tokens} | {n} | {res['rate'][n]:.0f} | {res['ratio'][n]:.2f} | {res['streams_checked'][n]} | "
+                  f"{res['near_ties'][n]} | {res['diverged'][n]} |" for n in STREAMS]
     lines += ["", f"Every stream's token ids equal its solo run's (`seqlab.decoding.decode.generate`, greedy) up to "
               f"its first difference, and every difference fell on a token the server flagged as a near tie "
-              f"(checked; a failure writes no section).", "",
-              f"Target: {max(STREAMS)} streams >= {TARGET_STREAMS:.0f}x one stream's total tokens/s: this run "
-              f"{res['ratio'][max(STREAMS)]:.2f}x: {'**met**' if met else '**not met**'}."]
+              f"(checked; a failure writes no section).", ""]
+    for tokens, res in runs.items():
+        met = res["ratio"][max(STREAMS)] >= TARGET_STREAMS
+        lines.append(f"Target: {max(STREAMS)} streams >= {TARGET_STREAMS:.0f}x one stream's total tokens/s, "
+                     f"{tokens} new tokens: this run {res['ratio'][max(STREAMS)]:.2f}x: "
+                     f"{'**met**' if met else '**not met**'}.")
     return "\n".join(lines)
 
 
@@ -291,96 +311,26 @@ def main() -> None:
     ids = train_serve_runs(root, tmp / "data")
     corpus = tmp / "data" / "big.txt"
     corpus.write_text((tmp / "data" / "lm.txt").read_text() * 20)
-    api.train_run("lm-char", root / "big", overrides=[f"data.source={corpus}", "train.max_steps=10", "train.eval_every=5",
-                                                 "train.save_every=5", "train.warmup_steps=1", "train.progress=false",
-                                                 "train.device=cpu"], log=lambda *a, **k: None)
+    api.train_run("lm-char", root / "big", overrides=[f"data.source={corpus}", "train.max_steps=10",
+                                                 "train.eval_every=5", "train.save_every=5", "train.warmup_steps=1",
+                                                 "train.progress=false", "train.device=cpu"], log=lambda *a, **k: None)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = start_server(root, port)
     lm = api.load(root / "big", device="cpu")
     try:
-        streams = streams_part(base, "runs/big", lm, args.rounds, args.tokens) if "concurrent" in parts else None
+        within = within_cache(lm)
+        streams = {tokens: streams_part(base, "runs/big", lm, args.rounds, tokens)
+                   for tokens in dict.fromkeys((within, args.tokens))} if "concurrent" in parts else None
         if "load" in parts:
             load_and_stream(base, ids, lm, args)
     finally:
         server.terminate()
         server.wait(10)
     if streams is not None:  # checked in streams_part: a failed check exits before this
-        write_section("serve-streams", streams_section(streams, THREADS))
-        print(json.dumps({"streams_tokens_per_s": {n: round(r, 1) for n, r in streams["rate"].items()},
-                          "streams_ratio": {n: round(r, 3) for n, r in streams["ratio"].items()},
-                          "near_ties": streams["near_ties"], "diverged": streams["diverged"],
-                          "target_met": streams["ratio"][max(STREAMS)] >= TARGET_STREAMS, "machine": machine()}))
-
-
-def stream_rounds(served_call, direct_call, count_tokens, rounds: int, seed: int = 0) -> tuple[list, list]:
-    """Streaming against the library call, ``rounds`` kept rounds of both sides through ``interleaved`` (an order
-    shuffled afresh every round from ``seed``, one warm-up round discarded, ``gc.collect()`` before each side):
-    (served tokens/s per round, direct tokens/s per round), paired by round. ``served_call`` returns (tokens/s
-    measured end to end, text); ``direct_call`` returns the text, timed here; each round's two texts must be equal
-    (``require``: a difference stops the bench before any section is written)."""
-    texts: dict[str, str] = {}
-
-    def served() -> float:
-        rate, texts["served"] = served_call()
-        return rate
-
-    def direct() -> float:
-        t = time.perf_counter()
-        texts["direct"] = direct_call()
-        return count_tokens(texts["direct"]) / (time.perf_counter() - t)
-
-    def checked(fn):
-        def call() -> float:
-            rate = fn()
-            if len(texts) == 2:  # both sides of this round ran: their texts must agree
-                require(texts["served"] == texts["direct"], "the stream and seqlab generate differ: "
-                        f"{texts['served'][:60]!r} against {texts['direct'][:60]!r}")
-                texts.clear()
-            return rate
-        return call
-
-    kept = interleaved({"served": checked(served), "direct": checked(direct)}, rounds, warmup=1, seed=seed)
-    return kept["served"], kept["direct"]
-
-
-def load_and_stream(base: str, ids: dict, lm, args) -> None:
-    """Parts 2 and 3 (module docstring): the load test, then streaming against `seqlab generate`; the serve
-    section."""
-    load_start = os.getloadavg()[0]
-    print("load test ...", file=sys.stderr, flush=True)
-    load = load_test(base, ids, args.clients, args.requests)
-    print(json.dumps(load), file=sys.stderr)
-    served, direct = stream_rounds(lambda: stream_rate(base, "runs/big"),
-                                   lambda: lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0),
-                                   lambda text: len(lm.tokenizer.encode(text)), args.rounds)
-    rs, rd = median(served), median(direct)
-    load_avg = os.getloadavg()
-    lines = [f"## `seqlab serve`: load test and streaming generation (bench/serve.py)", "",
-             f"The real command on loopback (`python -m seqlab serve`, one process); the tiny runs of "
-             f"tests/helpers.py; one torch thread in the server and in the `seqlab generate` process. Load average "
-             f"{load_start:.1f} at the start, {load_avg[0]:.1f} at the end ({os.cpu_count()} cores).", "",
-             f"**Load**: {args.clients} concurrent clients, {load['requests']} requests (generate 20 tokens / predict "
-             f"2 lines / neighbors, shuffled), {load['errors']} errors; {load['requests_per_s']:.1f} requests/s, "
-             f"latency p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms.", "",
-             "| request | n | p50 ms | p95 ms |", "|---|---|---|---|"]
-    lines += [f"| {k} | {v['n']} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} |" for k, v in load["by_kind"].items()]
-    size = lm.config.model
-    lines += ["", f"**Streaming**: lm-char at the preset's size ({size.n_layers} layers, d_model {size.d_model}), "
-                  f"greedy, {NEW_TOKENS} new tokens, median of {args.rounds} rounds after a discarded warm-up round "
-                  f"(in which the server loads the model); each round runs both sides, in an order shuffled afresh "
-                  f"every round (seeded), `gc.collect()` in this process (the library call's) before each timed side "
-                  f"(bench/common.py `interleaved`): "
-                  f"server-sent events end to end "
-                  f"{rs:.0f} tokens/s, `seqlab generate`'s library call {rd:.0f} tokens/s: **{rs / rd:.2f}x** "
-                  f"(target >= 0.9x); the same text both ways in every round (checked). The rounds' ratios, a "
-                  f"measure of this machine's noise: {', '.join(f'{a / b:.2f}' for a, b in zip(served, direct))}."]
-    write_section("serve", "\n".join(lines))
-    print(json.dumps({"requests": load["requests"], "errors": load["errors"],
-                      "requests_per_s": round(load["requests_per_s"], 1), "p50_ms": round(load["p50_ms"], 1),
-                      "p95_ms": round(load["p95_ms"], 1), "stream_tokens_per_s": round(rs, 1),
-                      "generate_tokens_per_s": round(rd, 1), "ratio": round(rs / rd, 3), "machine": machine()}))
-
-
-if __name__ == "__main__":
-    main()
+        write_section("serve-streams", streams_section(streams, THREADS, lm.model.cfg.max_len, within))
+        print(json.dumps({"streams": {tokens: {"tokens_per_s": {n: round(r, 1) for n, r in res["rate"].items()},
+                                               "ratio": {n: round(r, 3) for n, r in res["ratio"].items()},
+                                               "near_ties": res["near_ties"], "diverged": res["diverged"],
+                                               "target_met": res["ratio"][max(STREAMS)] >= TARGET_STREAMS}
+                                      for tokens, res in streams.items()}, "machine": machine()}))

@@ -118,3 +118,30 @@ def test_the_low_precision_bold_line_names_what_each_side_computes():
     assert "= 4.50**" in bf16 and "not like with like" in bf16
     int8 = generate.low_bold_line("int8", verdicts["int8"])
     assert "= 2.00**" in int8 and "; like with like)" in int8
+
+
+def test_the_step_profile_files_each_record_under_its_part():
+    """Inductor's kernel names say what they fuse: a product through the C++ GEMM template, the attention (its
+    softmax), anything else; a BLAS call counts as a product only inside the compiled graph (outside it, it is the
+    prompt's eager encoding, left to "outside"); the graph's call and dynamo's records are parts of their own."""
+    gemm = "graph_0_gemm_m8n1536k384_cpp_fused_add_addmm_gelu_native_layer_norm_view_5"
+    attention = "graph_0_cpp_fused__softmax_add_addmm_arange_bitwise_not_bmm_index_copy_view_8"
+    norm = "graph_0_cpp_fused_add_addmm_native_layer_norm_transpose_view_4"
+    assert [peers.profile_part(n, True) for n in (gemm, attention, norm, "aten::addmm")] == list(peers.PARTS[:3]) + [
+        peers.PARTS[0]]
+    assert peers.profile_part("aten::addmm", False) is None
+    assert peers.profile_part("## Call CompiledFxGraph None ##", False) == peers.PARTS[3]
+    assert peers.profile_part("TorchDynamo Cache Lookup", False) == peers.PARTS[4]
+    assert peers.profile_part("Torch-Compiled Region: 0/0", False) == peers.PARTS[4]
+
+
+def test_the_profile_text_bounds_the_step_by_its_weights_and_cache_read_together():
+    """What bounds the step: the weights and the mean KV bytes a step reads, both at the bandwidth (here 40 MB of
+    weights; one row, a one-token prompt and 4 new tokens: steps 1 .. 3 attend 2, 3 and 4 positions)."""
+    ms = dict.fromkeys(peers.PARTS, 1.0)
+    text = peers.profile_text({"ms_a_step": ms, "wall_s": 1, "steps": 3}, 1, "tiled", SHAPE, [1], 4, 40e9, "DRAM",
+                              5.0)
+    kv = peers.kv_bytes(SHAPE, 3)  # steps 1 .. 3 attend 2, 3, 4 positions: 3 on average
+    memory_ms = (40_000_000 + kv) / 40e9 * 1e3
+    assert f"{memory_ms:.2f} ms a step" in text and f"at most {1e3 / memory_ms:.0f} tokens/s" in text
+    assert "| weight products | 1.00 | 17% |" in text
