@@ -334,3 +334,76 @@ def main() -> None:
                                                "near_ties": res["near_ties"], "diverged": res["diverged"],
                                                "target_met": res["ratio"][max(STREAMS)] >= TARGET_STREAMS}
                                       for tokens, res in streams.items()}, "machine": machine()}))
+
+
+def stream_rounds(served_call, direct_call, count_tokens, rounds: int, seed: int = 0) -> tuple[list, list]:
+    """Streaming against the library call, ``rounds`` kept rounds of both sides through ``interleaved`` (an order
+    shuffled afresh every round from ``seed``, one warm-up round discarded, ``gc.collect()`` before each side):
+    (served tokens/s per round, direct tokens/s per round), paired by round. ``served_call`` returns (tokens/s
+    measured end to end, text); ``direct_call`` returns the text, timed here; each round's two texts must be equal
+    (``require``: a difference stops the bench before any section is written)."""
+    texts: dict[str, str] = {}
+
+    def served() -> float:
+        rate, texts["served"] = served_call()
+        return rate
+
+    def direct() -> float:
+        t = time.perf_counter()
+        texts["direct"] = direct_call()
+        return count_tokens(texts["direct"]) / (time.perf_counter() - t)
+
+    def checked(fn):
+        def call() -> float:
+            rate = fn()
+            if len(texts) == 2:  # both sides of this round ran: their texts must agree
+                require(texts["served"] == texts["direct"], "the stream and seqlab generate differ: "
+                        f"{texts['served'][:60]!r} against {texts['direct'][:60]!r}")
+                texts.clear()
+            return rate
+        return call
+
+    kept = interleaved({"served": checked(served), "direct": checked(direct)}, rounds, warmup=1, seed=seed)
+    return kept["served"], kept["direct"]
+
+
+def load_and_stream(base: str, ids: dict, lm, args) -> None:
+    """Parts 2 and 3 (module docstring): the load test, then streaming against `seqlab generate`; the serve
+    section."""
+    load_start = os.getloadavg()[0]
+    print("load test ...", file=sys.stderr, flush=True)
+    load = load_test(base, ids, args.clients, args.requests)
+    print(json.dumps(load), file=sys.stderr)
+    served, direct = stream_rounds(lambda: stream_rate(base, "runs/big"),
+                                   lambda: lm.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0),
+                                   lambda text: len(lm.tokenizer.encode(text)), args.rounds)
+    rs, rd = median(served), median(direct)
+    load_avg = os.getloadavg()
+    lines = [f"## `seqlab serve`: load test and streaming generation (bench/serve.py)", "",
+             f"The real command on loopback (`python -m seqlab serve`, one process); the tiny runs of "
+             f"tests/helpers.py; one torch thread in the server and in the `seqlab generate` process. Load average "
+             f"{load_start:.1f} at the start, {load_avg[0]:.1f} at the end ({os.cpu_count()} cores).", "",
+             f"**Load**: {args.clients} concurrent clients, {load['requests']} requests (generate 20 tokens / predict "
+             f"2 lines / neighbors, shuffled), {load['errors']} errors; {load['requests_per_s']:.1f} requests/s, "
+             f"latency p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms.", "",
+             "| request | n | p50 ms | p95 ms |", "|---|---|---|---|"]
+    lines += [f"| {k} | {v['n']} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} |" for k, v in load["by_kind"].items()]
+    size = lm.config.model
+    lines += ["", f"**Streaming**: lm-char at the preset's size ({size.n_layers} layers, d_model {size.d_model}), "
+                  f"greedy, {NEW_TOKENS} new tokens, median of {args.rounds} rounds after a discarded warm-up round "
+                  f"(in which the server loads the model); each round runs both sides, in an order shuffled afresh "
+                  f"every round (seeded), `gc.collect()` in this process (the library call's) before each timed side "
+                  f"(bench/common.py `interleaved`): "
+                  f"server-sent events end to end "
+                  f"{rs:.0f} tokens/s, `seqlab generate`'s library call {rd:.0f} tokens/s: **{rs / rd:.2f}x** "
+                  f"(target >= 0.9x); the same text both ways in every round (checked). The rounds' ratios, a "
+                  f"measure of this machine's noise: {', '.join(f'{a / b:.2f}' for a, b in zip(served, direct))}."]
+    write_section("serve", "\n".join(lines))
+    print(json.dumps({"requests": load["requests"], "errors": load["errors"],
+                      "requests_per_s": round(load["requests_per_s"], 1), "p50_ms": round(load["p50_ms"], 1),
+                      "p95_ms": round(load["p95_ms"], 1), "stream_tokens_per_s": round(rs, 1),
+                      "generate_tokens_per_s": round(rd, 1), "ratio": round(rs / rd, 3), "machine": machine()}))
+
+
+if __name__ == "__main__":
+    main()
