@@ -250,14 +250,16 @@ PARTS = ("weight products", "attention over the KV cache", "other kernels of the
 def profile_part(name: str, in_graph: bool) -> str | None:
     """The part of the step a profiler record's self time belongs to (None: left to "outside", the remainder).
     Inductor names its kernels after what they fuse: ``..._gemm_m8n1536k384_...`` a product through its C++ GEMM
-    template, ``..._softmax_...`` the attention (the bmm of one query per head decomposed into the same kernel)."""
+    template, ``..._softmax_...`` the attention (the bmm of one query per head decomposed into the same kernel); the
+    BLAS's products are their own records (aten's, oneDNN's packed linear). "stream"'s products are reductions fused
+    with their neighbours, which no name tells apart: not profiled."""
     if name.startswith(GRAPH_CALL):
         return PARTS[3]
     if name.startswith(STEP_ENTRY):
         return PARTS[4]
     if not in_graph:
         return None
-    if "_gemm_" in name or name in MATMULS:
+    if "_gemm_" in name or name in MATMULS or name.startswith(("mkldnn::", "onednn::")):
         return PARTS[0]
     if "softmax" in name or "attention" in name:
         return PARTS[1]
@@ -312,8 +314,8 @@ def profile_text(profile: dict, rows: int, products: str, shape: Shape, lengths:
     lines += ["", f"What bounds it: a step reads the weights ({shape.weight_bytes / 1e6:.1f} MB) and, on average over "
               f"the decode, {kv / 1e6:.1f} MB of keys and values, from {memory} (the bound's memory for this batch, "
               f"above): read once each at the probed {bandwidth / 1e9:.1f} GB/s, {memory_s * 1e3:.2f} ms a "
-              f"step, at most {rows / memory_s:.0f} tokens/s (seqlab's best at batch {rows}, {best:.0f}, is "
-              f"{best * memory_s / rows:.0%} of that). In the profiled call the products read the weights at "
+              f"step, at most {rows / memory_s:.0f} tokens/s (the profiled row in the timed rounds above, {best:.0f} "
+              f"tokens/s, is {best * memory_s / rows:.0%} of that). In the profiled call the products read the weights at "
               f"{products_rate / 1e9:.1f} GB/s and the attention its keys and values at {attention_rate / 1e9:.1f} "
               f"GB/s."]
     return "\n".join(lines) + "\n"
