@@ -316,6 +316,6 @@ def profile_text(profile: dict, rows: int, products: str, shape: Shape, lengths:
               f"above): read once each at the probed {bandwidth / 1e9:.1f} GB/s, {memory_s * 1e3:.2f} ms a "
               f"step, at most {rows / memory_s:.0f} tokens/s (the profiled row in the timed rounds above, {best:.0f} "
               f"tokens/s, is {best * memory_s / rows:.0%} of that). In the profiled call the products read the "
-              f"weights at {products_rate / 1e9:.1f} GB/s and the attention its keys and values at {attention_rate / 1e9:.1f} "
-              f"GB/s."]
+              f"weights at {products_rate / 1e9:.1f} GB/s and the attention its keys and values at "
+              f"{attention_rate / 1e9:.1f} GB/s."]
     return "\n".join(lines) + "\n"
