@@ -349,11 +349,11 @@ def test_compiled_steps_of_several_models_and_batch_sizes_stay_compiled_and_let_
         return real(dynamo_gm, aot_gm, inputs)
 
     monkeypatch.setattr(freezing, "freeze", counted)
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
     a, b = tiny_lm(max_len=24, dtype=torch.float32), tiny_lm(max_len=24, dtype=torch.float32, seed=1)
-    for model, prompts in ((a, PROMPTS[:2]), (b, PROMPTS[:2]), (b, PROMPTS[:1]), (a, PROMPTS[:2])):
-        eager = generate(model, prompts, 8, Sampling(0))
-        assert generate(model, prompts, 8, Sampling(0), compile=True, products="stream") == eager
+    with torch._dynamo.config.patch(recompile_limit=1):  # config.patch restores it (monkeypatch deleted the key)
+        for model, prompts in ((a, PROMPTS[:2]), (b, PROMPTS[:2]), (b, PROMPTS[:1]), (a, PROMPTS[:2])):
+            eager = generate(model, prompts, 8, Sampling(0))
+            assert generate(model, prompts, 8, Sampling(0), compile=True, products="stream") == eager
     assert len(frozen) == 3  # a at 2 rows, b at 2 and 1; a's again from its entry
     gone, held = weakref.ref(b), len(decode._COMPILED_STEPS)
     del b
