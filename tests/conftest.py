@@ -123,4 +123,3 @@ def pytest_configure(config):
     thread: two workers of two OpenMP threads each on two cores spin against each other (20-60x slower steps)."""
     if hasattr(config, "workerinput"):
         torch.set_num_threads(1)
-

@@ -201,20 +201,21 @@ def decode_step(model, compile: bool = False, products: str = "blas"):
     products = "stream" if products == "tiled" and not frozen else products
     options = inductor_options(products, frozen)
     version = weights_version(model)
-    traced: set[tuple[int, ...]] = set()  # the shapes this function's steps have run once, guards checked
+    steps: dict[tuple[int, ...], object] = {}  # per shape, the step this function has run once, guards checked
 
     def run(ids, cache):
         shape = tuple(ids.shape)  # batch, seq
-        step = _compiled_step(model, products, options, version, shape)
         if cache.pos:  # the attended slots' count is the window's length: one graph for every position
             torch._dynamo.mark_dynamic(cache.window, 0)
-        if shape in traced:  # shapes never change in the decode loop: skip re-checking the guards at every token
+        step = steps.get(shape)
+        if step is not None:  # shapes never change in the decode loop: skip re-checking the guards at every token
             with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
                 logits = step(model, ids, cache)
         else:
+            step = _compiled_step(model, products, options, version, shape)
             with tracing(options):  # a new step traces on this call
                 logits = step(model, ids, cache)
-            traced.add(shape)
+            steps[shape] = step
         cache.advance(ids.shape[1])
         return logits
 
