@@ -353,7 +353,7 @@ def test_compiled_steps_of_several_models_and_batch_sizes_stay_compiled_and_let_
     with torch._dynamo.config.patch(recompile_limit=1):  # config.patch restores it (monkeypatch deleted the key)
         for model, prompts in ((a, PROMPTS[:2]), (b, PROMPTS[:2]), (b, PROMPTS[:1]), (a, PROMPTS[:2])):
             eager = generate(model, prompts, 8, Sampling(0))
-            assert generate(model, prompts, 8, Sampling(0), compile=True, products="stream") == eager
+            assert generate(model, prompts, 8, Sampling(0), compile=True, products="blas") == eager
     assert len(frozen) == 3  # a at 2 rows, b at 2 and 1; a's again from its entry
     gone, held = weakref.ref(b), len(decode._COMPILED_STEPS)
     del b
