@@ -139,3 +139,102 @@ def test_section_names_reads_constant_and_formatted_names(tmp_path):
     script = tmp_path / "x.py"
     script.write_text('write_section("bleu", md)\ncommon.write_section(f"generate-{slug}", md)\n', encoding="utf-8")
     assert section_names(script) == ["bleu", "generate-*"]
+
+
+# docs/manual.md's table "What the presets reach": each row's figures are typed, so each is checked here against the
+# section it comes from (a re-recorded section whose figures moved fails until the manual follows it).
+MANUAL = ROOT / "docs" / "manual.md"
+NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The cells of every table row of ``text`` (separator rows left out)."""
+    return [_cells(line) for line in text.splitlines()
+            if line.startswith("|") and not set(line.strip()) <= set("|-: ")]
+
+
+def _row(section: str, first: str | None = None, index: int = 1) -> list[str]:
+    """Row ``first`` (by its first cell) of section ``section``'s tables, else its ``index``-th table row (after
+    the header), bold marks dropped."""
+    text = common.read_section(section)
+    assert text is not None, f"section {section} is not in bench/RESULTS.md"
+    rows = [[cell.replace("**", "") for cell in row] for row in _rows(text)]
+    found = [row for row in rows if row[0] == first] if first else rows[index:index + 1]
+    assert found, f"section {section} has no row {first or index}"
+    return found[0]
+
+
+def _seconds(cell: str) -> float:
+    return float(cell.removesuffix(" s"))
+
+
+def _ratio(cell: str) -> float:
+    return float(cell.split()[0])
+
+
+def _manual_expectations() -> dict[tuple[str, str], list[tuple[str, str, float]]]:
+    """(preset cell, data cell) -> [(cell name, pattern of the typed figure in it, the section's value)]."""
+    expect: dict[tuple[str, str], list[tuple[str, str, float]]] = {}
+    translations = (("`mt-transformer`", "Multi30k de→en", "translate-transformer-de-en"),
+                    ("`mt-gru-attention`", "Multi30k de→en", "translate-seq2seq-attention-de-en"),
+                    ("`mt-transformer` (3,200 steps)", "Multi30k en→de", "translate-transformer-en-de"))
+    for preset, data, section in translations:
+        steps, minutes, _test, _beam, bleu = _row(section)[:5]
+        expect[preset, data] = [("test result", rf"BLEU {NUMBER}", float(bleu)),
+                                ("training", rf"{NUMBER} min", float(minutes))]
+        if "steps" in preset:
+            expect[preset, data].append(("preset", rf"\(({NUMBER[1:-1]}) steps\)", float(steps)))
+    for preset, data, task in (("`ner-minilm`", "CoNLL-2003", "ner"), ("`sentiment-minilm`", "SST-2 (sentences)",
+                                                                       "sentiment")):
+        row = _row("finetune", task)
+        expect[preset, data] = [("test result", rf"{'entity F1' if task == 'ner' else 'accuracy'} {NUMBER}",
+                                 float(row[5])), ("training", rf"{NUMBER} min", float(row[3]))]
+    steps, minutes, _p, _r, f1 = _row("ner-lstm")[:5]
+    expect["`ner-bilstm`", "CoNLL-2003"] = [("test result", rf"entity F1 {NUMBER}", float(f1)),
+                                            ("training", rf"{NUMBER} min", float(minutes))]
+    expect["`sentiment-lstm`", "SST-2 (sentences)"] = [("test result", rf"accuracy {NUMBER}",
+                                                        float(_row("sentiment", "sst2-lstm")[4]))]
+    scale = [row for row in _rows(common.read_section("scale") or "") if len(row) > 4]
+    ratios = {row[1]: row for row in scale if row[3].startswith("**")}
+    seqlab = {row[1]: row for row in scale if row[2].startswith(f"seqlab {row[1]}:")}
+    assert set(ratios) == set(seqlab) == {"sgns", "hs"}, "the scale section's word2vec tables changed shape"
+    expect["`w2v-sgns`, `w2v-hs`", "enwiki sample repeated to 100 MB, 1 epoch"] = [
+        ("test result", rf"whole command {NUMBER}x \(SGNS\)", _ratio(ratios["sgns"][3].replace("**", ""))),
+        ("test result", rf"/ {NUMBER}x \(HS\)", _ratio(ratios["hs"][3].replace("**", ""))),
+        ("test result", rf"training pass {NUMBER}x /", _ratio(ratios["sgns"][4].replace("**", ""))),
+        ("test result", rf"training pass [\d.]+x / {NUMBER}x", _ratio(ratios["hs"][4].replace("**", ""))),
+        ("training", rf"^{NUMBER} /", _seconds(seqlab["sgns"][6])),
+        ("training", rf"/ {NUMBER} s", _seconds(seqlab["hs"][6]))]
+    assert all(row[6].endswith("SimLex-999 yes") and "WordSim353 yes" in row[6] for row in ratios.values()), (
+        "the manual says word2vec's vectors are within gensim's seed spread: the scale section no longer does")
+    return expect
+
+
+def _stands_for(typed: str, value: float) -> bool:
+    """A figure typed with d decimals stands for ``value`` when within half a unit of its last digit."""
+    decimals = len(typed.split(".")[1]) if "." in typed else 0
+    return abs(float(typed.replace(",", "")) - value) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def test_the_manuals_preset_table_matches_the_sections_it_cites():
+    text = MANUAL.read_text(encoding="utf-8").split("What the presets reach", 1)[1].split("\n\n", 2)[1]
+    table = {(row[0], row[1]): dict(zip(("preset", "data", "test result", "training"), row)) for row in _rows(text)[1:]}
+    expect = _manual_expectations()
+    assert set(table) == set(expect), "the manual's preset table and this test name different rows"
+    wrong = []
+    for key, figures in expect.items():
+        for cell, pattern, value in figures:
+            found = re.search(pattern, table[key][cell])
+            assert found, f"manual row {key}: no figure {pattern!r} in its {cell} cell {table[key][cell]!r}"
+            if not _stands_for(found.group(1), value):
+                wrong.append(f"{key[0]} ({key[1]}), {cell}: {found.group(1)} typed, {value:g} in its section")
+    assert not wrong, "docs/manual.md's preset table differs from bench/RESULTS.md:\n" + "\n".join(wrong)
+
+
+def test_a_typed_figure_stands_for_its_value_within_half_its_last_digit():
+    assert _stands_for("0.851", 0.8513) and _stands_for("7", 6.5) and _stands_for("3,200", 3200)
+    assert not _stands_for("0.852", 0.8513) and not _stands_for("26", 28.9) and not _stands_for("1.62", 1.53)
