@@ -57,7 +57,7 @@ demo: $(VENV)/.installed
 # tests/README.md. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= auto
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
 
 # The documentation site (mkdocs.yml, docs/): every page's code runs while it builds, and a failing block fails the
 # strict build. `make docs` builds the tiny sizes CI builds (tests/test_docs_site.py builds it too);

@@ -283,9 +283,11 @@ def test_gemv_reductions_equal_the_matrix_products(rows, width):
 PROMPTS = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2], [3, 1], [9, 8, 7, 6, 5, 4, 3], [4, 4, 4], [10], [6, 2, 8, 1, 7]]
 
 
-# The BLAS products' compiled step is checked equal to eager, cold and warm, in a left-padded batch of 2 and at one
-# row by the several-models test below (a compile costs 20-30 s of the suite on a 2-core AVX2 EPYC).
-@pytest.mark.parametrize("products, rows", [("stream", 1), ("stream", 8), ("tiled", 8)])
+# A compile costs 20-35 s of the suite on a 2-core AVX2 EPYC, so each compiled product choice is checked once: the
+# BLAS products' step cold and warm, in a left-padded batch of 2 and at one row, by the several-models test below;
+# the streaming products' at 8 left-padded rows by the freezing test; here the streaming products' one-row step and
+# the C++ GEMM template's step at 8 rows (the bench's batched path).
+@pytest.mark.parametrize("products, rows", [("stream", 1), ("tiled", 8)])
 def test_compiled_decode_step_equals_eager(products, rows):
     """The torch.compile'd static decode step (frozen weights, C++ wrapper; the products as streaming
     reductions or inductor's C++ GEMM template) gives the same tokens at batch 1 and in a left-padded
@@ -318,16 +320,16 @@ def test_compiled_decode_step_freezes_the_weights_and_follows_them_when_they_cha
 
     monkeypatch.setattr(freezing, "freeze", counted)
     model = tiny_lm(max_len=40, dtype=torch.float32, layers=1)  # one layer: its subject is freezing, not the stack
-    eager = generate(model, PROMPTS[:2], 12, Sampling(0))
-    assert generate(model, PROMPTS[:2], 12, Sampling(0), compile=True, products="stream") == eager
+    eager = generate(model, PROMPTS, 12, Sampling(0))  # 8 left-padded rows: the streaming products' batched step
+    assert generate(model, PROMPTS, 12, Sampling(0), compile=True, products="stream") == eager
     assert frozen == [len(list(model.parameters())) + len(list(model.buffers()))]  # all of them, once
     version = weights_version(model)
     with torch.no_grad():
         model.head.weight.copy_(model.head.weight.roll(1, 0))  # each token's row moved to the next id
     assert weights_version(model) > version
-    moved = generate(model, PROMPTS[:2], 12, Sampling(0))
+    moved = generate(model, PROMPTS, 12, Sampling(0))
     assert moved != eager
-    assert generate(model, PROMPTS[:2], 12, Sampling(0), compile=True, products="stream") == moved
+    assert generate(model, PROMPTS, 12, Sampling(0), compile=True, products="stream") == moved
     assert len(frozen) == 2  # compiled again
 
 
