@@ -226,9 +226,11 @@ def test_host_dispatch_is_avx512(request, tmp_path_factory, tmp_path):
 
 
 # The AVX2 level is the narrowest vector width of the CPUs our users run (an AVX2-only AMD EPYC): it runs in
-# `make test`. The generic level (x86-64 baseline: 4-wide, no FMA) is below every one of them; it stays as a
-# deeper guard, marked slow (`pytest -m slow tests/test_isa_caps.py`): 35-40 s of the suite's budget on a
-# 2-core AVX-512 EPYC, compiling seqlab's numba kernels for that level from nothing as a fresh clone does.
+# `make test` on every host wider than it (on an AVX2-only host it is the uncapped dispatch, so the suite's own
+# run of SELECTION is that level's run, and the rerun, 60-80 s of the budget there, skips). The generic level
+# (x86-64 baseline: 4-wide, no FMA) is below every one of them; it stays as a deeper guard, marked slow
+# (`pytest -m slow tests/test_isa_caps.py`): 35-40 s of the suite's budget on a 2-core AVX-512 EPYC, compiling
+# seqlab's numba kernels for that level from nothing as a fresh clone does.
 @pytest.mark.parametrize("level", [pytest.param(level, marks=pytest.mark.slow) if level == "generic" else level
                                    for level in LEVELS])
 def test_parity_under_isa_cap(level, request, tmp_path_factory, tmp_path):
@@ -238,8 +240,6 @@ def test_parity_under_isa_cap(level, request, tmp_path_factory, tmp_path):
     if level == "avx2" and not (_host_has("avx2") and _host_has("fma")):
         pytest.skip("a cap only lowers the instruction set: the host has no AVX2 and FMA to run the AVX2 level on")
     if level == "avx2" and not _host_has("avx512f"):
-        # an AVX2-only host (the slowest class our users run) dispatches to the AVX2 level uncapped: the suite's
-        # own run of SELECTION is that level's run, and the rerun would repeat it (60-80 s of its budget there)
         pytest.skip("the host's widest level is AVX2: the suite's own parity tests run at it, uncapped")
     env = _env(caps, _numba_cache(request, tmp_path_factory, level), level)
     proc = _rerun_with_probe(env, tmp_path / "probe.json")
