@@ -283,16 +283,17 @@ def test_gemv_reductions_equal_the_matrix_products(rows, width):
 PROMPTS = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2], [3, 1], [9, 8, 7, 6, 5, 4, 3], [4, 4, 4], [10], [6, 2, 8, 1, 7]]
 
 
-# A compile costs 20-35 s of the suite on a 2-core AVX2 EPYC, so each compiled product choice is checked once: the
+# A compile costs 20-45 s of the suite on a 2-core AVX2 EPYC, so each compiled product choice is checked once: the
 # BLAS products' step cold and warm, in a left-padded batch of 2 and at one row, by the several-models test below;
 # the streaming products' at 8 left-padded rows by the freezing test; here the streaming products' one-row step and
-# the C++ GEMM template's step at 8 rows (the bench's batched path).
+# the C++ GEMM template's step at 8 rows (the bench's batched path). One layer: every product of a layer and the
+# head is there; the compiled stack of two layers is tests/test_transformer.py's one-graph test.
 @pytest.mark.parametrize("products, rows", [("stream", 1), ("tiled", 8)])
 def test_compiled_decode_step_equals_eager(products, rows):
     """The torch.compile'd static decode step (frozen weights, C++ wrapper; the products as streaming
     reductions or inductor's C++ GEMM template) gives the same tokens at batch 1 and in a left-padded
     batch of 8 (CI runs it: it is the path `seqlab generate --compile` and bench/generate.py advertise)."""
-    model = tiny_lm(max_len=40, dtype=torch.float32)
+    model = tiny_lm(max_len=40, dtype=torch.float32, layers=1)
     prompts = PROMPTS[:rows]
     eager = generate(model, prompts, 30, Sampling(0))
     compiled = generate(model, prompts, 30, Sampling(0), compile=True, products=products)

@@ -71,9 +71,9 @@ def test_the_compiled_int8_product_reads_the_weights_as_words_and_equals_the_deq
     assert got.shape == want.shape and bool(((got - want).abs() <= tol).all())
 
 
-def tiny_lm() -> TransformerLM:
+def tiny_lm(layers: int = 2) -> TransformerLM:
     torch.manual_seed(0)
-    return TransformerLM(TransformerLMConfig(vocab_size=13, n_layers=2, n_heads=2, d_model=16, d_ff=32, max_len=40,
+    return TransformerLM(TransformerLMConfig(vocab_size=13, n_layers=layers, n_heads=2, d_model=16, d_ff=32, max_len=40,
                                              dropout=0.0)).eval()
 
 
@@ -101,8 +101,9 @@ def test_low_precision_logits_stay_close_to_fp32(dtype):
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])
 def test_compiled_decoding_of_low_precision_weights_equals_eager(dtype):
     """Compiled without freezing, the conversion fused into the products: the same tokens as eager, at batch 1
-    and in a left-padded batch of 8 (CI runs it: `seqlab generate --compile --dtype` advertises it)."""
-    model = tiny_lm()
+    and in a left-padded batch of 8 (CI runs it: `seqlab generate --compile --dtype` advertises it). One layer: its
+    four converted products and the head are all there, and each compile of a layer costs seconds of the suite."""
+    model = tiny_lm(layers=1)
     to_weight_only(model, dtype)
     batch = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2], [3, 1], [9, 8, 7], [4, 4, 4], [10], [6, 2, 8, 1, 7]]
     for prompts in (batch[:1], batch):
