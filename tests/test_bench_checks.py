@@ -94,6 +94,7 @@ def test_bleu_a_score_mismatch_writes_no_section(monkeypatch):
 
 # ---- dropout: output and keep rate -------------------------------------------------------------------------------
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("compiled", [False, True])
 def test_dropout_draws_of_both_sides_pass_their_checks(compiled):
     found = dropout.check_draws(0.1, torch.float32, compiled)  # compiled: as in the bench's compiled candidates

@@ -47,6 +47,7 @@ def test_train_chars_is_the_default_train_split():
     assert set(CORPORA) == {"pydocs", "pyprose"}
 
 
+@pytest.mark.heavy
 def test_demo_end_to_end_probe_plan_test_and_validation_blocks(tmp_path, capsys, monkeypatch):
     import seqlab.commands.demo
 
@@ -77,6 +78,7 @@ def test_demo_end_to_end_probe_plan_test_and_validation_blocks(tmp_path, capsys,
     assert (train["schedule"], train["max_minutes"], train["max_steps"]) == ("wsd-time", 0.02, MAX_STEPS)
 
 
+@pytest.mark.heavy
 def test_demo_steps_runs_exactly_those_steps_with_no_budget(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--steps", "12", "--corpus", "pyprose", "--out", str(out)]) == 0

@@ -207,6 +207,7 @@ SINE_SPLIT = f"data.split=[{260 / 300!r}, {20 / 300!r}, {20 / 300!r}]"
     ("forecast-lstm", ["model.arch=gru", "model.cell=gru", "model.hidden_size=32"]),
     ("forecast-transformer", []),
 ])
+@pytest.mark.heavy
 def test_neural_forecasters_learn_a_sine(preset, extra, sine_csv, tmp_path):
     run = api.train_run(preset, tmp_path / "run", log=lambda *a, **k: None,
                     overrides=[f"data.source={sine_csv}", SINE_SPLIT, "model.max_len=20", "train.max_steps=300",

@@ -159,6 +159,7 @@ KINDS = ["translate", "tag", "classify"]
 EXAMPLES_TRACED = {"translate": 20_000, "tag": 14_000, "classify": 60_000}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("kind", KINDS)
 def test_preparing_a_few_mb_traces_far_less_than_the_file(tmp_path, kind):
     """Python's traced allocations while a task prepares its splits stay below a quarter of the file's size

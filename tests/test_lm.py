@@ -288,6 +288,7 @@ PROMPTS = [[1, 2, 3, 4], [5, 6, 7, 8, 9, 10], [2], [3, 1], [9, 8, 7, 6, 5, 4, 3]
 # the streaming products' at 8 left-padded rows by the freezing test; here the streaming products' one-row step and
 # the C++ GEMM template's step at 8 rows (the bench's batched path). One layer: every product of a layer and the
 # head is there; the compiled stack of two layers is tests/test_transformer.py's one-graph test.
+@pytest.mark.heavy
 @pytest.mark.parametrize("products, rows", [("stream", 1), ("tiled", 8)])
 def test_compiled_decode_step_equals_eager(products, rows):
     """The torch.compile'd static decode step (frozen weights, C++ wrapper; the products as streaming
@@ -304,6 +305,7 @@ def test_compiled_decode_step_equals_eager(products, rows):
         generate(model, prompts, 1, Sampling(0), compile=True, products="gemm")
 
 
+@pytest.mark.heavy
 def test_compiled_decode_step_freezes_the_weights_and_follows_them_when_they_change(monkeypatch):
     """Every weight is a constant of the compiled step's graph (freezing reached dynamo, which reads it while
     tracing: given to torch.compile's ``options`` alone it froze nothing), and a change in place, as an optimizer
@@ -334,6 +336,7 @@ def test_compiled_decode_step_freezes_the_weights_and_follows_them_when_they_cha
     assert len(frozen) == 2  # compiled again
 
 
+@pytest.mark.heavy
 def test_compiled_steps_of_several_models_and_batch_sizes_stay_compiled_and_let_their_model_go(monkeypatch):
     """Each model's compiled step, per batch size, holds its own dynamo entry (seqlab.decoding.decode.own_code):
     with dynamo's recompile limit at 1, two models at two batch sizes still compile three graphs (each freezes

@@ -339,6 +339,7 @@ def test_save_then_load_gives_the_same_model_without_the_run(in_tmp):
     np.testing.assert_array_equal(ar_again.forecast(5), ar.forecast(5))
 
 
+@pytest.mark.heavy
 def test_every_torchrun_process_returns_the_trained_object(tmp_path):
     """Under torchrun (2 processes, gloo on CPU) each process spools its in-memory data, rank 0 alone writes the
     run, and every rank gets the trained object once the last checkpoint is committed."""

@@ -79,6 +79,7 @@ def forks(tmp_path_factory):
         yield server
 
 
+@pytest.mark.heavy
 @KERNEL
 @pytest.mark.parametrize("name", NAMES)
 def test_every_notebook_runs_in_a_kernel_with_the_solutions(name, env, forks, tmp_path):

@@ -271,6 +271,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.heavy
 def test_two_nodes_match_one_process(tmp_path, corpus, seqlab_cli):
     """Two torchrun "nodes" (c10d rendezvous on loopback, one process each) train lm-char from the corpus: rank 0
     prepares the data in the run directory while rank 1 waits for it, and the loss curve equals the

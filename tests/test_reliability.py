@@ -183,6 +183,7 @@ def test_a_start_killed_before_its_first_checkpoint_is_undone_by_the_next_writer
     assert checkpoint.load_state(run)["step"] == 2
 
 
+@pytest.mark.heavy
 def test_a_second_writer_is_refused_in_one_line_and_readers_see_committed_checkpoints(tmp_path, corpus, seqlab_cli):
     cfg = tmp_path / "run.toml"
     from seqlab.tasks import resolve
@@ -321,6 +322,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch)
     checkpoint.load_model(torch.nn.Linear(8, 4), tmp_path / "model.safetensors")
 
 
+@pytest.mark.heavy
 def test_disk_full_during_training_is_one_error_and_resume_finishes(tmp_path, corpus):
     """RLIMIT_FSIZE at random offsets: `seqlab train` exits 2 with `error: no space left ...` (no traceback),
     the previous checkpoint is intact (or, before the first one, nothing is left), and --resume finishes."""

@@ -136,6 +136,7 @@ def reverse_batch(generator: torch.Generator, n: int, symbols: int = 6, vocab_of
     return sources, targets
 
 
+@pytest.mark.heavy
 def test_seq2seq_learns_to_reverse():
     torch.manual_seed(0)
     cfg = Seq2SeqConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=32, hidden_size=64, attn_size=32,

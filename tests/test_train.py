@@ -115,6 +115,7 @@ def test_train_writes_a_complete_run_directory(tmp_path, corpus):
                                       "train.eval_every=3", "train.keep_best=true"]), run, resume=True)
 
 
+@pytest.mark.heavy
 def test_compiled_training_step_equals_eager(tmp_path, corpus):
     """``train.compile = true`` (torch.compile of the model, as bench/lm_throughput.py times it) trains the same
     run as eager: every logged train loss within 1e-4 (inductor reorders fp32 sums; measured about 1e-6), the
@@ -173,6 +174,7 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path, corpus, seqlab_cli):
     assert code == 0 and "nothing to do" in err, err
 
 
+@pytest.mark.heavy
 def test_stop_signals_save_exit_cleanly_and_resume_bit_for_bit(tmp_path, corpus, seqlab_cli):
     """SIGINT (Ctrl-C) and SIGTERM (schedulers, docker stop) save at the next step and exit 128 + signal;
     --resume then ends bit-identical to a run that was never stopped (one straight run for both signals; it and

@@ -419,6 +419,7 @@ def test_cache_reset_and_dtype():
     assert cache.pos == 0 and cache.pos_tensor.item() == 0 and cache.keys(1) == 1
 
 
+@pytest.mark.heavy
 def test_a_compiled_step_is_one_graph_over_the_filled_slots():
     """The compiled decode step attends the filled slots only (cache.window is marked dynamic): one graph serves
     every position, from a one-token prompt's to the last (pos = max_len - 1), with guard checks skipped after the first step, and

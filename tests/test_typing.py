@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -21,6 +23,7 @@ def test_the_package_ships_py_typed():
     assert '"py.typed"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
+@pytest.mark.heavy
 def test_the_public_api_type_checks():
     out = mypy()  # the files of [tool.mypy]: seqlab/api.py, seqlab/training/callbacks.py, seqlab/tasks/
     assert out.returncode == 0, f"mypy found problems:\n{out.stdout}{out.stderr}"

@@ -98,6 +98,7 @@ def test_low_precision_logits_stay_close_to_fp32(dtype):
     assert 0 < (a - b).abs().max().item() < {"bf16": 0.02, "int8": 0.05}[dtype]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])
 def test_compiled_decoding_of_low_precision_weights_equals_eager(dtype):
     """Compiled without freezing, the conversion fused into the products: the same tokens as eager, at batch 1

@@ -34,6 +34,7 @@ def files_of(wheel: Path) -> set[str]:
         return {n for n in z.namelist() if not n.endswith(".dist-info/RECORD")}
 
 
+@pytest.mark.heavy
 def test_the_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
     dist, direct, tree = tmp_path / "dist", tmp_path / "direct", tmp_path / "tree"
     # the files git would commit, copied: a build in the checkout would leave build/ there, whose stale files a
