@@ -127,12 +127,13 @@ def pytest_collection_modifyitems(config, items):
     worker alone on a compile or a subprocess. On the per-test times of a one-worker run, a model of xdist's
     scheduler gives 2 workers 624 s where the file order gave 655 (the ideal 624), 4 workers 331 s (366)."""
     site = [item for item in items if "site" in getattr(item, "fixturenames", ())]
+    placed = {id(item) for item in site}
     units: dict[str, list] = {}  # one per heavy test function, its parameters in their order
     for item in items:
-        if item.get_closest_marker("heavy") and item not in site:
+        if item.get_closest_marker("heavy") and id(item) not in placed:
             units.setdefault(item.nodeid.split("[")[0], []).append(item)
-    heavy = {id(item) for unit in units.values() for item in unit} | {id(item) for item in site}
-    rest = [item for item in items if id(item) not in heavy]
+            placed.add(id(item))
+    rest = [item for item in items if id(item) not in placed]
     stride = max(1, len(rest) // 2 // max(1, len(units)))
     order = list(site)
     for k, unit in enumerate(units.values()):
