@@ -101,7 +101,9 @@ def execute(nb, folder: Path, env: dict[str, str], forks: KernelForks | None = N
     client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", shutdown_kernel="immediate",
                             km=forks.manager() if forks else None, resources={"metadata": {"path": str(folder)}})
     start = time.perf_counter()
-    client.execute(env=env, cwd=str(folder))
+    # cleanup_kc: nbclient shuts down only the kernels of managers it made; a forked kernel's manager is ours, and
+    # without it the kernel outlived its notebook and its connection file stayed in the temp folder
+    client.execute(env=env, cwd=str(folder), cleanup_kc=True)
     return time.perf_counter() - start
 
 
@@ -171,6 +173,8 @@ class KernelForks:
 class _Forked:
     """What jupyter_client's local provisioner asks of a kernel's process (``subprocess.Popen``'s poll, wait,
     send_signal, kill, terminate), for a kernel forked by the server: not this process's child, reaped there."""
+
+    stdin = stdout = stderr = None  # the kernel's streams are the server's: none to close here after wait()
 
     def __init__(self, pid: int):
         self.pid = pid

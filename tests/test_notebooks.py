@@ -113,6 +113,26 @@ def test_every_notebook_runs_in_a_kernel_with_the_solutions(name, env, forks, tm
 
 
 @KERNEL
+def test_a_forked_kernel_ends_with_its_notebook_and_leaves_no_connection_file(forks, tmp_path, monkeypatch):
+    """nbclient shuts down only kernels of managers it made: a forked kernel must be shut down by execute() itself,
+    its process gone and its connection file (jupyter_client writes it in the temp folder) removed."""
+    import os
+    import tempfile
+
+    import nbformat
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os; print(os.getpid())")])
+    notebook_run.execute(nb, tmp_path, notebook_run.kernel_env(tmp_path), forks)
+    pid = int(notebook_run.outputs_text(nb.cells[0]))
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert list(temp.iterdir()) == []
+
+
+@KERNEL
 def test_as_shipped_every_check_cell_says_not_passed_in_words(forks, tmp_path):
     """The exercise cells alone (no chapter's training): the starters untouched, every check reports in words."""
     nb = notebook_run.exercises_only([n for n in NAMES if n != notebook_pages.TOUR_NAME])
