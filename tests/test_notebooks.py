@@ -9,7 +9,9 @@ checked here on the notebooks' outputs (each tutorial shows its central function
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -116,9 +118,6 @@ def test_every_notebook_runs_in_a_kernel_with_the_solutions(name, env, forks, tm
 def test_a_forked_kernel_ends_with_its_notebook_and_leaves_no_connection_file(forks, tmp_path, monkeypatch):
     """nbclient shuts down only kernels of managers it made: a forked kernel must be shut down by execute() itself,
     its process gone and its connection file (jupyter_client writes it in the temp folder) removed."""
-    import os
-    import tempfile
-
     import nbformat
 
     temp = tmp_path / "temp"
